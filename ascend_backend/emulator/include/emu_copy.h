@@ -1,0 +1,2 @@
+#pragma once
+// emu_copy.h: op semantics of the emulator (placeholder, being written).

@@ -1,0 +1,2 @@
+#pragma once
+// emu_types.h: op semantics of the emulator (placeholder, being written).
