@@ -1,0 +1,418 @@
+#pragma once
+// emu_core.h: core of the Ascend C CPU emulator (clean-room, written from documented
+// behaviour only). Macros of the kernel dialect, the `emu::` runtime interface every op
+// uses, tensors, TPipe/TBuf, intra- and cross-core synchronisation, block/core queries.
+// The runtime itself (threads, memories, trace, race checker, flags, deadlock detection,
+// report) lives in src/emu_runtime.cpp, compiled once per arch into a shared library.
+// Keep this header light: every kernel translation unit includes it.
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#if !defined(EMU_ARCH_C220) && !defined(EMU_ARCH_3510)
+#error "build with -DEMU_ARCH_C220 or -DEMU_ARCH_3510"
+#endif
+
+// ---- kernel dialect -------------------------------------------------------------------
+#define __global__
+#define __aicore__
+#define __gm__
+#define __ubuf__
+#define __cbuf__
+#define __ca__
+#define __cb__
+#define __cc__
+#define __fbuf__
+#define __inout_pipe__(p)
+#define GM_ADDR uint8_t*
+
+// Global pipe enum (values as commonly documented; only the names matter here).
+enum pipe_t : uint8_t {
+    PIPE_S = 0,
+    PIPE_V = 1,
+    PIPE_M = 2,
+    PIPE_MTE1 = 3,
+    PIPE_MTE2 = 4,
+    PIPE_MTE3 = 5,
+    PIPE_ALL = 6,
+    PIPE_FIX = 10,
+};
+
+enum event_t : int32_t {
+    EVENT_ID0 = 0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7,
+};
+
+namespace emu {
+using Loc = std::source_location;
+
+enum class Mem : uint8_t { GM, UB, L1, L0A, L0B, L0C, BT, FB };
+enum class Pipe : uint8_t { S, V, M, MTE1, MTE2, MTE3, FIX };
+enum class CoreKind : uint8_t { AIC, AIV };
+constexpr int kNumPipes = 7;
+constexpr int kNumMems = 8;
+
+// Byte span [begin, end). GM: host addresses; on-chip: offsets inside a core's memory.
+// `core` selects whose on-chip memory: -1 = the calling core (the usual case); for the
+// 3510 cross-core paths, an AIC names an AIV of its group by sub-block index (0/1) for UB,
+// and an AIV names its group's AIC with 0 for L1.
+struct Span {
+    Mem mem;
+    uint64_t begin, end;
+    int8_t core = -1;
+};
+struct Cost {
+    uint64_t bytes = 0, elems = 0, macs = 0;
+    uint32_t repeats = 0;
+};
+
+constexpr bool is_c220() {
+#if defined(EMU_ARCH_C220)
+    return true;
+#else
+    return false;
+#endif
+}
+constexpr bool is_3510() { return !is_c220(); }
+
+// Called by every op before its effect (see docs/emulator-internals.md).
+void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, const Span* writes,
+              size_t n_writes, const Cost& cost, const Loc& loc);
+inline void record(const char* op, Pipe pipe, std::initializer_list<Span> reads,
+                   std::initializer_list<Span> writes, const Cost& cost, const Loc& loc) {
+    record_n(op, pipe, reads.begin(), reads.size(), writes.begin(), writes.size(), cost, loc);
+}
+// Same for any contiguous container of Span (std::vector<Span>, std::array<Span, N>, ...).
+template <class C, class = decltype(std::declval<const C&>().data() + std::declval<const C&>().size())>
+inline void record(const char* op, Pipe pipe, const C& reads, const C& writes, const Cost& cost,
+                   const Loc& loc) {
+    record_n(op, pipe, reads.data(), reads.size(), writes.data(), writes.size(), cost, loc);
+}
+// Stops this run with a kernel error (unwinds this core's thread).
+[[noreturn]] void fail(const char* kind, const std::string& msg, const Loc& loc);
+uint8_t* mem_base(Mem m, int core = -1);   // a core's memory (nullptr for GM / absent memory)
+uint64_t mem_size(Mem m);                  // capacity on the current arch (0 for GM)
+bool mem_present(Mem m);                   // does the calling core have this memory?
+
+// sync and queries (implemented in the runtime)
+void set_flag(Pipe src, Pipe dst, int32_t id, const Loc& loc);
+void wait_flag(Pipe src, Pipe dst, int32_t id, const Loc& loc);
+void pipe_barrier(int pipe, const Loc& loc);
+void cross_set(int mode, int pipe, int32_t id, const Loc& loc);
+void cross_wait(int mode, int pipe, int32_t id, const Loc& loc);
+void sync_all(bool aiv_only, const Loc& loc);
+void check_kernel_type(int type, const Loc& loc);
+int64_t block_idx();
+int64_t block_num();
+int64_t sub_block_idx();
+int64_t task_ration();
+CoreKind core_kind();
+void note_capacity(Mem m, uint64_t used, uint64_t request, const char* detail, const Loc& loc);
+
+constexpr Pipe pipe_from_global(pipe_t p) {
+    switch (p) {
+        case PIPE_S: return Pipe::S;
+        case PIPE_V: return Pipe::V;
+        case PIPE_M: return Pipe::M;
+        case PIPE_MTE1: return Pipe::MTE1;
+        case PIPE_MTE2: return Pipe::MTE2;
+        case PIPE_MTE3: return Pipe::MTE3;
+        case PIPE_FIX: return Pipe::FIX;
+        default: return Pipe::S;
+    }
+}
+constexpr uint16_t event_code(Pipe src, Pipe dst) { return (uint16_t)((uint16_t)src * 16 + (uint16_t)dst); }
+}  // namespace emu
+
+namespace AscendC {
+
+enum class HardEvent : uint16_t {
+#define EMU_EV(S, D) S##_##D = ::emu::event_code(::emu::Pipe::S, ::emu::Pipe::D)
+    EMU_EV(MTE2, MTE1), EMU_EV(MTE1, MTE2), EMU_EV(MTE1, M), EMU_EV(M, MTE1), EMU_EV(MTE2, V),
+    EMU_EV(V, MTE2), EMU_EV(MTE3, V), EMU_EV(V, MTE3), EMU_EV(M, V), EMU_EV(V, M), EMU_EV(V, V),
+    EMU_EV(MTE3, MTE1), EMU_EV(MTE1, MTE3), EMU_EV(MTE1, V), EMU_EV(MTE2, M), EMU_EV(M, MTE2),
+    EMU_EV(V, MTE1), EMU_EV(M, FIX), EMU_EV(FIX, M), EMU_EV(MTE3, MTE2), EMU_EV(MTE2, MTE3),
+    EMU_EV(S, V), EMU_EV(V, S), EMU_EV(S, MTE2), EMU_EV(MTE2, S), EMU_EV(S, MTE3), EMU_EV(MTE3, S),
+    EMU_EV(MTE2, FIX), EMU_EV(FIX, MTE2), EMU_EV(FIX, S), EMU_EV(M, S), EMU_EV(FIX, MTE3),
+    EMU_EV(MTE1, FIX), EMU_EV(FIX, MTE1), EMU_EV(FIX, FIX),
+#undef EMU_EV
+};
+using TEventID = int8_t;
+
+enum class TPosition : uint8_t {
+    GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, LCM, SPM, SHM, TSCM,
+    C2PIPE2GM, C2PIPE2LOCAL, MAX,
+};
+using QuePosition = TPosition;
+
+constexpr emu::Mem mem_of(TPosition p) {
+    switch (p) {
+        case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM:
+            return emu::Mem::L1;
+        case TPosition::A2: return emu::Mem::L0A;
+        case TPosition::B2: return emu::Mem::L0B;
+        case TPosition::CO1: return emu::Mem::L0C;
+        case TPosition::C2: return emu::Mem::BT;
+        case TPosition::C2PIPE2GM: case TPosition::C2PIPE2LOCAL: return emu::Mem::FB;
+        case TPosition::GM: return emu::Mem::GM;
+        default: return emu::Mem::UB;  // VECIN/VECOUT/VECCALC/LCM/CO2/SPM/SHM
+    }
+}
+constexpr uint32_t align_of(emu::Mem m) {
+    switch (m) {
+        case emu::Mem::L0A: case emu::Mem::L0B: return 512;
+        case emu::Mem::L0C: case emu::Mem::BT: case emu::Mem::FB: return 64;
+        default: return 32;
+    }
+}
+
+enum KernelMetaType : int32_t {
+    KERNEL_TYPE_AIV_ONLY = 0,
+    KERNEL_TYPE_AIC_ONLY = 1,
+    KERNEL_TYPE_MIX_AIV_1_0 = 2,
+    KERNEL_TYPE_MIX_AIC_1_0 = 3,
+    KERNEL_TYPE_MIX_AIC_1_1 = 4,
+    KERNEL_TYPE_MIX_AIC_1_2 = 5,
+};
+enum AscendCoreType : int32_t { AIC = 1, AIV = 2 };
+
+// ---- GlobalTensor -----------------------------------------------------------------
+template <class T>
+class GlobalTensor {
+public:
+    using PrimType = T;
+    GlobalTensor() = default;
+    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize = 0) {
+        addr_ = buffer;
+        size_ = bufferSize;
+    }
+    GlobalTensor operator[](uint64_t offset) const {
+        GlobalTensor r;
+        r.addr_ = addr_ + offset;
+        r.size_ = size_ > offset ? size_ - offset : 0;
+        return r;
+    }
+    T GetValue(uint64_t i, const emu::Loc& loc = emu::Loc::current()) const {
+        auto b = (uint64_t)(uintptr_t)(addr_ + i);
+        emu::record("GetValue", emu::Pipe::S, {{emu::Mem::GM, b, b + sizeof(T)}}, {}, {sizeof(T), 1}, loc);
+        return addr_[i];
+    }
+    void SetValue(uint64_t i, T v, const emu::Loc& loc = emu::Loc::current()) const {
+        auto b = (uint64_t)(uintptr_t)(addr_ + i);
+        emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T)}}, {sizeof(T), 1}, loc);
+        addr_[i] = v;
+    }
+    uint64_t GetSize() const { return size_; }
+    void SetSize(uint64_t n) { size_ = n; }
+    __gm__ T* GetPhyAddr() const { return addr_; }
+    __gm__ T* GetPhyAddr(uint64_t offset) const { return addr_ + offset; }
+    template <class... A> void SetL2CacheHint(A...) {}
+    // emulator hooks for ops
+    T* emu_ptr() const { return addr_; }
+    emu::Span emu_span(uint64_t count) const {
+        auto b = (uint64_t)(uintptr_t)addr_;
+        return {emu::Mem::GM, b, b + count * sizeof(T)};
+    }
+    emu::Span emu_span_bytes(uint64_t byte_off, uint64_t nbytes) const {
+        auto b = (uint64_t)(uintptr_t)addr_ + byte_off;
+        return {emu::Mem::GM, b, b + nbytes};
+    }
+
+private:
+    T* addr_ = nullptr;
+    uint64_t size_ = 0;
+};
+
+// ---- LocalTensor ------------------------------------------------------------------
+template <class T>
+class LocalTensor {
+public:
+    using PrimType = T;
+    LocalTensor() = default;
+    LocalTensor(emu::Mem mem, uint32_t byte_off, uint32_t count, TPosition pos = TPosition::VECCALC)
+        : mem_(mem), off_(byte_off), size_(count), pos_(pos) {}
+    LocalTensor operator[](uint32_t offset) const {
+        return LocalTensor(mem_, off_ + (uint32_t)(offset * sizeof(T)), size_ > offset ? size_ - offset : 0, pos_);
+    }
+    T GetValue(uint32_t i, const emu::Loc& loc = emu::Loc::current()) const {
+        uint64_t b = off_ + (uint64_t)i * sizeof(T);
+        emu::record("GetValue", emu::Pipe::S, {{mem_, b, b + sizeof(T)}}, {}, {sizeof(T), 1}, loc);
+        return emu_ptr()[i];
+    }
+    void SetValue(uint32_t i, T v, const emu::Loc& loc = emu::Loc::current()) const {
+        uint64_t b = off_ + (uint64_t)i * sizeof(T);
+        emu::record("SetValue", emu::Pipe::S, {}, {{mem_, b, b + sizeof(T)}}, {sizeof(T), 1}, loc);
+        emu_ptr()[i] = v;
+    }
+    uint32_t GetSize() const { return size_; }
+    void SetSize(uint32_t n) { size_ = n; }
+    uint64_t GetPhyAddr() const { return off_; }
+    uint64_t GetPhyAddr(uint32_t offset) const { return off_ + offset * sizeof(T); }
+    TPosition GetPosition() const { return pos_; }
+    int32_t GetLength() const { return (int32_t)(size_ * sizeof(T)); }
+    template <class U> LocalTensor<U> ReinterpretCast() const {
+        return LocalTensor<U>(mem_, off_, (uint32_t)((uint64_t)size_ * sizeof(T) / sizeof(U)), pos_);
+    }
+    // emulator hooks for ops
+    T* emu_ptr() const { return reinterpret_cast<T*>(emu::mem_base(mem_) + off_); }
+    emu::Mem emu_mem() const { return mem_; }
+    uint64_t emu_offset() const { return off_; }
+    emu::Span emu_span(uint64_t count) const { return {mem_, off_, off_ + count * sizeof(T)}; }
+    emu::Span emu_span_bytes(uint64_t byte_off, uint64_t nbytes) const {
+        return {mem_, off_ + byte_off, off_ + byte_off + nbytes};
+    }
+
+private:
+    emu::Mem mem_ = emu::Mem::UB;
+    uint32_t off_ = 0;
+    uint32_t size_ = 0;
+    TPosition pos_ = TPosition::VECCALC;
+};
+
+// ---- TPipe / TBuf -------------------------------------------------------------------
+template <TPosition pos = TPosition::VECCALC>
+class TBuf {
+public:
+    template <class T> LocalTensor<T> Get() const { return LocalTensor<T>(mem_of(pos), off_, bytes_ / sizeof(T), pos); }
+    template <class T> LocalTensor<T> Get(uint32_t count, const emu::Loc& loc = emu::Loc::current()) const {
+        if ((uint64_t)count * sizeof(T) > bytes_)
+            emu::fail("invalid_param", "TBuf::Get<T>(count) asks for more bytes than the buffer holds", loc);
+        return LocalTensor<T>(mem_of(pos), off_, count, pos);
+    }
+    template <class T>
+    LocalTensor<T> GetWithOffset(uint32_t count, uint32_t byteOffset, const emu::Loc& loc = emu::Loc::current()) const {
+        if ((uint64_t)byteOffset + (uint64_t)count * sizeof(T) > bytes_)
+            emu::fail("invalid_param", "TBuf::GetWithOffset range exceeds the buffer", loc);
+        return LocalTensor<T>(mem_of(pos), off_ + byteOffset, count, pos);
+    }
+    uint32_t emu_bytes() const { return bytes_; }
+    uint32_t emu_offset() const { return off_; }
+    void emu_set(uint32_t off, uint32_t bytes) {
+        off_ = off;
+        bytes_ = bytes;
+    }
+
+private:
+    uint32_t off_ = 0, bytes_ = 0;
+};
+
+class TPipe;
+namespace emu_detail {
+TPipe*& current_pipe();
+}
+
+class TPipe {
+public:
+    TPipe() { emu_detail::current_pipe() = this; }
+    ~TPipe() {
+        if (emu_detail::current_pipe() == this) emu_detail::current_pipe() = nullptr;
+    }
+    TPipe(const TPipe&) = delete;
+    TPipe& operator=(const TPipe&) = delete;
+    template <TPosition pos>
+    bool InitBuffer(TBuf<pos>& buf, uint32_t bytes, const emu::Loc& loc = emu::Loc::current()) {
+        constexpr emu::Mem m = mem_of(pos);
+        uint64_t a = align_of(m);
+        uint64_t start = (used_[(int)m] + a - 1) / a * a;
+        uint64_t cap = emu::mem_size(m);
+        if (start + bytes > cap) emu::note_capacity(m, start, bytes, detail_[(int)m].c_str(), loc);
+        buf.emu_set((uint32_t)start, bytes);
+        used_[(int)m] = start + bytes;
+        detail_[(int)m] += std::to_string(bytes) + " B at line " + std::to_string(loc.line()) + "; ";
+        return true;
+    }
+    void Destroy() { Reset(); }
+    void Reset() {
+        for (auto& u : used_) u = 0;
+        for (auto& d : detail_) d.clear();
+    }
+    // Event-id helpers of the documented TPipe interface (no queues in this emulator).
+    int32_t FetchEventID(HardEvent e) const {
+        uint8_t mask = busy_[slot(e)];
+        for (int i = 0; i < 8; ++i)
+            if (!(mask & (1u << i))) return i;
+        return 0;
+    }
+    template <HardEvent e> int32_t FetchEventID() const { return FetchEventID(e); }
+    template <HardEvent e> int32_t AllocEventID() {
+        int32_t id = FetchEventID(e);
+        busy_[slot(e)] |= (uint8_t)(1u << id);
+        return id;
+    }
+    template <HardEvent e> void ReleaseEventID(int32_t id) { busy_[slot(e)] &= (uint8_t)~(1u << (id & 7)); }
+    uint64_t emu_used(emu::Mem m) const { return used_[(int)m]; }
+
+private:
+    static int slot(HardEvent e) { return (int)((uint16_t)e % 128); }
+    uint64_t used_[emu::kNumMems] = {};
+    std::string detail_[emu::kNumMems];
+    uint8_t busy_[128] = {};
+};
+
+inline TPipe* GetTPipePtr() { return emu_detail::current_pipe(); }
+
+// ---- synchronisation ----------------------------------------------------------------
+template <HardEvent e>
+inline void SetFlag(int32_t id, const emu::Loc& loc = emu::Loc::current()) {
+    emu::set_flag((emu::Pipe)((uint16_t)e / 16), (emu::Pipe)((uint16_t)e % 16), id, loc);
+}
+template <HardEvent e>
+inline void WaitFlag(int32_t id, const emu::Loc& loc = emu::Loc::current()) {
+    emu::wait_flag((emu::Pipe)((uint16_t)e / 16), (emu::Pipe)((uint16_t)e % 16), id, loc);
+}
+template <pipe_t p>
+inline void PipeBarrier(const emu::Loc& loc = emu::Loc::current()) {
+    emu::pipe_barrier((int)p, loc);
+}
+template <uint8_t modeId, pipe_t pipe>
+inline void CrossCoreSetFlag(uint16_t flagId, const emu::Loc& loc = emu::Loc::current()) {
+    emu::cross_set(modeId, (int)pipe, flagId, loc);
+}
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
+inline void CrossCoreWaitFlag(uint16_t flagId, const emu::Loc& loc = emu::Loc::current()) {
+    emu::cross_wait(modeId, (int)pipe, flagId, loc);
+}
+template <bool isAIVOnly = true>
+inline void SyncAll(const emu::Loc& loc = emu::Loc::current()) {
+    emu::sync_all(isAIVOnly, loc);
+}
+inline void SetSyncBaseAddr(uint64_t) {}
+
+template <pipe_t src, pipe_t dst>
+class TQueSync {
+public:
+    void SetFlag(int32_t id, const emu::Loc& loc = emu::Loc::current()) {
+        emu::set_flag(emu::pipe_from_global(src), emu::pipe_from_global(dst), id, loc);
+    }
+    void WaitFlag(int32_t id, const emu::Loc& loc = emu::Loc::current()) {
+        emu::wait_flag(emu::pipe_from_global(src), emu::pipe_from_global(dst), id, loc);
+    }
+};
+
+// ---- queries ------------------------------------------------------------------------
+inline int64_t GetBlockIdx() { return emu::block_idx(); }
+inline int64_t GetBlockNum() { return emu::block_num(); }
+inline int64_t GetSubBlockIdx() { return emu::sub_block_idx(); }
+inline int64_t GetTaskRation() { return emu::task_ration(); }
+inline int64_t GetSubBlockNum() { return emu::task_ration(); }
+
+}  // namespace AscendC
+
+#define KERNEL_TASK_TYPE_DEFAULT(t) ::emu::check_kernel_type((int)(t), ::emu::Loc::current())
+#define ASCEND_IS_AIC (::emu::core_kind() == ::emu::CoreKind::AIC)
+#define ASCEND_IS_AIV (::emu::core_kind() == ::emu::CoreKind::AIV)
+#define ASCEND_IS_NOT_AIC (!ASCEND_IS_AIC)
+#define ASCEND_IS_NOT_AIV (!ASCEND_IS_AIV)
+#define g_coreType (ASCEND_IS_AIC ? ::AscendC::AIC : ::AscendC::AIV)
+
+// Bring the kernel-type names into the global namespace too (kernels use them unqualified
+// inside KERNEL_TASK_TYPE_DEFAULT before `using namespace AscendC;` sometimes).
+using AscendC::KERNEL_TYPE_AIV_ONLY;
+using AscendC::KERNEL_TYPE_AIC_ONLY;
+using AscendC::KERNEL_TYPE_MIX_AIV_1_0;
+using AscendC::KERNEL_TYPE_MIX_AIC_1_0;
+using AscendC::KERNEL_TYPE_MIX_AIC_1_1;
+using AscendC::KERNEL_TYPE_MIX_AIC_1_2;

@@ -1,0 +1,9 @@
+#pragma once
+// kernel_operator.h: what kernels include. Clean-room CPU emulator of the Ascend C API
+// subset used by tilelang-ascendc (see docs/emulator.md). Include order is part of the
+// contract in docs/emulator-internals.md.
+#include "emu_types.h"
+#include "emu_core.h"
+#include "emu_copy.h"
+#include "emu_cube.h"
+#include "emu_vector.h"

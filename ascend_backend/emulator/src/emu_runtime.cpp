@@ -1,0 +1,1309 @@
+// emu_runtime.cpp: runtime of the Ascend C CPU emulator (clean-room).
+//
+// One run = one kernel launch. Every AIC / AIV of every block is a std::thread; at most
+// `pool` of them run at once (a slot scheduler), the others wait for a slot. A thread gives
+// its slot up while it is blocked on a cross-core wait, so every block's cores make
+// progress and all-core barriers (mode 0, SyncAll) work with any block count.
+//
+// Happens-before: vector clocks with one component per (core slot, pipe) of a block
+// (3 cores x 7 pipes). Access histories are interval maps per memory; GM has one history
+// shared by all blocks (different blocks are unordered except through mode-0 barriers).
+//
+// The kernel runs either in-process or in a forked child (the default from Python), so a
+// wild pointer in kernel code cannot take the Python process down.
+#include "emu_types.h"
+#include "emu_core.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace emu {
+namespace {
+
+constexpr int kSlots = 3;  // cores per block: AIC + 2 AIV at most
+constexpr int kDim = kSlots * kNumPipes;
+using VC = std::array<uint32_t, kDim>;
+
+inline void join(VC& a, const VC& b) {
+    for (int i = 0; i < kDim; ++i) a[i] = std::max(a[i], b[i]);
+}
+
+struct Abort {};   // unwinds a core thread after another thread stopped the run
+struct Fault {};   // unwinds the core thread that hit a kernel error
+
+const char* const kPipeNames[kNumPipes] = {"S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX"};
+const char* const kMemNames[kNumMems] = {"GM", "UB", "L1", "L0A", "L0B", "L0C", "BT", "FB"};
+
+uint64_t arch_mem_size(Mem m) {
+    switch (m) {
+        case Mem::UB: return is_c220() ? 184 * 1024 : 248 * 1024;
+        case Mem::L1: return 512 * 1024;
+        case Mem::L0A: return 64 * 1024;
+        case Mem::L0B: return 64 * 1024;
+        case Mem::L0C: return is_c220() ? 128 * 1024 : 256 * 1024;
+        case Mem::BT: return is_c220() ? 1024 : 4096;
+        case Mem::FB: return is_c220() ? 2048 : 4096;
+        default: return 0;
+    }
+}
+bool mem_on(CoreKind k, Mem m) {
+    if (m == Mem::GM) return true;
+    if (k == CoreKind::AIV) return m == Mem::UB;
+    return m != Mem::UB;
+}
+bool pipe_on(CoreKind k, Pipe p) {
+    if (p == Pipe::S || p == Pipe::MTE2) return true;
+    if (k == CoreKind::AIV) return p == Pipe::V || p == Pipe::MTE3;
+    return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX;
+}
+bool pipe_in_order(Pipe p) { return !(is_c220() && p == Pipe::V); }
+
+// ---- access history ---------------------------------------------------------------
+struct Acc {
+    const char* name;
+    const char* file;
+    uint32_t line;
+    int32_t gt;      // global thread index
+    int32_t block;
+    uint8_t tid;     // slot * 7 + pipe
+    uint8_t kind;    // CoreKind
+    uint32_t epoch;
+    uint32_t setgen, waitgen;  // mode-0 barrier generations (cross-block order)
+};
+struct Seg {
+    uint64_t end;
+    bool has_w = false;
+    Acc w{};
+    std::vector<Acc> reads;
+};
+struct History {
+    std::mutex mu;
+    std::map<uint64_t, Seg> m;
+};
+
+// ---- trace ----------------------------------------------------------------------
+enum RecKind : uint8_t { R_OP = 0, R_SET = 1, R_WAIT = 2, R_BARRIER = 3, R_XSET = 4, R_XWAIT = 5 };
+struct OpRec {
+    const char* name;
+    uint32_t line;
+    uint8_t kind, pipe, src, dst;
+    uint64_t bytes, elems, macs;
+    uint32_t repeats;
+    uint32_t dep_off, dep_n;
+};
+struct Dep {
+    int32_t gt;
+    uint32_t idx;
+};
+
+struct FlagSlot {
+    bool set = false;
+    VC clk{};
+    uint32_t idx = 0;
+    uint32_t line = 0;
+};
+struct Token {
+    VC clk{};
+    int block = -1;
+    uint32_t round0 = 0;
+    std::vector<Dep> refs;
+};
+
+enum State : uint8_t { READY, RUNNING, BLOCKED, DONE };
+
+struct Core {
+    int gt = 0, block = 0, slot = 0, sub = 0;
+    CoreKind kind = CoreKind::AIV;
+    uint8_t* mem[kNumMems] = {};
+    std::unique_ptr<History> hist[kNumMems];
+    VC clk[kNumPipes]{};
+    uint32_t cnt[kNumPipes]{};
+    std::vector<FlagSlot> flags;  // event code (<128) x 8 ids
+    std::vector<OpRec> trace;
+    std::vector<Dep> deps;
+    uint32_t x0_set = 0, x0_wait = 0;
+    std::deque<Token> xq[32];
+    // scheduler state (guarded by g.mu)
+    State state = READY;
+    int wait_id = -1, wait_mode = 0;
+    uint32_t wait_line = 0;
+    const char* wait_file = "";
+    uint64_t ops = 0;
+    std::string name() const {
+        if (kind == CoreKind::AIC) return "AIC";
+        return "AIV" + std::to_string(sub);
+    }
+};
+
+struct Region {
+    uint64_t b, e;
+    std::string name;
+};
+
+struct LastOp {
+    const char* name;
+    const char* file;
+    uint32_t line;
+    int32_t block;
+    int32_t core;  // 0 AIC, 1 AIV0, 2 AIV1
+    int32_t active;
+};
+
+struct RaceKey {
+    const char* n1; uint32_t l1; uint8_t p1; const char* n2; uint32_t l2; uint8_t p2; uint8_t mem; uint8_t kind;
+    bool operator<(const RaceKey& o) const {
+        return std::tie(l1, l2, p1, p2, mem, kind, n1, n2) < std::tie(o.l1, o.l2, o.p1, o.p2, o.mem, o.kind, o.n1, o.n2);
+    }
+};
+struct RaceRec {
+    Acc a, b;
+    uint8_t mem, kind;
+    int owner_block;
+    std::string owner;
+    uint64_t begin, end;
+    uint64_t count;
+};
+
+struct Agg {  // pending sets of a mode-1/2 pair, per AIV sub-block
+    std::deque<Token> q[2];
+};
+struct Agg0 {
+    uint32_t count = 0;
+    std::vector<VC> per_block;
+    std::vector<char> has_block;
+    std::vector<Dep> refs;
+};
+
+struct Global {
+    // config
+    int block_dim = 1, ktype = 0;
+    bool checks = true, mode0_hint = false;
+    int pool = 2;
+    uint64_t trace_cap = 4'000'000;
+    bool has_aic = false;
+    int naiv = 1, per_block = 1;
+    std::vector<Region> gm;
+    std::string arch;
+    void (*entry)(void**) = nullptr;
+    void** args = nullptr;
+    LastOp* last = nullptr;
+    // state
+    std::vector<std::unique_ptr<Core>> cores;
+    History gm_hist;
+    std::mutex mu;  // scheduler, cross-core flags, errors, races
+    std::condition_variable cv;
+    int free_slots = 2;
+    std::set<int> ready;
+    int running = 0, blocked = 0;
+    std::atomic<bool> abort{false};
+    bool mode0_seen = false;
+    std::map<std::pair<int, int>, Agg> agg1, agg2;  // (block, id)
+    std::map<std::pair<int, int>, Agg0> agg0;       // (group kind, id)
+    uint32_t rounds0[3] = {0, 0, 0};
+    // results
+    std::vector<std::string> errors, flag_errors;
+    std::map<RaceKey, RaceRec> races;
+    uint64_t races_total = 0;
+    std::string deadlock;  // JSON object or empty
+    std::mutex race_mu;
+};
+
+Global* G = nullptr;
+thread_local Core* tls = nullptr;
+
+// ---- JSON helpers ---------------------------------------------------------------
+std::string jstr(const std::string& s) {
+    std::string r = "\"";
+    for (char ch : s) {
+        unsigned char c = (unsigned char)ch;
+        if (c == '"') r += "\\\"";
+        else if (c == '\\') r += "\\\\";
+        else if (c == '\n') r += "\\n";
+        else if (c < 0x20) {
+            char b[8];
+            snprintf(b, sizeof b, "\\u%04x", c);
+            r += b;
+        } else r += ch;
+    }
+    return r + "\"";
+}
+const char* base_name(const char* f) {
+    const char* s = strrchr(f, '/');
+    return s ? s + 1 : f;
+}
+std::string loc_json(const char* file, uint32_t line) {
+    return "\"line\":" + std::to_string(line) + ",\"file\":" + jstr(base_name(file ? file : ""));
+}
+std::string core_json(const Core* c) {
+    if (!c) return "\"block\":-1,\"core\":\"host\"";
+    return "\"block\":" + std::to_string(c->block) + ",\"core\":" + jstr(c->name());
+}
+
+std::string gm_where(uint64_t b, uint64_t e) {
+    for (auto& r : G->gm)
+        if (b >= r.b && b < r.e)
+            return "arg '" + r.name + "' bytes [" + std::to_string(b - r.b) + ", " + std::to_string(e - r.b) + ")";
+    return "host address 0x" + [&] { char t[32]; snprintf(t, sizeof t, "%llx", (unsigned long long)b); return std::string(t); }();
+}
+
+void add_flag_error(const char* kind, const std::string& event, int id, const std::string& msg, const Loc& loc) {
+    Core* c = tls;
+    std::string j = "{\"kind\":" + jstr(kind) + ",\"event\":" + jstr(event) + ",\"id\":" + std::to_string(id) + "," +
+                    loc_json(loc.file_name(), loc.line()) + "," + core_json(c) + ",\"message\":" + jstr(msg) + "}";
+    std::lock_guard<std::mutex> lk(G->race_mu);
+    if (G->flag_errors.size() < 200) G->flag_errors.push_back(j);
+}
+
+void stop_all() {
+    G->abort.store(true);
+    std::lock_guard<std::mutex> lk(G->mu);
+    G->cv.notify_all();
+}
+
+void add_error(const char* kind, const std::string& msg, const char* file, uint32_t line, const char* op) {
+    Core* c = tls;
+    std::string j = "{\"kind\":" + jstr(kind) + ",\"message\":" + jstr(msg) + "," + loc_json(file, line) + "," +
+                    core_json(c) + ",\"op\":" + jstr(op ? op : "") + "}";
+    {
+        std::lock_guard<std::mutex> lk(G->race_mu);
+        if (G->errors.size() < 50) G->errors.push_back(j);
+    }
+    stop_all();
+}
+
+[[noreturn]] void fail_op(const char* kind, const std::string& msg, const char* op, const Loc& loc) {
+    if (G->abort.load()) throw Abort{};
+    add_error(kind, msg, loc.file_name(), loc.line(), op);
+    throw Fault{};
+}
+
+inline void check_abort() {
+    if (G->abort.load(std::memory_order_relaxed)) throw Abort{};
+}
+
+std::string event_name(Pipe s, Pipe d) { return std::string(kPipeNames[(int)s]) + "_" + kPipeNames[(int)d]; }
+
+// ---- race checker ----------------------------------------------------------------
+inline bool ordered(const Acc& a, const Acc& cur, const VC& clk) {
+    if (a.gt == cur.gt && a.tid == cur.tid && a.epoch == cur.epoch) return true;  // same op
+    if (a.block == cur.block) return a.epoch <= clk[a.tid];
+    // Different blocks never synchronise, except through mode-0 barriers between cores of
+    // the same kind: a precedes cur when a's core had set fewer barriers than cur's core
+    // had passed.
+    return a.kind == cur.kind && a.setgen < cur.waitgen;
+}
+
+void report_race(const Acc& a, const Acc& b, Mem mem, uint8_t kind, uint64_t lo, uint64_t hi, const Core* owner) {
+    RaceKey k{a.name, a.line, (uint8_t)(a.tid % kNumPipes), b.name, b.line, (uint8_t)(b.tid % kNumPipes),
+              (uint8_t)mem, kind};
+    std::lock_guard<std::mutex> lk(G->race_mu);
+    G->races_total++;
+    auto it = G->races.find(k);
+    if (it != G->races.end()) {
+        it->second.count++;
+        return;
+    }
+    if (G->races.size() >= 100) return;
+    RaceRec r{a, b, (uint8_t)mem, kind, owner ? owner->block : -1, owner ? owner->name() : "", lo, hi, 1};
+    G->races.emplace(k, r);
+}
+
+void split_at(std::map<uint64_t, Seg>& m, uint64_t x) {
+    auto it = m.upper_bound(x);
+    if (it == m.begin()) return;
+    --it;
+    if (it->first < x && it->second.end > x) {
+        Seg right = it->second;
+        it->second.end = x;
+        m.emplace(x, std::move(right));
+    }
+}
+
+// kind: 0 RAW (write then read), 1 WAR (read then write), 2 WAW
+void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& cur, const VC& clk, const Core* owner) {
+    if (b >= e) return;
+    std::lock_guard<std::mutex> lk(h.mu);
+    auto& m = h.m;
+    split_at(m, b);
+    split_at(m, e);
+    auto it = m.lower_bound(b);
+    if (!write) {
+        uint64_t pos = b;
+        while (pos < e) {
+            if (it == m.end() || it->first > pos) {
+                uint64_t gap_end = (it == m.end()) ? e : std::min(e, it->first);
+                Seg s;
+                s.end = gap_end;
+                s.reads.push_back(cur);
+                it = m.emplace_hint(it, pos, std::move(s));
+                ++it;
+                pos = gap_end;
+                continue;
+            }
+            Seg& s = it->second;
+            if (s.has_w && !ordered(s.w, cur, clk)) report_race(s.w, cur, mem, 0, it->first, s.end, owner);
+            bool found = false;
+            for (auto& r : s.reads)
+                if (r.gt == cur.gt && r.tid == cur.tid) {
+                    r = cur;
+                    found = true;
+                    break;
+                }
+            if (!found) s.reads.push_back(cur);
+            pos = s.end;
+            ++it;
+        }
+        return;
+    }
+    // write: check every overlapping segment, then replace them with one segment
+    auto first = it;
+    while (it != m.end() && it->first < e) {
+        Seg& s = it->second;
+        if (s.has_w && !ordered(s.w, cur, clk)) report_race(s.w, cur, mem, 2, it->first, s.end, owner);
+        for (auto& r : s.reads)
+            if (!ordered(r, cur, clk)) report_race(r, cur, mem, 1, it->first, s.end, owner);
+        ++it;
+    }
+    m.erase(first, it);
+    Seg s;
+    s.end = e;
+    s.has_w = true;
+    s.w = cur;
+    auto ins = m.emplace(b, std::move(s)).first;
+    // merge with a left neighbour written by the same op
+    if (ins != m.begin()) {
+        auto l = std::prev(ins);
+        if (l->second.end == b && l->second.has_w && l->second.reads.empty() && l->second.w.gt == cur.gt &&
+            l->second.w.tid == cur.tid && l->second.w.epoch == cur.epoch) {
+            l->second.end = e;
+            m.erase(ins);
+        }
+    }
+}
+
+Core* peer(Core* c, int which) {
+    // which: for an AIC, the AIV of sub-block `which`; for an AIV, its group's AIC.
+    int base = c->block * G->per_block;
+    if (c->kind == CoreKind::AIC) {
+        if (!G->has_aic || which < 0 || which >= G->naiv) return nullptr;
+        return G->cores[base + 1 + which].get();
+    }
+    if (!G->has_aic) return nullptr;
+    return G->cores[base].get();
+}
+
+History& hist_of(Core* c, Mem m) {
+    if (!c->hist[(int)m]) c->hist[(int)m] = std::make_unique<History>();
+    return *c->hist[(int)m];
+}
+
+struct Resolved {
+    Core* owner;
+    uint64_t b, e;
+};
+
+Resolved check_span(Core* c, const Span& s, const char* op, const Loc& loc) {
+    if (s.end < s.begin) fail_op("invalid_param", std::string(op) + ": negative byte range", op, loc);
+    if (s.mem == Mem::GM) {
+        if (s.begin == s.end) return {nullptr, 0, 0};
+        for (auto& r : G->gm)
+            if (s.begin >= r.b && s.end <= r.e) return {nullptr, s.begin, s.end};
+        std::string near;
+        for (auto& r : G->gm)
+            if (s.begin < r.e + (1 << 20) && s.end + (1 << 20) > r.b) {
+                near = "; nearest argument '" + r.name + "' has " + std::to_string(r.e - r.b) + " bytes and the access is at bytes [" +
+                       std::to_string((int64_t)(s.begin - r.b)) + ", " + std::to_string((int64_t)(s.end - r.b)) + ")";
+                break;
+            }
+        fail_op("gm_out_of_bounds",
+                std::string(op) + ": GM access of " + std::to_string(s.end - s.begin) + " bytes lies outside every argument tensor" + near,
+                op, loc);
+    }
+    Core* owner = c;
+    if (s.core >= 0) {
+        if (is_c220()) fail_op("invalid_param", std::string(op) + ": cross-core on-chip access does not exist on dav-c220", op, loc);
+        owner = peer(c, s.core);
+        if (!owner) fail_op("invalid_param", std::string(op) + ": no such peer core in this kernel type", op, loc);
+    }
+    if (!mem_on(owner->kind, s.mem))
+        fail_op("invalid_memory", std::string(op) + ": " + kMemNames[(int)s.mem] + " does not exist on the " + owner->name(), op, loc);
+    uint64_t cap = arch_mem_size(s.mem);
+    if (s.end > cap)
+        fail_op("local_out_of_bounds",
+                std::string(op) + ": " + kMemNames[(int)s.mem] + " bytes [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
+                    ") exceed its capacity of " + std::to_string(cap) + " bytes",
+                op, loc);
+    return {owner, s.begin, s.end};
+}
+
+uint32_t push_rec(Core* c, OpRec r) {
+    uint32_t idx = (uint32_t)c->trace.size();
+    if (c->trace.size() < G->trace_cap) c->trace.push_back(r);
+    return idx;
+}
+
+VC pipe_done_clock(Core* c, Pipe p) {
+    VC v = c->clk[(int)p];
+    int t = c->slot * kNumPipes + (int)p;
+    v[t] = std::max(v[t], c->cnt[(int)p]);
+    return v;
+}
+
+Core* cur_core(const Loc& loc, const char* what) {
+    Core* c = tls;
+    if (!c) {
+        fprintf(stderr, "emulator: %s called outside a kernel thread (line %u)\n", what, loc.line());
+        return nullptr;
+    }
+    check_abort();
+    return c;
+}
+
+void note_last(Core* c, const char* name, const Loc& loc) {
+    if (G->last) {
+        LastOp& l = G->last[c->gt];
+        l.name = name;
+        l.file = loc.file_name();
+        l.line = loc.line();
+    }
+}
+
+// ---- scheduler ------------------------------------------------------------------
+void grant_locked() {
+    while (G->free_slots > 0 && !G->ready.empty()) {
+        int gt = *G->ready.begin();
+        G->ready.erase(G->ready.begin());
+        G->cores[gt]->state = RUNNING;
+        G->running++;
+        G->free_slots--;
+    }
+    G->cv.notify_all();
+}
+
+std::string waiter_json(const Core* w) {
+    return "{" + core_json(w) + ",\"flag\":" + std::to_string(w->wait_id) + ",\"mode\":" + std::to_string(w->wait_mode) + "," +
+           loc_json(w->wait_file, w->wait_line) + "}";
+}
+
+void deadlock_locked(const std::vector<Core*>& waiters, const std::string& scope) {
+    if (!G->deadlock.empty() || G->abort.load()) return;
+    std::string msg = "deadlock (" + scope + "): every live core is blocked on a CrossCoreWaitFlag:";
+    std::string ws;
+    for (auto* w : waiters) {
+        msg += " block " + std::to_string(w->block) + " " + w->name() + " waits for flag " + std::to_string(w->wait_id) +
+               " at line " + std::to_string(w->wait_line) + ";";
+        if (!ws.empty()) ws += ",";
+        ws += waiter_json(w);
+    }
+    G->deadlock = "{\"scope\":" + jstr(scope) + ",\"message\":" + jstr(msg) + ",\"waiters\":[" + ws + "]}";
+    G->abort.store(true);
+    G->cv.notify_all();
+}
+
+void check_deadlock_locked(int block) {
+    if (G->abort.load()) return;
+    if (G->running == 0 && G->ready.empty() && G->blocked > 0) {
+        std::vector<Core*> w;
+        for (auto& c : G->cores)
+            if (c->state == BLOCKED) w.push_back(c.get());
+        deadlock_locked(w, "all blocks");
+        return;
+    }
+    if (G->mode0_hint || G->mode0_seen) return;
+    int base = block * G->per_block;
+    std::vector<Core*> w;
+    for (int i = 0; i < G->per_block; ++i) {
+        Core* c = G->cores[base + i].get();
+        if (c->state == DONE) continue;
+        if (c->state != BLOCKED) return;
+        w.push_back(c);
+    }
+    if (!w.empty()) deadlock_locked(w, "block " + std::to_string(block));
+}
+
+void push_token_locked(Core* to, int id, Token t, const Loc& loc) {
+    if (to->xq[id].size() >= 15) {
+        add_flag_error("counter_overflow", "cross-core", id,
+                       "cross-core flag " + std::to_string(id) + " of block " + std::to_string(to->block) + " " + to->name() +
+                           " already counts 15 (the counter saturates; this Set is lost)",
+                       loc);
+        return;
+    }
+    to->xq[id].push_back(std::move(t));
+    if (to->state == BLOCKED && to->wait_id == id) {
+        to->state = READY;
+        G->blocked--;
+        G->ready.insert(to->gt);
+        grant_locked();
+    }
+}
+
+Token merge(Token a, const Token& b) {
+    join(a.clk, b.clk);
+    a.refs.insert(a.refs.end(), b.refs.begin(), b.refs.end());
+    return a;
+}
+
+}  // namespace
+
+// ---- public runtime interface -------------------------------------------------------
+uint64_t mem_size(Mem m) { return arch_mem_size(m); }
+bool mem_present(Mem m) {
+    Core* c = tls;
+    return c && mem_on(c->kind, m);
+}
+uint8_t* mem_base(Mem m, int core) {
+    Core* c = tls;
+    if (!c || m == Mem::GM) return nullptr;
+    if (core >= 0) c = peer(c, core);
+    if (!c) return nullptr;
+    return c->mem[(int)m];
+}
+
+void fail(const char* kind, const std::string& msg, const Loc& loc) {
+    if (!tls) {
+        fprintf(stderr, "emulator error outside a kernel thread: %s\n", msg.c_str());
+        std::abort();
+    }
+    fail_op(kind, msg, "", loc);
+}
+
+void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, const Span* writes, size_t n_writes, const Cost& cost,
+              const Loc& loc) {
+    Core* c = cur_core(loc, op);
+    if (!c) return;
+    note_last(c, op, loc);
+    if (!pipe_on(c->kind, pipe))
+        fail_op("invalid_pipe", std::string(op) + ": pipe " + kPipeNames[(int)pipe] + " does not exist on the " + c->name(), op, loc);
+    Resolved small_r[8], small_w[8];
+    std::vector<Resolved> big_r, big_w;
+    Resolved* rr = small_r;
+    Resolved* rw = small_w;
+    if (n_reads > 8) { big_r.resize(n_reads); rr = big_r.data(); }
+    if (n_writes > 8) { big_w.resize(n_writes); rw = big_w.data(); }
+    for (size_t i = 0; i < n_reads; ++i) rr[i] = check_span(c, reads[i], op, loc);
+    for (size_t i = 0; i < n_writes; ++i) rw[i] = check_span(c, writes[i], op, loc);
+    int p = (int)pipe;
+    uint32_t e = ++c->cnt[p];
+    int tid = c->slot * kNumPipes + p;
+    if (pipe_in_order(pipe)) c->clk[p][tid] = e;
+    c->ops++;
+    if (G->checks) {
+        Acc cur{op, loc.file_name(), loc.line(), c->gt, c->block, (uint8_t)tid, (uint8_t)c->kind, e, c->x0_set, c->x0_wait};
+        const VC& clk = c->clk[p];
+        for (size_t i = 0; i < n_reads; ++i) {
+            const Resolved& x = rr[i];
+            Mem m = reads[i].mem;
+            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, false, cur, clk, nullptr);
+            else access(hist_of(x.owner, m), m, x.b, x.e, false, cur, clk, x.owner);
+        }
+        for (size_t i = 0; i < n_writes; ++i) {
+            const Resolved& x = rw[i];
+            Mem m = writes[i].mem;
+            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, true, cur, clk, nullptr);
+            else access(hist_of(x.owner, m), m, x.b, x.e, true, cur, clk, x.owner);
+        }
+    }
+    OpRec r{op, loc.line(), R_OP, (uint8_t)pipe, (uint8_t)(n_reads ? (int)reads[0].mem : 255),
+            (uint8_t)(n_writes ? (int)writes[0].mem : 255), cost.bytes, cost.elems, cost.macs, cost.repeats, 0, 0};
+    push_rec(c, r);
+}
+
+namespace {
+bool flag_event_ok(Core* c, Pipe src, Pipe dst, int32_t id, const char* what, const Loc& loc) {
+    std::string ev = event_name(src, dst);
+    if (!pipe_on(c->kind, src) || !pipe_on(c->kind, dst)) {
+        bool src_aic = pipe_on(CoreKind::AIC, src), dst_aic = pipe_on(CoreKind::AIC, dst);
+        bool src_aiv = pipe_on(CoreKind::AIV, src), dst_aiv = pipe_on(CoreKind::AIV, dst);
+        bool same_core_possible = (src_aic && dst_aic) || (src_aiv && dst_aiv);
+        std::string msg = std::string(what) + "<" + ev + ">: ";
+        if (!same_core_possible)
+            msg += "pipes " + std::string(kPipeNames[(int)src]) + " and " + kPipeNames[(int)dst] +
+                   " are on different cores (AIC owns S, MTE1, MTE2, FIX, M; AIV owns S, V, MTE2, MTE3); use CrossCoreSetFlag/CrossCoreWaitFlag";
+        else
+            msg += "event pipes are not on the " + c->name() + " executing it";
+        add_flag_error("cross_core_event", ev, id, msg, loc);
+        return false;
+    }
+    if (id < 0 || id > 7) {
+        add_flag_error("id_out_of_range", ev, id, std::string(what) + "<" + ev + ">(" + std::to_string(id) + "): event ids are 0-7", loc);
+        return false;
+    }
+    return true;
+}
+}  // namespace
+
+void set_flag(Pipe src, Pipe dst, int32_t id, const Loc& loc) {
+    Core* c = cur_core(loc, "SetFlag");
+    if (!c) return;
+    note_last(c, "SetFlag", loc);
+    OpRec r{"SetFlag", loc.line(), R_SET, (uint8_t)src, (uint8_t)src, (uint8_t)dst, 0, 0, 0, (uint32_t)id, 0, 0};
+    if (!flag_event_ok(c, src, dst, id, "SetFlag", loc)) return;
+    uint32_t idx = push_rec(c, r);
+    FlagSlot& f = c->flags[event_code(src, dst) * 8 + id];
+    if (f.set) {
+        add_flag_error("double_set", event_name(src, dst), id,
+                       "SetFlag<" + event_name(src, dst) + ">(" + std::to_string(id) + ") while the flag set at line " +
+                           std::to_string(f.line) + " has not been waited",
+                       loc);
+        return;  // keep the first Set's clock (the conservative choice)
+    }
+    f.set = true;
+    f.clk = pipe_done_clock(c, src);
+    f.idx = idx;
+    f.line = loc.line();
+}
+
+void wait_flag(Pipe src, Pipe dst, int32_t id, const Loc& loc) {
+    Core* c = cur_core(loc, "WaitFlag");
+    if (!c) return;
+    note_last(c, "WaitFlag", loc);
+    if (!flag_event_ok(c, src, dst, id, "WaitFlag", loc)) return;
+    FlagSlot& f = c->flags[event_code(src, dst) * 8 + id];
+    OpRec r{"WaitFlag", loc.line(), R_WAIT, (uint8_t)dst, (uint8_t)src, (uint8_t)dst, 0, 0, 0, (uint32_t)id, 0, 0};
+    if (!f.set) {
+        add_flag_error("wait_without_set", event_name(src, dst), id,
+                       "WaitFlag<" + event_name(src, dst) + ">(" + std::to_string(id) + ") with no SetFlag before it (would hang on hardware)",
+                       loc);
+        push_rec(c, r);
+        return;
+    }
+    r.dep_off = (uint32_t)c->deps.size();
+    r.dep_n = 1;
+    c->deps.push_back({c->gt, f.idx});
+    push_rec(c, r);
+    if (dst == Pipe::S) {
+        for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], f.clk);
+    } else {
+        join(c->clk[(int)dst], f.clk);
+    }
+    f.set = false;
+}
+
+void pipe_barrier(int pipe, const Loc& loc) {
+    Core* c = cur_core(loc, "PipeBarrier");
+    if (!c) return;
+    note_last(c, "PipeBarrier", loc);
+    OpRec r{"PipeBarrier", loc.line(), R_BARRIER, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    if (pipe == PIPE_ALL) {
+        VC j{};
+        for (int p = 0; p < kNumPipes; ++p) join(j, pipe_done_clock(c, (Pipe)p));
+        for (int p = 0; p < kNumPipes; ++p) c->clk[p] = j;
+        r.pipe = 255;
+        push_rec(c, r);
+        return;
+    }
+    Pipe p = pipe_from_global((pipe_t)pipe);
+    r.pipe = (uint8_t)p;
+    push_rec(c, r);
+    if (!pipe_on(c->kind, p)) return;
+    if (!pipe_in_order(p)) c->clk[(int)p][c->slot * kNumPipes + (int)p] = c->cnt[(int)p];
+}
+
+namespace {
+void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0);
+}
+void cross_set(int mode, int pipe_g, int32_t id, const Loc& loc) { cross_set_impl(mode, pipe_g, id, loc, -1); }
+
+namespace {
+void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) {
+    Core* c = cur_core(loc, "CrossCoreSetFlag");
+    if (!c) return;
+    note_last(c, "CrossCoreSetFlag", loc);
+    bool internal = id == 31;
+    Pipe pipe = pipe_from_global((pipe_t)pipe_g);
+    std::string ev = "mode " + std::to_string(mode);
+    if (pipe_g != PIPE_ALL && !pipe_on(c->kind, pipe)) {
+        add_flag_error("cross_core_event", ev, id,
+                       "CrossCoreSetFlag<" + std::to_string(mode) + ", PIPE_" + kPipeNames[(int)pipe] + ">: pipe not on the " + c->name(), loc);
+        return;
+    }
+    bool mode4 = mode == 4;
+    if (mode4 && !is_3510()) fail_op("invalid_param", "CrossCoreSetFlag mode 4 exists only on dav-3510", "CrossCoreSetFlag", loc);
+    if (mode != 0 && mode != 1 && mode != 2 && mode != 4)
+        fail_op("invalid_param", "CrossCoreSetFlag: mode must be 0, 1, 2 (or 4 on dav-3510)", "CrossCoreSetFlag", loc);
+    bool id_ok = internal || (id >= 0 && id <= 10) || (mode4 && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
+    if (!id_ok) {
+        add_flag_error("id_out_of_range", ev, id,
+                       "CrossCoreSetFlag(" + std::to_string(id) + "): cross-core flag ids are 0-10" +
+                           (is_3510() ? " (16-26 from an AIC in mode 4)" : ""),
+                       loc);
+        return;
+    }
+    if ((mode == 1 || mode == 2 || mode4) && G->naiv < (mode == 1 ? 2 : 1))
+        fail_op("invalid_param", "CrossCoreSetFlag mode " + std::to_string(mode) + " needs a mix kernel with AIVs in the group",
+                "CrossCoreSetFlag", loc);
+    if ((mode == 2 || mode4) && !G->has_aic)
+        fail_op("invalid_param", "CrossCoreSetFlag mode " + std::to_string(mode) + " needs a mix kernel (AIC + AIV)", "CrossCoreSetFlag", loc);
+    if (mode == 1 && c->kind != CoreKind::AIV)
+        fail_op("invalid_param", "CrossCoreSetFlag mode 1 synchronises the AIVs of a group; called on the AIC", "CrossCoreSetFlag", loc);
+    if (mode == 2 && c->kind == CoreKind::AIV && G->naiv != 2)
+        fail_op("invalid_param", "CrossCoreSetFlag mode 2 from an AIV needs the 1:2 mix", "CrossCoreSetFlag", loc);
+
+    OpRec r{"CrossCoreSetFlag", loc.line(), R_XSET, (uint8_t)(pipe_g == PIPE_ALL ? 255 : (int)pipe), (uint8_t)mode, 0, 0, 0, 0,
+            (uint32_t)id, 0, 0};
+    uint32_t idx = push_rec(c, r);
+    Token t;
+    if (pipe_g == PIPE_ALL) {
+        for (int p = 0; p < kNumPipes; ++p) join(t.clk, pipe_done_clock(c, (Pipe)p));
+    } else {
+        t.clk = pipe_done_clock(c, pipe);
+    }
+    t.block = c->block;
+    t.refs.push_back({c->gt, idx});
+
+    std::lock_guard<std::mutex> lk(G->mu);
+    int base = c->block * G->per_block;
+    auto aiv = [&](int s) { return G->cores[base + (G->has_aic ? 1 : 0) + s].get(); };
+    auto aic = [&]() { return G->cores[base].get(); };
+    if (mode == 0) {
+        G->mode0_seen = true;
+        c->x0_set++;
+        int key = key0 >= 0 ? key0 : (int)c->kind;
+        auto& a = G->agg0[{key, id}];
+        if (a.per_block.empty()) {
+            a.per_block.assign(G->block_dim, VC{});
+            a.has_block.assign(G->block_dim, 0);
+        }
+        join(a.per_block[c->block], t.clk);
+        a.has_block[c->block] = 1;
+        a.refs.push_back({c->gt, idx});
+        a.count++;
+        uint32_t need = 0;
+        for (auto& x : G->cores)
+            if (key == 2 || (int)x->kind == key) need++;
+        if (a.count >= need) {
+            uint32_t round = ++G->rounds0[key];
+            for (auto& x : G->cores) {
+                if (!(key == 2 || (int)x->kind == key)) continue;
+                Token tok;
+                tok.clk = a.per_block[x->block];
+                tok.block = x->block;
+                tok.round0 = round;
+                tok.refs = a.refs;
+                push_token_locked(x.get(), id, std::move(tok), loc);
+            }
+            a = Agg0{};
+        }
+        return;
+    }
+    if (mode == 1 || (mode == 2 && c->kind == CoreKind::AIV)) {
+        auto& a = (mode == 1 ? G->agg1 : G->agg2)[{c->block, id}];
+        a.q[c->sub].push_back(std::move(t));
+        if (!a.q[0].empty() && !a.q[1].empty()) {
+            Token m = merge(a.q[0].front(), a.q[1].front());
+            a.q[0].pop_front();
+            a.q[1].pop_front();
+            if (mode == 1) {
+                push_token_locked(aiv(0), id, m, loc);
+                push_token_locked(aiv(1), id, m, loc);
+            } else {
+                push_token_locked(aic(), id, m, loc);
+            }
+        }
+        return;
+    }
+    if (mode == 2) {  // AIC -> both AIVs
+        for (int s = 0; s < G->naiv; ++s) push_token_locked(aiv(s), id, t, loc);
+        return;
+    }
+    // mode 4 (3510): AIC <-> one AIV. AIV0 id f -> AIC f; AIV1 id f -> AIC f+16;
+    // AIC id f (0-10) -> AIV0 f; AIC id f (16-26) -> AIV1 f-16.
+    if (c->kind == CoreKind::AIC) {
+        int s = id >= 16 ? 1 : 0;
+        if (s >= G->naiv) fail_op("invalid_param", "CrossCoreSetFlag mode 4: that AIV is not in this kernel's group", "CrossCoreSetFlag", loc);
+        push_token_locked(aiv(s), id - 16 * s, t, loc);
+    } else {
+        push_token_locked(aic(), id + 16 * c->sub, t, loc);
+    }
+}
+}  // namespace
+
+void cross_wait(int mode, int pipe_g, int32_t id, const Loc& loc) {
+    Core* c = cur_core(loc, "CrossCoreWaitFlag");
+    if (!c) return;
+    note_last(c, "CrossCoreWaitFlag", loc);
+    bool internal = id == 31;
+    bool id_ok = internal || (id >= 0 && id <= 10) || (is_3510() && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
+    if (!id_ok) {
+        add_flag_error("id_out_of_range", "mode " + std::to_string(mode), id,
+                       "CrossCoreWaitFlag(" + std::to_string(id) + "): cross-core flag ids are 0-10" +
+                           (is_3510() ? " (16-26 on an AIC for mode-4 sets from AIV1)" : ""),
+                       loc);
+        return;
+    }
+    Pipe pipe = pipe_from_global((pipe_t)pipe_g);
+    Token t;
+    {
+        std::unique_lock<std::mutex> lk(G->mu);
+        if (c->xq[id].empty()) {
+            c->state = BLOCKED;
+            c->wait_id = id;
+            c->wait_mode = mode;
+            c->wait_line = loc.line();
+            c->wait_file = loc.file_name();
+            G->running--;
+            G->blocked++;
+            G->free_slots++;
+            grant_locked();
+            check_deadlock_locked(c->block);
+            G->cv.wait(lk, [&] { return G->abort.load() || c->state == RUNNING; });
+            c->wait_id = -1;
+            if (G->abort.load()) throw Abort{};
+        }
+        t = std::move(c->xq[id].front());
+        c->xq[id].pop_front();
+    }
+    OpRec r{"CrossCoreWaitFlag", loc.line(), R_XWAIT, (uint8_t)(pipe_g == PIPE_ALL ? 255 : (int)pipe), (uint8_t)mode, 0, 0, 0, 0,
+            (uint32_t)id, (uint32_t)c->deps.size(), (uint32_t)t.refs.size()};
+    c->deps.insert(c->deps.end(), t.refs.begin(), t.refs.end());
+    push_rec(c, r);
+    c->x0_wait = std::max(c->x0_wait, t.round0);
+    if (t.block == c->block) {
+        if (pipe == Pipe::S || pipe_g == PIPE_ALL) {
+            for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], t.clk);
+        } else {
+            join(c->clk[(int)pipe], t.clk);
+        }
+    }
+}
+
+void sync_all(bool aiv_only, const Loc& loc) {
+    Core* c = cur_core(loc, "SyncAll");
+    if (!c) return;
+    if (aiv_only && c->kind != CoreKind::AIV) return;
+    cross_set_impl(0, PIPE_ALL, 31, loc, aiv_only ? (int)CoreKind::AIV : 2);
+    cross_wait(0, PIPE_S, 31, loc);
+}
+
+void check_kernel_type(int type, const Loc& loc) {
+    Core* c = cur_core(loc, "KERNEL_TASK_TYPE_DEFAULT");
+    if (!c) return;
+    if (type != G->ktype)
+        fail_op("invalid_param",
+                "KERNEL_TASK_TYPE_DEFAULT(" + std::to_string(type) + ") differs from the launch's kernel type " + std::to_string(G->ktype) +
+                    " (pass kernel_type= consistently)",
+                "KERNEL_TASK_TYPE_DEFAULT", loc);
+}
+
+int64_t block_idx() {
+    Core* c = tls;
+    if (!c) return 0;
+    if (c->kind == CoreKind::AIV && G->naiv == 2 && G->has_aic) return c->block * 2 + c->sub;
+    return c->block;
+}
+int64_t block_num() { return G ? G->block_dim : 1; }
+int64_t sub_block_idx() {
+    Core* c = tls;
+    return c && c->kind == CoreKind::AIV ? c->sub : 0;
+}
+int64_t task_ration() { return G && G->has_aic && G->naiv == 2 ? 2 : 1; }
+CoreKind core_kind() {
+    Core* c = tls;
+    return c ? c->kind : CoreKind::AIV;
+}
+void note_capacity(Mem m, uint64_t used, uint64_t request, const char* detail, const Loc& loc) {
+    fail_op("capacity",
+            std::string("TPipe::InitBuffer: ") + kMemNames[(int)m] + " overflow: " + std::to_string(used) + " bytes already allocated (" +
+                detail + ") + " + std::to_string(request) + " requested > capacity " + std::to_string(arch_mem_size(m)) + " bytes",
+            "InitBuffer", loc);
+}
+
+}  // namespace emu
+
+namespace AscendC::emu_detail {
+TPipe*& current_pipe() {
+    static thread_local TPipe* p = nullptr;
+    return p;
+}
+}  // namespace AscendC::emu_detail
+
+// ---- launch -------------------------------------------------------------------------
+namespace emu {
+namespace {
+
+void thread_main(Core* c) {
+    tls = c;
+    {
+        std::unique_lock<std::mutex> lk(G->mu);
+        G->cv.wait(lk, [&] { return G->abort.load() || c->state == RUNNING; });
+    }
+    if (G->last) G->last[c->gt].active = 1;
+    bool clean = false;
+    if (!G->abort.load()) {
+        try {
+            G->entry(G->args);
+            clean = true;
+        } catch (Abort&) {
+        } catch (Fault&) {
+        } catch (std::exception& e) {
+            add_error("internal", std::string("C++ exception escaped the kernel: ") + e.what(), "", 0, "");
+        } catch (...) {
+            add_error("internal", "unknown C++ exception escaped the kernel", "", 0, "");
+        }
+    }
+    if (clean) {
+        for (int code = 0; code < 128; ++code)
+            for (int id = 0; id < 8; ++id) {
+                FlagSlot& f = c->flags[code * 8 + id];
+                if (!f.set) continue;
+                std::string ev = event_name((Pipe)(code / 16), (Pipe)(code % 16));
+                std::string j = "{\"kind\":\"pending_at_end\",\"event\":" + jstr(ev) + ",\"id\":" + std::to_string(id) +
+                                ",\"line\":" + std::to_string(f.line) + ",\"file\":\"\"," + core_json(c) +
+                                ",\"message\":" + jstr("SetFlag<" + ev + ">(" + std::to_string(id) + ") at line " + std::to_string(f.line) +
+                                                       " is never waited before the kernel ends") +
+                                "}";
+                std::lock_guard<std::mutex> lk(G->race_mu);
+                G->flag_errors.push_back(j);
+            }
+    }
+    if (G->last) G->last[c->gt].active = 0;
+    std::lock_guard<std::mutex> lk(G->mu);
+    if (c->state == RUNNING) {
+        G->running--;
+        G->free_slots++;
+    } else if (c->state == BLOCKED) {
+        G->blocked--;
+    } else if (c->state == READY) {
+        G->ready.erase(c->gt);
+    }
+    c->state = DONE;
+    grant_locked();
+    check_deadlock_locked(c->block);
+}
+
+std::string build_report() {
+    std::string o;
+    o.reserve(1 << 16);
+    o += "{\"arch\":" + jstr(G->arch) + ",\"block_dim\":" + std::to_string(G->block_dim) + ",\"kernel_type_id\":" + std::to_string(G->ktype);
+    o += ",\"checks\":" + std::string(G->checks ? "true" : "false");
+    // races
+    o += ",\"races_total\":" + std::to_string(G->races_total) + ",\"races\":[";
+    bool first = true;
+    const char* kinds[3] = {"write-read", "read-write", "write-write"};
+    auto opj = [&](const Acc& a) {
+        int slot = a.tid / kNumPipes;
+        std::string core = a.kind == (uint8_t)CoreKind::AIC ? "AIC" : ("AIV" + std::to_string(G->has_aic ? slot - 1 : slot));
+        return "{\"op\":" + jstr(a.name) + ",\"pipe\":" + jstr(kPipeNames[a.tid % kNumPipes]) + ",\"block\":" + std::to_string(a.block) +
+               ",\"core\":" + jstr(core) + "," + loc_json(a.file, a.line) + "}";
+    };
+    for (auto& [k, r] : G->races) {
+        if (!first) o += ",";
+        first = false;
+        o += "{\"mem\":" + jstr(kMemNames[r.mem]) + ",\"kind\":" + jstr(kinds[r.kind]) + ",\"count\":" + std::to_string(r.count);
+        if (r.mem == (uint8_t)Mem::GM) {
+            o += ",\"where\":" + jstr(gm_where(r.begin, r.end));
+        } else {
+            o += ",\"where\":" + jstr("block " + std::to_string(r.owner_block) + " " + r.owner + " " + kMemNames[r.mem] + " bytes [" +
+                                      std::to_string(r.begin) + ", " + std::to_string(r.end) + ")");
+        }
+        o += ",\"first\":" + opj(r.a) + ",\"second\":" + opj(r.b) + "}";
+    }
+    o += "],\"flag_errors\":[";
+    for (size_t i = 0; i < G->flag_errors.size(); ++i) o += (i ? "," : "") + G->flag_errors[i];
+    o += "],\"errors\":[";
+    for (size_t i = 0; i < G->errors.size(); ++i) o += (i ? "," : "") + G->errors[i];
+    o += "],\"deadlock\":" + (G->deadlock.empty() ? std::string("null") : G->deadlock);
+    // trace
+    std::map<std::string, int> names;
+    std::vector<std::string> name_list;
+    auto nid = [&](const char* n) {
+        auto it = names.find(n);
+        if (it != names.end()) return it->second;
+        int i = (int)name_list.size();
+        names.emplace(n, i);
+        name_list.push_back(n);
+        return i;
+    };
+    std::string th;
+    bool truncated = false;
+    for (size_t ci = 0; ci < G->cores.size(); ++ci) {
+        Core* c = G->cores[ci].get();
+        if (ci) th += ",";
+        th += "{\"block\":" + std::to_string(c->block) + ",\"core\":" + jstr(c->name()) + ",\"ops\":[";
+        if (c->trace.size() >= G->trace_cap) truncated = true;
+        char buf[256];
+        for (size_t i = 0; i < c->trace.size(); ++i) {
+            const OpRec& r = c->trace[i];
+            int n = snprintf(buf, sizeof buf, "%s[%d,%d,%d,%u,%d,%d,%llu,%llu,%llu,%u", i ? "," : "", r.kind, r.pipe, nid(r.name), r.line, r.src,
+                             r.dst, (unsigned long long)r.bytes, (unsigned long long)r.elems, (unsigned long long)r.macs, r.repeats);
+            th.append(buf, n);
+            for (uint32_t d = 0; d < r.dep_n; ++d) {
+                const Dep& dp = c->deps[r.dep_off + d];
+                n = snprintf(buf, sizeof buf, ",%d,%u", dp.gt, dp.idx);
+                th.append(buf, n);
+            }
+            th += "]";
+        }
+        th += "]}";
+    }
+    o += ",\"trace\":{\"truncated\":" + std::string(truncated ? "true" : "false") + ",\"names\":[";
+    for (size_t i = 0; i < name_list.size(); ++i) o += (i ? "," : "") + jstr(name_list[i]);
+    o += "],\"threads\":[" + th + "]}}";
+    return o;
+}
+
+void end_checks() {
+    // cross-core counters and half-finished pairs left at the end
+    for (auto& c : G->cores)
+        for (int id = 0; id < 32; ++id)
+            if (!c->xq[id].empty()) {
+                std::string j = "{\"kind\":\"pending_at_end\",\"event\":\"cross-core\",\"id\":" + std::to_string(id) +
+                                ",\"line\":0,\"file\":\"\"," + core_json(c.get()) + ",\"message\":" +
+                                jstr("cross-core flag " + std::to_string(id) + " of block " + std::to_string(c->block) + " " + c->name() +
+                                     " still counts " + std::to_string(c->xq[id].size()) + " unconsumed Set(s) at kernel end") +
+                                "}";
+                G->flag_errors.push_back(j);
+            }
+    auto pend = [&](std::map<std::pair<int, int>, Agg>& m, int mode) {
+        for (auto& [k, a] : m)
+            for (int s = 0; s < 2; ++s)
+                if (!a.q[s].empty()) {
+                    std::string j = "{\"kind\":\"pending_at_end\",\"event\":\"cross-core\",\"id\":" + std::to_string(k.second) +
+                                    ",\"line\":0,\"file\":\"\",\"block\":" + std::to_string(k.first) + ",\"core\":" +
+                                    jstr("AIV" + std::to_string(s)) + ",\"message\":" +
+                                    jstr("mode-" + std::to_string(mode) + " CrossCoreSetFlag(" + std::to_string(k.second) + ") of AIV" +
+                                         std::to_string(s) + " never met the matching Set of the other AIV") +
+                                    "}";
+                    G->flag_errors.push_back(j);
+                }
+    };
+    pend(G->agg1, 1);
+    pend(G->agg2, 2);
+}
+
+std::string run_inproc() {
+    int n = G->block_dim * G->per_block;
+    for (int b = 0; b < G->block_dim; ++b)
+        for (int s = 0; s < G->per_block; ++s) {
+            auto c = std::make_unique<Core>();
+            c->gt = (int)G->cores.size();
+            c->block = b;
+            c->slot = s;
+            c->kind = (G->has_aic && s == 0) ? CoreKind::AIC : CoreKind::AIV;
+            c->sub = c->kind == CoreKind::AIV ? s - (G->has_aic ? 1 : 0) : 0;
+            c->flags.resize(128 * 8);
+            for (int m = 1; m < kNumMems; ++m)
+                if (mem_on(c->kind, (Mem)m)) c->mem[m] = (uint8_t*)calloc(1, arch_mem_size((Mem)m));
+            G->cores.push_back(std::move(c));
+        }
+    {
+        std::lock_guard<std::mutex> lk(G->mu);
+        G->free_slots = std::max(1, G->pool);
+        for (int i = 0; i < n; ++i) G->ready.insert(i);
+        grant_locked();
+    }
+    std::vector<std::thread> ths;
+    ths.reserve(n);
+    for (int i = 0; i < n; ++i) ths.emplace_back(thread_main, G->cores[i].get());
+    for (auto& t : ths) t.join();
+    if (!G->abort.load()) end_checks();
+    std::string r = build_report();
+    for (auto& c : G->cores)
+        for (int m = 1; m < kNumMems; ++m) free(c->mem[m]);
+    return r;
+}
+
+bool parse_cfg(const char* cfg) {
+    std::istringstream in(cfg);
+    std::string key;
+    while (in >> key) {
+        if (key == "block_dim") in >> G->block_dim;
+        else if (key == "kernel_type") in >> G->ktype;
+        else if (key == "checks") { int v; in >> v; G->checks = v != 0; }
+        else if (key == "pool") in >> G->pool;
+        else if (key == "mode0") { int v; in >> v; G->mode0_hint = v != 0; }
+        else if (key == "trace_cap") in >> G->trace_cap;
+        else if (key == "gm") {
+            unsigned long long b, e;
+            std::string name;
+            in >> b >> e >> name;
+            G->gm.push_back({b, e, name});
+        } else {
+            std::string rest;
+            std::getline(in, rest);
+        }
+    }
+    switch (G->ktype) {
+        case KERNEL_TYPE_AIV_ONLY: case KERNEL_TYPE_MIX_AIV_1_0: G->has_aic = false; G->naiv = 1; break;
+        case KERNEL_TYPE_AIC_ONLY: case KERNEL_TYPE_MIX_AIC_1_0: G->has_aic = true; G->naiv = 0; break;
+        case KERNEL_TYPE_MIX_AIC_1_1: G->has_aic = true; G->naiv = 1; break;
+        case KERNEL_TYPE_MIX_AIC_1_2: G->has_aic = true; G->naiv = 2; break;
+        default: return false;
+    }
+    G->per_block = (G->has_aic ? 1 : 0) + G->naiv;
+    return G->block_dim >= 1 && G->block_dim <= 4096;
+}
+
+char* dup_str(const std::string& s) {
+    char* p = (char*)malloc(s.size() + 1);
+    memcpy(p, s.c_str(), s.size() + 1);
+    return p;
+}
+
+std::string crash_report(const std::string& why, LastOp* last, int n) {
+    std::string errs;
+    for (int i = 0; i < n; ++i) {
+        if (!last[i].active) continue;
+        std::string core = G->has_aic ? (i % G->per_block == 0 ? "AIC" : "AIV" + std::to_string(i % G->per_block - 1))
+                                      : "AIV0";
+        if (!errs.empty()) errs += ",";
+        errs += "{\"kind\":\"crash\",\"message\":" +
+                jstr(why + "; this core's last emulated op was " + (last[i].name ? last[i].name : "(none)") + " at line " +
+                     std::to_string(last[i].line)) +
+                ",\"line\":" + std::to_string(last[i].line) + ",\"file\":" + jstr(last[i].file ? base_name(last[i].file) : "") +
+                ",\"block\":" + std::to_string(i / G->per_block) + ",\"core\":" + jstr(core) + ",\"op\":\"\"}";
+    }
+    if (errs.empty())
+        errs = "{\"kind\":\"crash\",\"message\":" + jstr(why) + ",\"line\":0,\"file\":\"\",\"block\":-1,\"core\":\"\",\"op\":\"\"}";
+    return "{\"arch\":" + jstr(G->arch) + ",\"block_dim\":" + std::to_string(G->block_dim) + ",\"kernel_type_id\":" +
+           std::to_string(G->ktype) + ",\"races_total\":0,\"races\":[],\"flag_errors\":[],\"errors\":[" + errs +
+           "],\"deadlock\":null,\"trace\":null}";
+}
+
+std::mutex g_run_mu;
+
+}  // namespace
+}  // namespace emu
+
+extern "C" {
+
+const char* emu_arch() { return emu::is_c220() ? "dav-c220" : "dav-3510"; }
+
+// Runs one launch. Returns a malloc'd JSON report (free with emu_free).
+// isolate: run in a forked child (GM must then be MAP_SHARED memory); timeout_s <= 0: none.
+char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, double timeout_s) {
+    using namespace emu;
+    std::lock_guard<std::mutex> run_lk(g_run_mu);
+    auto g = std::make_unique<Global>();
+    G = g.get();
+    G->arch = emu_arch();
+    G->entry = entry;
+    G->args = args;
+    if (!parse_cfg(cfg)) {
+        std::string r = crash_report("invalid launch configuration (kernel type or block_dim)", nullptr, 0);
+        G = nullptr;
+        return dup_str(r);
+    }
+    int n = G->block_dim * G->per_block;
+    if (!isolate) {
+        std::vector<LastOp> last(n);
+        G->last = last.data();
+        std::string r = run_inproc();
+        G = nullptr;
+        return dup_str(r);
+    }
+    size_t last_bytes = sizeof(LastOp) * (size_t)n;
+    auto* last = (LastOp*)mmap(nullptr, last_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (last == MAP_FAILED) {
+        G = nullptr;
+        return dup_str("{\"fatal\":\"mmap failed\"}");
+    }
+    memset(last, 0, last_bytes);
+    G->last = last;
+    int fds[2];
+    if (pipe(fds) != 0) {
+        munmap(last, last_bytes);
+        G = nullptr;
+        return dup_str("{\"fatal\":\"pipe failed\"}");
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        std::string r = run_inproc();
+        fflush(stdout);
+        fflush(stderr);
+        const char* p = r.data();
+        size_t left = r.size();
+        while (left > 0) {
+            ssize_t w = write(fds[1], p, left);
+            if (w <= 0) break;
+            p += w;
+            left -= (size_t)w;
+        }
+        close(fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    std::string out;
+    std::string why;
+    if (pid < 0) {
+        why = "fork failed";
+    } else {
+        char buf[1 << 16];
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (true) {
+            int wait_ms = -1;
+            if (timeout_s > 0) {
+                struct timespec t1;
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+                if (el >= timeout_s) {
+                    kill(pid, SIGKILL);
+                    why = "the kernel did not finish within " + std::to_string((int)timeout_s) +
+                          " s (a loop without emulated ops? set TL_ASCEND_EMU_TIMEOUT to change the limit)";
+                    break;
+                }
+                wait_ms = (int)std::max(1.0, (timeout_s - el) * 1000.0);
+            }
+            struct pollfd pfd{fds[0], POLLIN, 0};
+            int pr = poll(&pfd, 1, wait_ms);
+            if (pr < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
+            if (pr == 0) continue;
+            ssize_t rd = read(fds[0], buf, sizeof buf);
+            if (rd < 0 && errno == EINTR) continue;
+            if (rd <= 0) break;
+            out.append(buf, (size_t)rd);
+        }
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (why.empty()) {
+            if (WIFSIGNALED(status)) {
+                int sig = WTERMSIG(status);
+                why = std::string("the kernel process died with signal ") + std::to_string(sig) + " (" + strsignal(sig) +
+                      "), e.g. a wild pointer in kernel code";
+            } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                why = "the kernel process exited with status " + std::to_string(WEXITSTATUS(status));
+            } else if (out.empty()) {
+                why = "the kernel process produced no report";
+            }
+        }
+    }
+    close(fds[0]);
+    std::string r = why.empty() ? out : crash_report(why, last, n);
+    munmap(last, last_bytes);
+    G = nullptr;
+    return dup_str(r);
+}
+
+void emu_free(char* p) { free(p); }
+}
