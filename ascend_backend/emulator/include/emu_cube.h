@@ -1,2 +1,309 @@
 #pragma once
-// emu_cube.h: op semantics of the emulator (placeholder, being written).
+// emu_cube.h: Mmad and Fixpipe. The heavy loops live in src/emu_ops.cpp (compiled once);
+// this header holds the documented parameter structs, the checks and the span recording.
+#include <string>
+#include <type_traits>
+#include "emu_types.h"
+#include "emu_copy.h"
+
+namespace emu::impl {
+// C (+)= A x B on fractal layouts. a: L0A (NZ when a_nz, ZZ otherwise), b: L0B (ZN),
+// c: L0C NZ with 16x16 fractals and row-block stride ceil(m/16). k is the valid depth.
+void mmad(void* c, DT ct, const void* a, const void* b, DT abt, uint32_t m, uint32_t n, uint32_t k,
+          bool a_nz, bool init);
+// Fixpipe element loop. layout: 0 NZ, 1 ND (row major), 2 DN (column major).
+struct FixArgs {
+    void* dst; DT dt; const void* src; DT st;
+    uint32_t m, n;           // mSize, nSize
+    uint64_t srcStride;      // L0C: distance of 16-column blocks, in 16-element rows
+    uint64_t dstStride;      // ND/DN: elements per dst row/column; NZ: 32-byte blocks
+    int layout;
+    uint32_t ndNum; uint64_t srcNdBytes, dstNdElems;
+    bool relu; int quant; uint64_t deqScalar;
+};
+// returns an error message (empty on success)
+const char* fixpipe(const FixArgs& a);
+}  // namespace emu::impl
+
+namespace AscendC {
+
+struct MmadParams {
+    MmadParams() {}
+    MmadParams(uint16_t mIn, uint16_t nIn, uint16_t kIn, bool isBiasIn, int32_t fmOffsetIn, bool enSsparseIn,
+               bool enWinogradAIn, bool enWinogradBIn)
+        : m(mIn), n(nIn), k(kIn), isBias(isBiasIn), fmOffset(fmOffsetIn), enSsparse(enSsparseIn),
+          enWinogradA(enWinogradAIn), enWinogradB(enWinogradBIn) {}
+    MmadParams(uint16_t mIn, uint16_t nIn, uint16_t kIn, uint8_t unitFlagIn, bool cmatrixSourceIn, bool cmatrixInitValIn)
+        : m(mIn), n(nIn), k(kIn), unitFlag(unitFlagIn), cmatrixSource(cmatrixSourceIn), cmatrixInitVal(cmatrixInitValIn) {}
+    uint16_t m = 0;
+    uint16_t n = 0;
+    uint16_t k = 0;
+    bool isBias = false;
+    int32_t fmOffset = 0;
+    bool enSsparse = false;
+    bool enWinogradA = false;
+    bool enWinogradB = false;
+    uint8_t unitFlag = 0;
+    bool kDirectionAlign = false;
+    bool cmatrixSource = false;
+    bool cmatrixInitVal = true;
+#if defined(EMU_ARCH_3510)
+    bool disableGemv = false;
+#endif
+};
+
+enum class QuantMode_t : uint8_t {
+    NoQuant = 0, F322F16, F322BF16, DEQF16, VDEQF16, QF322B8_PRE, VQF322B8_PRE, REQ8, VREQ8,
+};
+enum class ClipReluMode { NOCLIP_RELU = 0, CLIP_RELU = 1 };
+enum class ReluMode { NO_RELU = 0, NORMAL_RELU = 1, SCALAR_RELU = 2, VECTOR_RELU = 3 };
+
+enum class CO2Layout : uint8_t { NZ = 0, ROW_MAJOR, COLUMN_MAJOR };
+
+struct FixpipeConfig {
+    CO2Layout format;
+    bool isToUB = false;
+    constexpr FixpipeConfig(CO2Layout f) : format(f), isToUB(false) {}
+    constexpr FixpipeConfig(CO2Layout f, bool toUB) : format(f), isToUB(toUB) {}
+};
+constexpr FixpipeConfig CFG_NZ = {CO2Layout::NZ, false};
+constexpr FixpipeConfig CFG_ROW_MAJOR = {CO2Layout::ROW_MAJOR, false};
+constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR, false};
+#if defined(EMU_ARCH_3510)
+// Convenience configs for the L0C -> UB path (not names from the devkit).
+constexpr FixpipeConfig EMU_CFG_NZ_UB = {CO2Layout::NZ, true};
+constexpr FixpipeConfig EMU_CFG_ROW_MAJOR_UB = {CO2Layout::ROW_MAJOR, true};
+#endif
+
+#if defined(EMU_ARCH_C220)
+struct FixpipeParamsV220 {
+    FixpipeParamsV220() {}
+    FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn, bool reluEnIn)
+        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn) {}
+    FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn, bool reluEnIn,
+                      QuantMode_t quantPreIn, int64_t deqScalarIn, uint16_t ndNumIn, uint16_t srcNdStrideIn,
+                      uint16_t dstNdStrideIn, uint8_t unitFlagIn)
+        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), quantPre(quantPreIn),
+          deqScalar((uint64_t)deqScalarIn), ndNum(ndNumIn), srcNdStride(srcNdStrideIn), dstNdStride(dstNdStrideIn),
+          reluEn(reluEnIn), unitFlag(unitFlagIn) {}
+    FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn, bool reluEnIn,
+                      QuantMode_t quantPreIn, int64_t deqScalarIn, uint16_t ndNumIn, uint16_t srcNdStrideIn,
+                      uint16_t dstNdStrideIn, uint8_t unitFlagIn, bool isChannelSplitIn)
+        : FixpipeParamsV220(nSizeIn, mSizeIn, srcStrideIn, dstStrideIn, reluEnIn, quantPreIn, deqScalarIn, ndNumIn,
+                            srcNdStrideIn, dstNdStrideIn, unitFlagIn) { isChannelSplit = isChannelSplitIn; }
+    uint16_t nSize = 0;
+    uint16_t mSize = 0;
+    uint16_t srcStride = 0;
+    uint32_t dstStride = 0;
+    QuantMode_t quantPre = QuantMode_t::NoQuant;
+    uint64_t deqScalar = 0;
+    uint16_t ndNum = 1;
+    uint16_t srcNdStride = 0;
+    uint16_t dstNdStride = 0;
+    bool reluEn = false;
+    uint8_t unitFlag = 0;
+    bool isChannelSplit = false;
+};
+#endif
+
+#if defined(EMU_ARCH_3510)
+struct Nz2NdParams {
+    Nz2NdParams() {}
+    Nz2NdParams(uint16_t ndNumIn, uint16_t srcNdStrideIn, uint32_t dstNdStrideIn)
+        : ndNum(ndNumIn), srcNdStride(srcNdStrideIn), dstNdStride(dstNdStrideIn) {}
+    uint16_t ndNum = 1;
+    uint16_t srcNdStride = 0;
+    uint32_t dstNdStride = 0;
+};
+struct Nz2DnParams {
+    Nz2DnParams() {}
+    Nz2DnParams(uint16_t dnNumIn, uint16_t srcNzMatrixStrideIn, uint32_t dstDnMatrixStrideIn, uint16_t srcNzC0StrideIn)
+        : dnNum(dnNumIn), srcNzMatrixStride(srcNzMatrixStrideIn), dstDnMatrixStride(dstDnMatrixStrideIn),
+          srcNzC0Stride(srcNzC0StrideIn) {}
+    uint16_t dnNum = 1;
+    uint16_t srcNzMatrixStride = 0;
+    uint32_t dstDnMatrixStride = 0;
+    uint16_t srcNzC0Stride = 0;
+};
+template <CO2Layout format> struct TransformParams { using PARAMS = uint8_t; };
+template <> struct TransformParams<CO2Layout::ROW_MAJOR> { using PARAMS = Nz2NdParams; };
+template <> struct TransformParams<CO2Layout::COLUMN_MAJOR> { using PARAMS = Nz2DnParams; };
+
+template <CO2Layout format = CO2Layout::ROW_MAJOR>
+struct FixpipeParamsArch3510 {
+    FixpipeParamsArch3510() {}
+    FixpipeParamsArch3510(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn)
+        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn) {}
+    ReluMode preReluMode = ReluMode::NO_RELU;
+    ClipReluMode preClipReluMode = ClipReluMode::NOCLIP_RELU;
+    uint64_t reluScalar = 0;
+    uint64_t vectorRelu = 0;
+    uint16_t nSize = 0;
+    uint16_t mSize = 0;
+    uint16_t srcStride = 0;
+    uint32_t dstStride = 0;
+    QuantMode_t quantPre = QuantMode_t::NoQuant;
+    uint64_t deqScalar = 0;
+    bool reluEn = false;
+    uint8_t unitFlag = 0;
+    uint8_t dualDstCtl = 0;
+    bool subBlockId = false;
+    typename TransformParams<format>::PARAMS params{};
+    bool isChannelSplit = false;
+};
+template <CO2Layout format = CO2Layout::ROW_MAJOR>
+struct FixpipeParamsC310 : FixpipeParamsArch3510<format> {
+    FixpipeParamsC310() {}
+    FixpipeParamsC310(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn)
+        : FixpipeParamsArch3510<format>(nSizeIn, mSizeIn, srcStrideIn, dstStrideIn) {}
+};
+#endif
+
+// ---------------------------------------------------------------- Mmad
+namespace emu_detail {
+template <class C, class A, class B>
+inline void check_mmad_types(const emu::Loc& loc) {
+    constexpr bool ok =
+        std::is_same_v<A, B> &&
+        ((std::is_same_v<C, float> && (std::is_same_v<A, half> || std::is_same_v<A, bfloat16_t> || std::is_same_v<A, float>)) ||
+         (std::is_same_v<C, int32_t> && std::is_same_v<A, int8_t>));
+    static_assert(ok, "Mmad: supported types are half/bfloat16_t/float -> float and int8_t -> int32_t");
+    (void)loc;
+}
+}  // namespace emu_detail
+
+// C (+)= A x B. L0A holds A [m, k] as ZZ fractals (dav-c220) or NZ fractals (dav-3510),
+// 16 x C0 each; L0B holds B [k, n] as ZN fractals (C0 x 16, stored n-major); L0C receives
+// C [m, n] as NZ 16x16 fractals with ceil(m/16) row blocks per column block. fp16/bf16/fp32
+// accumulate in fp32, int8 in int32. cmatrixInitVal=true overwrites C, false adds to it.
+template <typename T, typename U, typename S>
+inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
+                 const MmadParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::check_mmad_types<T, U, S>(loc);
+    if (dst.emu_mem() != emu::Mem::L0C || fm.emu_mem() != emu::Mem::L0A || filter.emu_mem() != emu::Mem::L0B)
+        emu::fail("invalid_param", "Mmad: operands must be in L0C, L0A, L0B", loc);
+    if (p.cmatrixSource || p.isBias)
+        emu::fail("invalid_param", "Mmad: bias-table initialisation (cmatrixSource/isBias) is not emulated", loc);
+    if (p.m == 0 || p.n == 0 || p.k == 0) return;
+    constexpr uint64_t C0 = emu::C0<U>;
+    uint64_t Mb = (p.m + 15) / 16, Nb = (p.n + 15) / 16, Kb = (p.k + C0 - 1) / C0;
+    emu::ops::SpanSet r, w;
+    r.add(fm, 0, Mb * Kb * 512);
+    r.add(filter, 0, Kb * Nb * 512);
+    uint64_t cbytes = Mb * Nb * 256 * sizeof(T);
+    if (!p.cmatrixInitVal) r.add(dst, 0, cbytes);
+    w.add(dst, 0, cbytes);
+    emu::Cost c; c.macs = (uint64_t)p.m * p.n * p.k;
+    emu::ops::record_sets("Mmad", emu::Pipe::M, r, w, c, loc);
+    emu::impl::mmad(dst.emu_ptr(), emu::dt_of<T>(), fm.emu_ptr(), filter.emu_ptr(), emu::dt_of<U>(), p.m, p.n, p.k,
+                    emu::is_3510(), p.cmatrixInitVal);
+}
+
+// ---------------------------------------------------------------- Fixpipe
+namespace emu_detail {
+template <class D, class S, class DstT>
+inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout fmt, uint32_t m, uint32_t n,
+                           uint64_t srcStride, uint64_t dstStride, uint32_t ndNum, uint64_t srcNdBytes,
+                           uint64_t dstNdElems, bool relu, QuantMode_t q, uint64_t deq, const emu::Loc& loc) {
+    if (src.emu_mem() != emu::Mem::L0C) emu::fail("invalid_param", "Fixpipe: source must be in L0C (CO1)", loc);
+    static_assert(std::is_same_v<S, float> || std::is_same_v<S, int32_t>, "Fixpipe: source must be float or int32_t");
+    if (ndNum == 0 || m == 0 || n == 0) return;
+    if (fmt == CO2Layout::NZ && n % 16 != 0)
+        emu::fail("invalid_param", "Fixpipe: nSize must be a multiple of 16 without NZ2ND", loc);
+    if (fmt != CO2Layout::NZ && dstStride == 0) emu::fail("invalid_param", "Fixpipe: dstStride must not be 0", loc);
+    emu::ops::SpanSet r, w;
+    const uint64_t m16 = (m + 15) / 16 * 16, nblk = (n + 15) / 16;
+    for (uint32_t t = 0; t < ndNum; ++t) {
+        uint64_t sb = t * srcNdBytes;
+        for (uint64_t j = 0; j < nblk; ++j)
+            r.add(src, sb + j * srcStride * 16 * sizeof(S), sb + (j * srcStride + m16) * 16 * sizeof(S));
+    }
+    for (uint32_t t = 0; t < ndNum; ++t) {
+        uint64_t db = t * dstNdElems * sizeof(D);
+        if (fmt == CO2Layout::ROW_MAJOR) {
+            for (uint64_t i = 0; i < m; ++i) w.add(dst, db + i * dstStride * sizeof(D), db + (i * dstStride + n) * sizeof(D));
+        } else if (fmt == CO2Layout::COLUMN_MAJOR) {
+            for (uint64_t j = 0; j < n; ++j) w.add(dst, db + j * dstStride * sizeof(D), db + (j * dstStride + m) * sizeof(D));
+        } else {
+            for (uint64_t j = 0; j < nblk; ++j)
+                w.add(dst, db + j * dstStride * 32, db + j * dstStride * 32 + (uint64_t)m * 16 * sizeof(D));
+        }
+    }
+    emu::Cost c; c.bytes = (uint64_t)ndNum * m * n * sizeof(S);
+    emu::ops::record_sets("Fixpipe", emu::Pipe::FIX, r, w, c, loc);
+    emu::impl::FixArgs a{dst.emu_ptr(), emu::dt_of<D>(), src.emu_ptr(), emu::dt_of<S>(), m, n, srcStride, dstStride,
+                         fmt == CO2Layout::NZ ? 0 : (fmt == CO2Layout::ROW_MAJOR ? 1 : 2), ndNum, srcNdBytes,
+                         dstNdElems, relu, (int)q, deq};
+    const char* err = emu::impl::fixpipe(a);
+    if (err && *err) emu::fail("invalid_param", std::string("Fixpipe: ") + err, loc);
+}
+template <class T>
+inline void check_fix_local_dst(const LocalTensor<T>& dst, bool isToUB, const emu::Loc& loc) {
+    emu::Mem m = dst.emu_mem();
+    if (m == emu::Mem::L1 && !isToUB) return;
+    if (m == emu::Mem::UB && emu::is_3510() && isToUB) return;
+    if (m == emu::Mem::UB && !emu::is_3510()) emu::ops::bad_path("Fixpipe", emu::Mem::L0C, m, loc);
+    if (m == emu::Mem::UB || m == emu::Mem::L1)
+        emu::fail("invalid_param", std::string("Fixpipe: destination is in ") + emu::ops::mem_name(m) +
+                  " but FixpipeConfig.isToUB is " + (isToUB ? "true" : "false"), loc);
+    emu::ops::bad_path("Fixpipe", emu::Mem::L0C, m, loc);
+}
+}  // namespace emu_detail
+
+#if defined(EMU_ARCH_C220)
+// L0C (NZ, float/int32) -> GM or L1. CFG_ROW_MAJOR: dst (i, j) at i*dstStride + j (elements);
+// CFG_NZ: 16-column blocks dstStride 32-byte blocks apart. Source block j starts at row
+// j*srcStride (16-element rows). ndNum matrices, srcNdStride in 1024-byte units, dstNdStride
+// in elements. quantPre casts (F322F16/F322BF16 round to nearest even); reluEn applies ReLU.
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
+                    const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
+                                  p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
+                                  p.deqScalar, loc);
+}
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
+                    const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
+    emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
+                                  p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
+                                  p.deqScalar, loc);
+}
+#endif
+
+#if defined(EMU_ARCH_3510)
+namespace emu_detail {
+template <CO2Layout F>
+inline void fix3510_nd(const FixpipeParamsArch3510<F>& p, uint32_t& nd, uint64_t& sbytes, uint64_t& delems) {
+    nd = 1; sbytes = 0; delems = 0;
+    if constexpr (F == CO2Layout::ROW_MAJOR) { nd = p.params.ndNum; sbytes = (uint64_t)p.params.srcNdStride * 1024; delems = p.params.dstNdStride; }
+    if constexpr (F == CO2Layout::COLUMN_MAJOR) { nd = p.params.dnNum; sbytes = (uint64_t)p.params.srcNzMatrixStride * 1024; delems = p.params.dstDnMatrixStride; }
+}
+template <CO2Layout F>
+inline bool fix3510_relu(const FixpipeParamsArch3510<F>& p) { return p.reluEn || p.preReluMode == ReluMode::NORMAL_RELU; }
+}  // namespace emu_detail
+
+// 3510: same element semantics as on c220; the destination may also be UB (FixpipeConfig
+// with isToUB = true) or L1. CO2Layout::COLUMN_MAJOR writes dst (i, j) at j*dstStride + i.
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsArch3510<config.format>& p,
+                    const emu::Loc& loc = emu::Loc::current()) {
+    uint32_t nd; uint64_t sb, de;
+    emu_detail::fix3510_nd(p, nd, sb, de);
+    emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride, nd, sb, de,
+                                  emu_detail::fix3510_relu(p), p.quantPre, p.deqScalar, loc);
+}
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsArch3510<config.format>& p,
+                    const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
+    if (p.dualDstCtl != 0) emu::fail("invalid_param", "Fixpipe: dualDstCtl (dual destination) is not emulated", loc);
+    uint32_t nd; uint64_t sb, de;
+    emu_detail::fix3510_nd(p, nd, sb, de);
+    emu_detail::fixpipe_common<T>(emu::ops::peer_view(dst, p.subBlockId ? 1 : 0), src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride, nd, sb, de,
+                                  emu_detail::fix3510_relu(p), p.quantPre, p.deqScalar, loc);
+}
+#endif
+
+}  // namespace AscendC

@@ -1,2 +1,732 @@
 #pragma once
-// emu_vector.h: op semantics of the emulator (placeholder, being written).
+// emu_vector.h: vector (PIPE_V) ops of the emulator: element-wise binary/unary/scalar ops in
+// the count form and the mask/repeat form, Duplicate, Cast, reductions, Brcb, Compare/Select,
+// and the vector mask register (SetVectorMask/SetMaskCount/SetMaskNorm/ResetMask).
+// Arithmetic is done in float for half/bfloat16_t/float and rounded once to the element type
+// (round to nearest even) per op; integer types use integer arithmetic.
+// One repeat covers 256 bytes = 8 blocks of 32 bytes; block and repeat strides are in 32-byte
+// blocks (a block stride of 0 re-reads the same block: broadcast).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include "emu_types.h"
+#include "emu_copy.h"
+
+namespace AscendC {
+
+struct BinaryRepeatParams {
+    BinaryRepeatParams() {}
+    BinaryRepeatParams(uint8_t dstBlkStrideIn, uint8_t src0BlkStrideIn, uint8_t src1BlkStrideIn, uint8_t dstRepStrideIn,
+                       uint8_t src0RepStrideIn, uint8_t src1RepStrideIn)
+        : dstBlkStride(dstBlkStrideIn), src0BlkStride(src0BlkStrideIn), src1BlkStride(src1BlkStrideIn),
+          dstRepStride(dstRepStrideIn), src0RepStride(src0RepStrideIn), src1RepStride(src1RepStrideIn) {}
+    uint32_t blockNumber = 8;
+    uint8_t dstBlkStride = 1;
+    uint8_t src0BlkStride = 1;
+    uint8_t src1BlkStride = 1;
+    uint8_t dstRepStride = 8;
+    uint8_t src0RepStride = 8;
+    uint8_t src1RepStride = 8;
+    bool repeatStrideMode = false;
+    bool strideSizeMode = false;
+};
+
+struct UnaryRepeatParams {
+    UnaryRepeatParams() {}
+    UnaryRepeatParams(uint16_t dstBlkStrideIn, uint16_t srcBlkStrideIn, uint8_t dstRepStrideIn, uint8_t srcRepStrideIn)
+        : dstBlkStride(dstBlkStrideIn), srcBlkStride(srcBlkStrideIn), dstRepStride(dstRepStrideIn), srcRepStride(srcRepStrideIn) {}
+    UnaryRepeatParams(uint16_t dstBlkStrideIn, uint16_t srcBlkStrideIn, uint8_t dstRepStrideIn, uint8_t srcRepStrideIn,
+                      bool halfBlockIn)
+        : dstBlkStride(dstBlkStrideIn), srcBlkStride(srcBlkStrideIn), dstRepStride(dstRepStrideIn),
+          srcRepStride(srcRepStrideIn), halfBlock(halfBlockIn) {}
+    uint32_t blockNumber = 8;
+    uint16_t dstBlkStride = 1;
+    uint16_t srcBlkStride = 1;
+    uint8_t dstRepStride = 8;
+    uint8_t srcRepStride = 8;
+    bool repeatStrideMode = false;
+    bool strideSizeMode = false;
+    bool halfBlock = false;
+};
+
+struct BrcbRepeatParams {
+    BrcbRepeatParams() {}
+    BrcbRepeatParams(uint16_t dstBlkStrideIn, uint16_t dstRepStrideIn) : dstRepStride(dstRepStrideIn), dstBlkStride(dstBlkStrideIn) {}
+    uint32_t blockNumber = 8;
+    uint16_t dstRepStride = 8;
+    uint16_t dstBlkStride = 1;
+    uint8_t src0BlkStride = 1;
+    uint8_t src1BlkStride = 1;
+    uint8_t src0RepStride = 8;
+    uint8_t src1RepStride = 8;
+    bool repeatStrideMode = false;
+    bool strideSizeMode = false;
+};
+
+enum class RoundMode : uint8_t {
+    CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD,
+#if defined(EMU_ARCH_3510)
+    CAST_HYBRID, CAST_EVEN, CAST_ZERO,
+#endif
+    UNKNOWN = 0xFF,
+};
+enum class CMPMODE : uint8_t { LT = 0, GT, EQ, LE, GE, NE };
+enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
+enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
+
+}  // namespace AscendC
+
+namespace emu::vec {
+
+using AscendC::LocalTensor;
+
+// Per-core vector mask register (each emulated core is one thread).
+struct MaskState { bool counter = false; uint64_t hi = ~0ull, lo = ~0ull; };
+inline MaskState& mask_state() { thread_local MaskState s; return s; }
+
+// Active-element selector of one repeat.
+struct Mask {
+    bool bits = false;
+    uint64_t m[2] = {0, 0};
+    uint64_t cnt = 0;
+    bool on(uint32_t e) const { return bits ? ((m[e / 64] >> (e % 64)) & 1u) : (e < cnt); }
+};
+
+template <class T>
+inline Mask mask_cont(uint64_t n, const char* op, const Loc& loc) {
+    if (n > REP_ELEMS<T>) emu::fail("invalid_param", std::string(op) + ": mask " + std::to_string(n) +
+                                    " exceeds the " + std::to_string(REP_ELEMS<T>) + " elements of one repeat", loc);
+    Mask k; k.cnt = n; return k;
+}
+template <class T>
+inline Mask mask_bits(const uint64_t* m, const char* op, const Loc& loc) {
+    Mask k; k.bits = true; k.m[0] = m[0]; k.m[1] = m[1];
+    if (sizeof(T) >= 4 && m[1] != 0)
+        emu::fail("invalid_param", std::string(op) + ": mask[1] must be 0 for 32-bit types", loc);
+    return k;
+}
+// The mask register, for mask-form calls with isSetMask = false.
+template <class T>
+inline Mask mask_reg() {
+    Mask k; const MaskState& s = mask_state();
+    if (s.counter) { k.cnt = s.lo; } else { k.bits = true; k.m[0] = s.lo; k.m[1] = s.hi; }
+    return k;
+}
+
+// Element offset of element e (0..REP_ELEMS-1) of repeat r.
+template <class T>
+inline uint64_t eoff(uint64_t r, uint32_t e, uint64_t blk, uint64_t rep) {
+    constexpr uint32_t C0 = emu::C0<T>;
+    return r * rep * C0 + (uint64_t)(e / C0) * blk * C0 + e % C0;
+}
+
+// Span of operand bytes touched by active elements, repeat by repeat.
+template <class T>
+inline void add_rep_spans(ops::SpanSet& s, const LocalTensor<T>& t, uint64_t repeat, const Mask& mk, uint32_t elems,
+                          uint64_t blk, uint64_t rep) {
+    for (uint64_t r = 0; r < repeat; ++r) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint32_t e = 0; e < elems; ++e)
+            if (mk.on(e)) { uint64_t o = eoff<T>(r, e, blk, rep); lo = std::min(lo, o); hi = std::max(hi, o + 1); }
+        if (hi > lo) s.add(t, lo * sizeof(T), hi * sizeof(T));
+    }
+}
+
+template <class T>
+inline void check_repeat(int64_t repeat, const char* op, const Loc& loc) {
+    if (repeat < 0 || repeat > 255)
+        emu::fail("invalid_param", std::string(op) + ": repeatTimes " + std::to_string(repeat) + " is outside [0, 255]", loc);
+}
+inline void check_count(int64_t count, const char* op, const Loc& loc) {
+    if (count < 0) emu::fail("invalid_param", std::string(op) + ": negative count", loc);
+}
+template <class T>
+inline void check_ub(const LocalTensor<T>& t, const char* op, const Loc& loc) {
+    if (t.emu_mem() != Mem::UB)
+        emu::fail("invalid_param", std::string(op) + ": vector operands must be in UB, got " + ops::mem_name(t.emu_mem()), loc);
+}
+
+// Numeric domain: float for floating types, int64 for integers.
+template <class T> using Calc = std::conditional_t<is_float_like<T>, float, int64_t>;
+template <class T> inline Calc<T> in(T v) { if constexpr (is_float_like<T>) return (float)v; else return (int64_t)v; }
+template <class T> inline T out(Calc<T> v) {
+    if constexpr (is_float_like<T>) return T(v);
+    else return (T)v;   // integer results wrap like two's-complement hardware adders
+}
+
+// ---- generic engines
+template <class T, class F>
+inline void binary_count(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
+                         int64_t count, F f, const Loc& loc) {
+    check_count(count, op, loc); check_ub(dst, op, loc); check_ub(a, op, loc); check_ub(b, op, loc);
+    ops::SpanSet r, w;
+    r.add(a, 0, count * sizeof(T)); r.add(b, 0, count * sizeof(T)); w.add(dst, 0, count * sizeof(T));
+    Cost c; c.elems = (uint64_t)count; c.repeats = (uint32_t)((count * sizeof(T) + 255) / 256);
+    ops::record_sets(op, Pipe::V, r, w, c, loc);
+    const T* pa = a.emu_ptr(); const T* pb = b.emu_ptr(); T* pd = dst.emu_ptr();
+    for (int64_t i = 0; i < count; ++i) pd[i] = out<T>(f(in<T>(pa[i]), in<T>(pb[i])));
+}
+
+template <class T, class F>
+inline void binary_rep(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
+                       const Mask& mk, int64_t repeat, const AscendC::BinaryRepeatParams& p, F f, const Loc& loc) {
+    check_repeat<T>(repeat, op, loc); check_ub(dst, op, loc); check_ub(a, op, loc); check_ub(b, op, loc);
+    constexpr uint32_t E = REP_ELEMS<T>;
+    ops::SpanSet r, w;
+    add_rep_spans(r, a, repeat, mk, E, p.src0BlkStride, p.src0RepStride);
+    add_rep_spans(r, b, repeat, mk, E, p.src1BlkStride, p.src1RepStride);
+    add_rep_spans(w, dst, repeat, mk, E, p.dstBlkStride, p.dstRepStride);
+    Cost c; c.elems = (uint64_t)repeat * E; c.repeats = (uint32_t)repeat;
+    ops::record_sets(op, Pipe::V, r, w, c, loc);
+    const T* pa = a.emu_ptr(); const T* pb = b.emu_ptr(); T* pd = dst.emu_ptr();
+    T tmp[E];
+    for (int64_t rr = 0; rr < repeat; ++rr) {
+        for (uint32_t e = 0; e < E; ++e)
+            if (mk.on(e))
+                tmp[e] = out<T>(f(in<T>(pa[eoff<T>(rr, e, p.src0BlkStride, p.src0RepStride)]),
+                                  in<T>(pb[eoff<T>(rr, e, p.src1BlkStride, p.src1RepStride)])));
+        for (uint32_t e = 0; e < E; ++e)
+            if (mk.on(e)) pd[eoff<T>(rr, e, p.dstBlkStride, p.dstRepStride)] = tmp[e];
+    }
+}
+
+template <class D, class S, class F>
+inline void unary_count(const char* op, const LocalTensor<D>& dst, const LocalTensor<S>& src, int64_t count, F f,
+                        const Loc& loc) {
+    check_count(count, op, loc); check_ub(dst, op, loc); check_ub(src, op, loc);
+    ops::SpanSet r, w;
+    r.add(src, 0, count * sizeof(S)); w.add(dst, 0, count * sizeof(D));
+    Cost c; c.elems = (uint64_t)count;
+    c.repeats = (uint32_t)((count * std::max(sizeof(D), sizeof(S)) + 255) / 256);
+    ops::record_sets(op, Pipe::V, r, w, c, loc);
+    const S* ps = src.emu_ptr(); D* pd = dst.emu_ptr();
+    for (int64_t i = 0; i < count; ++i) pd[i] = f(ps[i]);
+}
+
+// Mask/repeat form of a unary op; elements per repeat = 256 / max(sizeof(D), sizeof(S)).
+template <class D, class S, class F>
+inline void unary_rep(const char* op, const LocalTensor<D>& dst, const LocalTensor<S>& src, const Mask& mk, int64_t repeat,
+                      uint64_t dblk, uint64_t sblk, uint64_t drep, uint64_t srep, F f, const Loc& loc) {
+    check_repeat<D>(repeat, op, loc); check_ub(dst, op, loc); check_ub(src, op, loc);
+    constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
+    ops::SpanSet r, w;
+    add_rep_spans(r, src, repeat, mk, E, sblk, srep);
+    add_rep_spans(w, dst, repeat, mk, E, dblk, drep);
+    Cost c; c.elems = (uint64_t)repeat * E; c.repeats = (uint32_t)repeat;
+    ops::record_sets(op, Pipe::V, r, w, c, loc);
+    const S* ps = src.emu_ptr(); D* pd = dst.emu_ptr();
+    D tmp[E];
+    for (int64_t rr = 0; rr < repeat; ++rr) {
+        for (uint32_t e = 0; e < E; ++e)
+            if (mk.on(e)) tmp[e] = f(ps[eoff<S>(rr, e, sblk, srep)]);
+        for (uint32_t e = 0; e < E; ++e)
+            if (mk.on(e)) pd[eoff<D>(rr, e, dblk, drep)] = tmp[e];
+    }
+}
+
+// ---- rounding of Cast
+// Round x (finite double) to a binary format with `mant` fraction bits and exponent range
+// [emin, emax] using `mode`; returns the rounded value (or +-inf / +-max on overflow).
+inline double round_fmt(double x, int mant, int emin, int emax, AscendC::RoundMode mode) {
+    using RM = AscendC::RoundMode;
+    if (x == 0 || std::isnan(x) || std::isinf(x)) return x;
+    const bool neg = x < 0;
+    const double a = std::fabs(x);
+    int e; std::frexp(a, &e);          // a = f * 2^e, f in [0.5, 1): leading bit exponent e-1
+    int q = std::max(e - 1, emin);
+    const double ulp = std::ldexp(1.0, q - mant);
+    const double t = a / ulp;          // exact: scaling by a power of two
+    const double fl = std::floor(t);
+    const double frac = t - fl;
+    double rt;
+    switch (mode) {
+        case RM::CAST_FLOOR: rt = neg ? (frac > 0 ? fl + 1 : fl) : fl; break;
+        case RM::CAST_CEIL: rt = neg ? fl : (frac > 0 ? fl + 1 : fl); break;
+        case RM::CAST_TRUNC: rt = fl; break;
+        case RM::CAST_ROUND: rt = frac >= 0.5 ? fl + 1 : fl; break;
+        case RM::CAST_ODD: rt = (frac > 0 && std::fmod(fl, 2.0) == 0) ? fl + 1 : fl; break;
+        default: rt = (frac > 0.5 || (frac == 0.5 && std::fmod(fl, 2.0) != 0)) ? fl + 1 : fl; break;  // RINT / NONE
+    }
+    double r = rt * ulp;
+    const double maxv = std::ldexp(2.0 - std::ldexp(1.0, -mant), emax);
+    if (r > maxv) {
+        bool to_inf;
+        switch (mode) {
+            case RM::CAST_TRUNC: case RM::CAST_ODD: to_inf = false; break;
+            case RM::CAST_FLOOR: to_inf = neg; break;
+            case RM::CAST_CEIL: to_inf = !neg; break;
+            default: to_inf = true; break;
+        }
+        r = to_inf ? std::numeric_limits<double>::infinity() : maxv;
+    }
+    return neg ? -r : r;
+}
+
+inline double round_int(double x, AscendC::RoundMode mode) {
+    using RM = AscendC::RoundMode;
+    switch (mode) {
+        case RM::CAST_FLOOR: return std::floor(x);
+        case RM::CAST_CEIL: return std::ceil(x);
+        case RM::CAST_TRUNC: return std::trunc(x);
+        case RM::CAST_ROUND: return std::round(x);   // half away from zero
+        default: return std::nearbyint(x);           // RINT / NONE: half to even
+    }
+}
+
+template <class D>
+inline D cast_one(double x, AscendC::RoundMode mode) {
+    if constexpr (std::is_same_v<D, half>) {
+        if (std::isnan(x)) return half::from_bits(0x7e00);
+        return half((float)round_fmt(x, 10, -14, 15, mode));
+    } else if constexpr (std::is_same_v<D, bfloat16_t>) {
+        if (std::isnan(x)) return bfloat16_t::from_bits(0x7fc0);
+        return bfloat16_t((float)round_fmt(x, 7, -126, 127, mode));
+    } else if constexpr (std::is_same_v<D, float>) {
+        return (float)round_fmt(x, 23, -126, 127, mode);
+    } else {
+        if (std::isnan(x)) return D(0);
+        double r = round_int(x, mode);
+        if (r < (double)std::numeric_limits<D>::lowest()) return std::numeric_limits<D>::lowest();
+        if (r > (double)std::numeric_limits<D>::max()) return std::numeric_limits<D>::max();
+        return (D)r;
+    }
+}
+
+template <class D, class S>
+inline void check_cast(AscendC::RoundMode mode, const Loc& loc) {
+    static_assert(!std::is_same_v<D, S> || std::is_same_v<D, float>, "Cast: source and destination types are equal");
+    constexpr bool s_f = is_float_like<S>, d_f = is_float_like<D>;
+    constexpr bool exact = (std::is_same_v<S, half> && std::is_same_v<D, float>) ||
+                           (std::is_same_v<S, bfloat16_t> && std::is_same_v<D, float>) ||
+                           (!s_f && d_f && sizeof(S) <= 2) || (!s_f && !d_f && sizeof(D) > sizeof(S));
+    using RM = AscendC::RoundMode;
+    if (mode == RM::UNKNOWN) emu::fail("invalid_param", "Cast: RoundMode::UNKNOWN", loc);
+    if (exact && mode != RM::CAST_NONE)
+        emu::fail("invalid_param", "Cast: an exact conversion takes RoundMode::CAST_NONE", loc);
+    if (mode == RM::CAST_ODD && !(std::is_same_v<S, float> && std::is_same_v<D, half>))
+        emu::fail("invalid_param", "Cast: CAST_ODD is documented for float -> half only", loc);
+    if (s_f && !d_f && mode == RM::CAST_NONE && !std::is_same_v<S, half>)
+        emu::fail("invalid_param", "Cast: float -> integer needs an explicit rounding mode", loc);
+}
+
+// ---- reductions
+template <class T>
+inline void write_index(T* dst, uint32_t idx) {
+    if constexpr (sizeof(T) == 2) { uint16_t v = (uint16_t)idx; std::memcpy(dst, &v, 2); }
+    else { uint32_t v = idx; std::memcpy(dst, &v, 4); }
+}
+
+}  // namespace emu::vec
+
+namespace AscendC {
+
+// ---------------------------------------------------------------- mask register
+template <typename T, MaskMode mode = MaskMode::NORMAL>
+inline void SetVectorMask(uint64_t maskHigh, uint64_t maskLow) {
+    auto& s = emu::vec::mask_state();
+    if (mode == MaskMode::COUNTER || s.counter) { s.counter = true; s.lo = maskLow; s.hi = 0; }
+    else { s.hi = maskHigh; s.lo = maskLow; }
+}
+template <typename T, MaskMode mode = MaskMode::NORMAL>
+inline void SetVectorMask(int32_t len) {
+    auto& s = emu::vec::mask_state();
+    if (mode == MaskMode::COUNTER || s.counter) { s.counter = true; s.lo = (uint64_t)len; s.hi = 0; return; }
+    uint64_t n = (uint64_t)std::max(0, len);
+    s.lo = n >= 64 ? ~0ull : ((1ull << n) - 1);
+    s.hi = n >= 128 ? ~0ull : (n > 64 ? ((1ull << (n - 64)) - 1) : 0);
+}
+inline void SetMaskCount() { emu::vec::mask_state().counter = true; }
+inline void SetMaskNorm() { emu::vec::mask_state().counter = false; }
+inline void ResetMask() { auto& s = emu::vec::mask_state(); s.hi = ~0ull; s.lo = ~0ull; }
+
+// ---------------------------------------------------------------- binary ops
+#define EMU_BINARY_OP(NAME, EXPR)                                                                                     \
+    template <typename T>                                                                                             \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,                 \
+                     const int32_t& count, const emu::Loc& loc = emu::Loc::current()) {                                \
+        emu::vec::binary_count(#NAME, dst, src0, src1, count, [](auto a, auto b) { return EXPR; }, loc);               \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask, \
+                     const uint8_t repeatTime, const BinaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
+        emu::vec::binary_rep(#NAME, dst, src0, src1, mk, repeatTime, p, [](auto a, auto b) { return EXPR; }, loc);     \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,                 \
+                     const uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& p,                    \
+                     const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
+        emu::vec::binary_rep(#NAME, dst, src0, src1, mk, repeatTime, p, [](auto a, auto b) { return EXPR; }, loc);     \
+    }
+
+EMU_BINARY_OP(Add, a + b)
+EMU_BINARY_OP(Sub, a - b)
+EMU_BINARY_OP(Mul, a * b)
+EMU_BINARY_OP(Div, (b == 0 && !std::is_floating_point_v<decltype(a)>) ? decltype(a)(0) : a / b)
+EMU_BINARY_OP(Max, (a > b || a != a) ? a : b)
+EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
+#undef EMU_BINARY_OP
+
+// ---------------------------------------------------------------- scalar ops (tensor op scalar)
+// The scalar is first converted to T (rounded), as the hardware holds it in T.
+#define EMU_SCALAR_OP(NAME, EXPR)                                                                                     \
+    template <typename T, typename U>                                                                                 \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const int32_t& count, \
+                     const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
+        emu::vec::unary_count(#NAME, dst, src, count,                                                                 \
+                              [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc);         \
+    }                                                                                                                 \
+    template <typename T, typename U, bool isSetMask = true>                                                          \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, uint64_t mask,        \
+                     const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
+        emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
+        emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
+                            p.srcRepStride, [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
+    }                                                                                                                 \
+    template <typename T, typename U, bool isSetMask = true>                                                          \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const uint64_t mask[], \
+                     const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
+        emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
+        emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
+                            p.srcRepStride, [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
+    }
+
+EMU_SCALAR_OP(Adds, a + b)
+EMU_SCALAR_OP(Muls, a * b)
+EMU_SCALAR_OP(Maxs, (a > b || a != a) ? a : b)
+EMU_SCALAR_OP(Mins, (a < b || a != a) ? a : b)
+#undef EMU_SCALAR_OP
+
+// ---------------------------------------------------------------- unary ops
+#define EMU_UNARY_OP(NAME, FLOAT_ONLY, EXPR)                                                                          \
+    template <typename T>                                                                                             \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count,                       \
+                     const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        static_assert(!FLOAT_ONLY || emu::is_float_like<T>, #NAME " needs a floating-point type");                    \
+        emu::vec::unary_count(#NAME, dst, src, count,                                                                 \
+                              [](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc);          \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,   \
+                     const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) {                          \
+        static_assert(!FLOAT_ONLY || emu::is_float_like<T>, #NAME " needs a floating-point type");                    \
+        emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
+        emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
+                            p.srcRepStride, [](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],                     \
+                     const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        static_assert(!FLOAT_ONLY || emu::is_float_like<T>, #NAME " needs a floating-point type");                    \
+        emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
+        emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
+                            p.srcRepStride, [](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
+    }
+
+EMU_UNARY_OP(Exp, true, std::exp(a))
+EMU_UNARY_OP(Ln, true, std::log(a))
+EMU_UNARY_OP(Sqrt, true, std::sqrt(a))
+EMU_UNARY_OP(Rsqrt, true, 1.0f / std::sqrt(a))
+EMU_UNARY_OP(Reciprocal, true, 1.0f / a)
+EMU_UNARY_OP(Abs, false, a < 0 ? -a : a)
+EMU_UNARY_OP(Relu, false, (a > 0 || a != a) ? a : decltype(a)(0))
+#undef EMU_UNARY_OP
+
+// ---------------------------------------------------------------- Duplicate
+template <typename T, typename U>
+inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int32_t& count,
+                      const emu::Loc& loc = emu::Loc::current()) {
+    emu::vec::check_count(count, "Duplicate", loc); emu::vec::check_ub(dst, "Duplicate", loc);
+    emu::ops::SpanSet r, w; w.add(dst, 0, (uint64_t)count * sizeof(T));
+    emu::Cost c; c.elems = (uint64_t)count; c.repeats = (uint32_t)(((uint64_t)count * sizeof(T) + 255) / 256);
+    emu::ops::record_sets("Duplicate", emu::Pipe::V, r, w, c, loc);
+    const T v = T(scalarValue);
+    T* d = dst.emu_ptr();
+    for (int32_t i = 0; i < count; ++i) d[i] = v;
+}
+template <typename T, typename U, bool isSetMask = true>
+inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, uint64_t mask, const uint8_t repeatTime,
+                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, const emu::Loc& loc = emu::Loc::current()) {
+    emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, "Duplicate", loc) : emu::vec::mask_reg<T>();
+    const T v = T(scalarValue);
+    emu::vec::unary_rep("Duplicate", dst, dst, mk, repeatTime, dstBlockStride, dstBlockStride, dstRepeatStride,
+                        dstRepeatStride, [v](T) { return v; }, loc);
+}
+template <typename T, typename U, bool isSetMask = true>
+inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const uint64_t mask[], const uint8_t repeatTime,
+                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, const emu::Loc& loc = emu::Loc::current()) {
+    emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, "Duplicate", loc) : emu::vec::mask_reg<T>();
+    const T v = T(scalarValue);
+    emu::vec::unary_rep("Duplicate", dst, dst, mk, repeatTime, dstBlockStride, dstBlockStride, dstRepeatStride,
+                        dstRepeatStride, [v](T) { return v; }, loc);
+}
+
+// ---------------------------------------------------------------- Cast
+// Conversion with the documented rounding modes: CAST_NONE (exact conversions, or round to
+// nearest even where precision is lost), CAST_RINT (nearest, ties to even), CAST_FLOOR,
+// CAST_CEIL, CAST_ROUND (nearest, ties away from zero), CAST_TRUNC (toward zero), CAST_ODD
+// (round to odd, float -> half). Integer results saturate; NaN -> 0.
+template <typename D, typename S>
+inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& round_mode, const uint32_t count,
+                 const emu::Loc& loc = emu::Loc::current()) {
+    emu::vec::check_cast<D, S>(round_mode, loc);
+    RoundMode m = round_mode;
+    emu::vec::unary_count("Cast", dst, src, count, [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
+}
+template <typename D, typename S, bool isSetMask = true>
+inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& round_mode, uint64_t mask,
+                 const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    emu::vec::check_cast<D, S>(round_mode, loc);
+    constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
+    if (isSetMask && mask > E) emu::fail("invalid_param", "Cast: mask exceeds the elements of one repeat", loc);
+    emu::vec::Mask mk; if (isSetMask) mk.cnt = mask; else mk = emu::vec::mask_reg<D>();
+    RoundMode m = round_mode;
+    emu::vec::unary_rep("Cast", dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride, p.srcRepStride,
+                        [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
+}
+
+// ---------------------------------------------------------------- reductions
+// ReduceSum/ReduceMax/ReduceMin over `count` elements: dst[0] = result. ReduceMax/Min with
+// calIndex also store the index of the first extreme element in dst[1] (its integer bits:
+// uint16 for 2-byte types, uint32 for 4-byte types). Sums accumulate in float and round once.
+// workLocal is accepted but not modelled.
+namespace emu_detail {
+template <typename T, int KIND>
+inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
+                       int32_t count, bool calIndex, const emu::Loc& loc) {
+    (void)work;
+    emu::vec::check_count(count, op, loc); emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src, op, loc);
+    emu::ops::SpanSet r, w;
+    r.add(src, 0, (uint64_t)count * sizeof(T));
+    w.add(dst, 0, (calIndex && KIND != 0 ? 2 : 1) * sizeof(T));
+    emu::Cost c; c.elems = (uint64_t)count; c.repeats = (uint32_t)(((uint64_t)count * sizeof(T) + 255) / 256);
+    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
+    const T* s = src.emu_ptr(); T* d = dst.emu_ptr();
+    if (count == 0) return;
+    if constexpr (KIND == 0) {
+        double acc = 0;
+        for (int32_t i = 0; i < count; ++i) acc += (double)emu::vec::in<T>(s[i]);
+        d[0] = emu::vec::out<T>((emu::vec::Calc<T>)acc);
+    } else {
+        uint32_t best = 0;
+        for (int32_t i = 1; i < count; ++i) {
+            auto v = emu::vec::in<T>(s[i]), b = emu::vec::in<T>(s[best]);
+            if (KIND == 1 ? v > b : v < b) best = (uint32_t)i;
+        }
+        d[0] = s[best];
+        if (calIndex) emu::vec::write_index(d + 1, best);
+    }
+}
+}  // namespace emu_detail
+
+template <typename T>
+inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& workLocal,
+                      const int32_t count, const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::reduce_all<T, 0>("ReduceSum", dst, src, workLocal, count, false, loc);
+}
+template <typename T>
+inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& workLocal,
+                      const int32_t count, bool calIndex = false, const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::reduce_all<T, 1>("ReduceMax", dst, src, workLocal, count, calIndex, loc);
+}
+template <typename T>
+inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& workLocal,
+                      const int32_t count, bool calIndex = false, const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::reduce_all<T, 2>("ReduceMin", dst, src, workLocal, count, calIndex, loc);
+}
+
+// WholeReduce*: one result per repeat over its active elements. dstRepStride is in units of
+// one repeat's result: 1 element for sums and ORDER_ONLY_* orders, 2 elements for
+// value/index pairs (index = position of the first extreme element inside the repeat).
+namespace emu_detail {
+template <typename T, int KIND>
+inline void whole_reduce(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, const emu::vec::Mask& mk,
+                         int32_t repeat, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride,
+                         ReduceOrder order, const emu::Loc& loc) {
+    emu::vec::check_repeat<T>(repeat, op, loc); emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src, op, loc);
+    constexpr uint32_t E = emu::REP_ELEMS<T>;
+    const bool pair = KIND != 0 && (order == ReduceOrder::ORDER_VALUE_INDEX || order == ReduceOrder::ORDER_INDEX_VALUE);
+    const uint64_t unit = pair ? 2 : 1;
+    emu::ops::SpanSet r, w;
+    emu::vec::add_rep_spans(r, src, repeat, mk, E, srcBlkStride, srcRepStride);
+    for (int32_t rr = 0; rr < repeat; ++rr) {
+        uint64_t o = (uint64_t)rr * dstRepStride * unit;
+        w.add(dst, o * sizeof(T), (o + unit) * sizeof(T));
+    }
+    emu::Cost c; c.elems = (uint64_t)repeat * E; c.repeats = (uint32_t)repeat;
+    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
+    const T* s = src.emu_ptr(); T* d = dst.emu_ptr();
+    for (int32_t rr = 0; rr < repeat; ++rr) {
+        T* o = d + (uint64_t)rr * dstRepStride * unit;
+        if constexpr (KIND == 0) {
+            double acc = 0;
+            for (uint32_t e = 0; e < E; ++e)
+                if (mk.on(e)) acc += (double)emu::vec::in<T>(s[emu::vec::eoff<T>(rr, e, srcBlkStride, srcRepStride)]);
+            o[0] = emu::vec::out<T>((emu::vec::Calc<T>)acc);
+        } else {
+            int64_t best = -1;
+            for (uint32_t e = 0; e < E; ++e) {
+                if (!mk.on(e)) continue;
+                if (best < 0) { best = e; continue; }
+                auto v = emu::vec::in<T>(s[emu::vec::eoff<T>(rr, e, srcBlkStride, srcRepStride)]);
+                auto b = emu::vec::in<T>(s[emu::vec::eoff<T>(rr, (uint32_t)best, srcBlkStride, srcRepStride)]);
+                if (KIND == 1 ? v > b : v < b) best = e;
+            }
+            if (best < 0) continue;
+            T val = s[emu::vec::eoff<T>(rr, (uint32_t)best, srcBlkStride, srcRepStride)];
+            switch (order) {
+                case ReduceOrder::ORDER_VALUE_INDEX: o[0] = val; emu::vec::write_index(o + 1, (uint32_t)best); break;
+                case ReduceOrder::ORDER_INDEX_VALUE: emu::vec::write_index(o, (uint32_t)best); o[1] = val; break;
+                case ReduceOrder::ORDER_ONLY_VALUE: o[0] = val; break;
+                case ReduceOrder::ORDER_ONLY_INDEX: emu::vec::write_index(o, (uint32_t)best); break;
+            }
+        }
+    }
+}
+}  // namespace emu_detail
+
+#define EMU_WHOLE_REDUCE(NAME, KIND, ORDER_PARAM, ORDER_ARG)                                                         \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask, const int32_t repeatTime, \
+                     const int32_t dstRepStride, const int32_t srcBlkStride, const int32_t srcRepStride ORDER_PARAM,    \
+                     const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>((uint64_t)mask, #NAME, loc) : emu::vec::mask_reg<T>(); \
+        emu_detail::whole_reduce<T, KIND>(#NAME, dst, src, mk, repeatTime, dstRepStride, srcBlkStride, srcRepStride,   \
+                                          ORDER_ARG, loc);                                                            \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[], const int32_t repeatTime, \
+                     const int32_t dstRepStride, const int32_t srcBlkStride, const int32_t srcRepStride ORDER_PARAM,    \
+                     const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
+        emu_detail::whole_reduce<T, KIND>(#NAME, dst, src, mk, repeatTime, dstRepStride, srcBlkStride, srcRepStride,   \
+                                          ORDER_ARG, loc);                                                            \
+    }
+#define EMU_COMMA ,
+EMU_WHOLE_REDUCE(WholeReduceSum, 0, , ReduceOrder::ORDER_ONLY_VALUE)
+EMU_WHOLE_REDUCE(WholeReduceMax, 1, EMU_COMMA ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX, order)
+EMU_WHOLE_REDUCE(WholeReduceMin, 2, EMU_COMMA ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX, order)
+#undef EMU_COMMA
+#undef EMU_WHOLE_REDUCE
+
+// ---------------------------------------------------------------- Brcb
+// Each repeat takes 8 consecutive source elements; element j fills one whole 32-byte block
+// of the destination at block (r*dstRepStride + j*dstBlkStride).
+template <typename T>
+inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint8_t repeatTime,
+                 const BrcbRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "Brcb supports 16- and 32-bit types");
+    emu::vec::check_ub(dst, "Brcb", loc); emu::vec::check_ub(src, "Brcb", loc);
+    constexpr uint64_t C0 = emu::C0<T>;
+    emu::ops::SpanSet r, w;
+    r.add(src, 0, (uint64_t)repeatTime * 8 * sizeof(T));
+    for (uint64_t rr = 0; rr < repeatTime; ++rr)
+        for (uint64_t j = 0; j < 8; ++j) {
+            uint64_t b = rr * p.dstRepStride + j * p.dstBlkStride;
+            w.add(dst, b * 32, b * 32 + 32);
+        }
+    emu::Cost c; c.elems = (uint64_t)repeatTime * 8 * C0; c.repeats = repeatTime;
+    emu::ops::record_sets("Brcb", emu::Pipe::V, r, w, c, loc);
+    const T* s = src.emu_ptr(); T* d = dst.emu_ptr();
+    T vals[8 * 255];
+    for (uint64_t i = 0; i < (uint64_t)repeatTime * 8; ++i) vals[i] = s[i];
+    for (uint64_t rr = 0; rr < repeatTime; ++rr)
+        for (uint64_t j = 0; j < 8; ++j) {
+            T* blk = d + (rr * p.dstRepStride + j * p.dstBlkStride) * C0;
+            for (uint64_t k = 0; k < C0; ++k) blk[k] = vals[rr * 8 + j];
+        }
+}
+
+// ---------------------------------------------------------------- Compare / Select
+// Compare (count form): bit i of dst (uint8 bytes, little-endian bit order) = src0[i] OP src1[i].
+// count * sizeof(T) must be a multiple of 256 bytes.
+namespace emu_detail {
+template <class C>
+inline bool cmp(CMPMODE m, C a, C b) {
+    switch (m) {
+        case CMPMODE::LT: return a < b; case CMPMODE::GT: return a > b; case CMPMODE::EQ: return a == b;
+        case CMPMODE::LE: return a <= b; case CMPMODE::GE: return a >= b; case CMPMODE::NE: return a != b;
+    }
+    return false;
+}
+template <typename U, typename T, class GetB>
+inline void compare_impl(const char* op, const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>* src1,
+                         GetB getb, CMPMODE m, uint32_t count, const emu::Loc& loc) {
+    emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src0, op, loc);
+    if (((uint64_t)count * sizeof(T)) % 256 != 0)
+        emu::fail("invalid_param", std::string(op) + ": count * sizeof(T) must be a multiple of 256 bytes", loc);
+    emu::ops::SpanSet r, w;
+    r.add(src0, 0, (uint64_t)count * sizeof(T));
+    if (src1) r.add(*src1, 0, (uint64_t)count * sizeof(T));
+    w.add(dst, 0, (uint64_t)count / 8);
+    emu::Cost c; c.elems = count; c.repeats = (uint32_t)((uint64_t)count * sizeof(T) / 256);
+    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
+    const T* a = src0.emu_ptr();
+    uint8_t* d = reinterpret_cast<uint8_t*>(dst.emu_ptr());
+    std::vector<uint8_t> bytes(count / 8, 0);
+    for (uint32_t i = 0; i < count; ++i)
+        if (cmp(m, emu::vec::in<T>(a[i]), emu::vec::in<T>(getb(i)))) bytes[i / 8] |= (uint8_t)(1u << (i % 8));
+    std::memcpy(d, bytes.data(), bytes.size());
+}
+}  // namespace emu_detail
+
+template <typename T, typename U>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                    uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
+    const T* b = src1.emu_ptr();
+    emu_detail::compare_impl("Compare", dst, src0, &src1, [b](uint32_t i) { return b[i]; }, cmpMode, count, loc);
+}
+template <typename T, typename U, typename S>
+inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const S& src1Scalar, CMPMODE cmpMode,
+                          uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
+    const T b = T(src1Scalar);
+    emu_detail::compare_impl("CompareScalar", dst, src0, (const LocalTensor<T>*)nullptr, [b](uint32_t) { return b; },
+                             cmpMode, count, loc);
+}
+
+// Select (count form): dst[i] = bit i of selMask ? src0[i] : src1[i] (VSEL_TENSOR_TENSOR_MODE)
+// or : scalar (VSEL_TENSOR_SCALAR_MODE). VSEL_CMPMASK_SPR (mask from a register) is not emulated.
+namespace emu_detail {
+template <typename T, typename U, class GetB>
+inline void select_impl(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
+                        const LocalTensor<T>* src1, GetB getb, uint32_t count, const emu::Loc& loc) {
+    emu::vec::check_ub(dst, "Select", loc); emu::vec::check_ub(src0, "Select", loc); emu::vec::check_ub(selMask, "Select", loc);
+    emu::ops::SpanSet r, w;
+    r.add(selMask, 0, ((uint64_t)count + 7) / 8);
+    r.add(src0, 0, (uint64_t)count * sizeof(T));
+    if (src1) r.add(*src1, 0, (uint64_t)count * sizeof(T));
+    w.add(dst, 0, (uint64_t)count * sizeof(T));
+    emu::Cost c; c.elems = count; c.repeats = (uint32_t)(((uint64_t)count * sizeof(T) + 255) / 256);
+    emu::ops::record_sets("Select", emu::Pipe::V, r, w, c, loc);
+    const uint8_t* mk = reinterpret_cast<const uint8_t*>(selMask.emu_ptr());
+    const T* a = src0.emu_ptr(); T* d = dst.emu_ptr();
+    for (uint32_t i = 0; i < count; ++i) d[i] = ((mk[i / 8] >> (i % 8)) & 1u) ? a[i] : getb(i);
+}
+}  // namespace emu_detail
+
+template <typename T, typename U>
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
+                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
+    if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE)
+        emu::fail("invalid_param", "Select: with a tensor src1 only VSEL_TENSOR_TENSOR_MODE is emulated", loc);
+    const T* b = src1.emu_ptr();
+    emu_detail::select_impl(dst, selMask, src0, &src1, [b](uint32_t i) { return b[i]; }, count, loc);
+}
+template <typename T, typename U, typename S, std::enable_if_t<std::is_arithmetic_v<S> || emu::is_f16_like<S>, int> = 0>
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, S src1,
+                   SELMODE selMode, uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
+    if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE)
+        emu::fail("invalid_param", "Select: with a scalar src1 only VSEL_TENSOR_SCALAR_MODE is emulated", loc);
+    const T b = T(src1);
+    emu_detail::select_impl(dst, selMask, src0, (const LocalTensor<T>*)nullptr, [b](uint32_t) { return b; }, count, loc);
+}
+
+}  // namespace AscendC
