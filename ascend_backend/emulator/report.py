@@ -1,0 +1,181 @@
+"""The emulator's report and exception types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PIPES = ["S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX"]
+KERNEL_TYPES = {
+    0: "AIV_ONLY",
+    1: "AIC_ONLY",
+    2: "MIX_AIV_1_0",
+    3: "MIX_AIC_1_0",
+    4: "MIX_AIC_1_1",
+    5: "MIX_AIC_1_2",
+}
+
+
+class EmulatorError(Exception):
+    """Any failure of an emulated run. ``.report`` holds the Report when there is one."""
+
+    def __init__(self, message: str, report: Report | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class EmulatorCompileError(EmulatorError):
+    """g++ rejected the kernel. ``.line``/``.source_line`` point into the kernel source."""
+
+    def __init__(self, message: str, compiler_output: str = "", line: int | None = None,
+                 source_line: str = "") -> None:
+        super().__init__(message, None)
+        self.compiler_output = compiler_output
+        self.line = line
+        self.source_line = source_line
+
+
+def _op(o: dict[str, Any]) -> str:
+    where = f"line {o.get('line')}"
+    if o.get("file") and o.get("file") != "kernel.cpp":
+        where += f" ({o['file']})"
+    return f"{o.get('op')} on {o.get('pipe')}, block {o.get('block')} {o.get('core')}, {where}"
+
+
+@dataclass
+class Report:
+    """Result of one emulated launch.
+
+    ``timing`` comes from the timing model (docs/timing-model.md): every figure in it is
+    modelled, not measured; it says so in ``timing['modelled']``.
+    """
+
+    ok: bool
+    arch: str
+    block_dim: int
+    kernel_type: str
+    checks: bool = True
+    races: list[dict[str, Any]] = field(default_factory=list)
+    races_total: int = 0
+    flag_errors: list[dict[str, Any]] = field(default_factory=list)
+    deadlock: dict[str, Any] | None = None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    op_counts: dict[str, int] = field(default_factory=dict)
+    op_counts_by_name: dict[str, int] = field(default_factory=dict)
+    timing: dict[str, Any] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    compiled: bool = False
+    _trace: dict[str, Any] | None = field(default=None, repr=False)
+    _timeline: list[tuple] = field(default_factory=list, repr=False)
+
+    # ---- construction -------------------------------------------------------------
+    @classmethod
+    def from_json(cls, d: dict[str, Any], timing_enabled: bool = True) -> Report:
+        from . import timing as timing_mod
+
+        trace = d.get("trace")
+        kt = KERNEL_TYPES.get(int(d.get("kernel_type_id", 0)), str(d.get("kernel_type_id")))
+        r = cls(
+            ok=False,
+            arch=d.get("arch", "?"),
+            block_dim=int(d.get("block_dim", 0)),
+            kernel_type=kt,
+            checks=bool(d.get("checks", True)),
+            races=list(d.get("races") or []),
+            races_total=int(d.get("races_total") or 0),
+            flag_errors=list(d.get("flag_errors") or []),
+            deadlock=d.get("deadlock"),
+            errors=list(d.get("errors") or []),
+            _trace=trace,
+        )
+        if trace:
+            counts = {p: 0 for p in PIPES}
+            by_name: dict[str, int] = {}
+            names = trace["names"]
+            for th in trace["threads"]:
+                for rec in th["ops"]:
+                    if rec[0] == 0:
+                        counts[PIPES[rec[1]]] += 1
+                        n = names[rec[2]]
+                        by_name[n] = by_name.get(n, 0) + 1
+            r.op_counts = {k: v for k, v in counts.items() if v}
+            r.op_counts_by_name = dict(sorted(by_name.items(), key=lambda kv: -kv[1]))
+            if timing_enabled:
+                r.timing, r._timeline = timing_mod.model(trace, r.arch, r.block_dim)
+        r.ok = not (r.races or r.races_total or r.flag_errors or r.deadlock or r.errors)
+        return r
+
+    # ---- views ----------------------------------------------------------------------
+    @property
+    def fatal(self) -> bool:
+        """True when the run stopped early (kernel error, crash or deadlock)."""
+        return bool(self.errors or self.deadlock)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data view (JSON-serialisable); the per-op timeline is capped at 5000 entries."""
+        t = dict(self.timing)
+        t["timeline"] = [
+            {"block": b, "core": c, "pipe": p, "op": n, "start": s, "end": e, "line": ln}
+            for (b, c, p, n, s, e, ln) in self._timeline[:5000]
+        ]
+        return {
+            "ok": self.ok,
+            "arch": self.arch,
+            "block_dim": self.block_dim,
+            "kernel_type": self.kernel_type,
+            "checks": self.checks,
+            "races": self.races,
+            "races_total": self.races_total,
+            "flag_errors": self.flag_errors,
+            "deadlock": self.deadlock,
+            "errors": self.errors,
+            "op_counts": self.op_counts,
+            "op_counts_by_name": self.op_counts_by_name,
+            "timing": t,
+            "wall_seconds": self.wall_seconds,
+        }
+
+    def summary(self) -> str:
+        """Human-readable multi-line summary (races with both ops and lines)."""
+        status = "OK" if self.ok else "FAILED"
+        out = [f"Emulator report ({self.arch}, block_dim={self.block_dim}, kernel type {self.kernel_type}, "
+               f"checks {'on' if self.checks else 'off'}): {status}"]
+        for e in self.errors:
+            out.append(f"error [{e.get('kind')}] block {e.get('block')} {e.get('core')}, "
+                       f"line {e.get('line')}: {e.get('message')}")
+        if self.deadlock:
+            out.append(f"deadlock: {self.deadlock.get('message')}")
+        if self.races:
+            distinct = len(self.races)
+            out.append(f"races: {distinct} distinct, {self.races_total} in total")
+            for r in self.races:
+                out.append(f"  {r['kind']} race on {r['where']} ({r['count']}x)")
+                out.append(f"    first : {_op(r['first'])}")
+                out.append(f"    second: {_op(r['second'])}")
+        for f in self.flag_errors:
+            out.append(f"flag error [{f.get('kind')}] {f.get('event')} id {f.get('id')}, "
+                       f"block {f.get('block')} {f.get('core')}, line {f.get('line')}: {f.get('message')}")
+        if self.op_counts:
+            out.append("op counts per pipe: " + ", ".join(f"{k}={v}" for k, v in self.op_counts.items()))
+        if self.timing:
+            t = self.timing
+            busy = ", ".join(f"{k} {v:.0f}%" for k, v in t.get("busy_percent", {}).items())
+            out.append(f"timing (MODELLED, not measured): {t['total_cycles']:,} cycles = "
+                       f"{t['time_us']:.2f} us at an assumed {t['clock_ghz']} GHz; "
+                       f"pipe busy (modelled): {busy}")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def timeline_text(self, width: int = 100, blocks: int = 1) -> str:
+        """Per-pipe utilisation strip chart of the modelled timeline (text)."""
+        from . import timeline
+
+        return timeline.text(self, width=width, blocks=blocks)
+
+    def write_timeline_svg(self, path: str, blocks: int = 2) -> None:
+        """Write the modelled timeline as an SVG picture."""
+        from . import timeline
+
+        timeline.write_svg(self, path, blocks=blocks)
