@@ -1,0 +1,1 @@
+"""Jinja templates of Ascend C (package data). The Python side decides; templates only render."""

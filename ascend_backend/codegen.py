@@ -1,0 +1,121 @@
+"""Render the final kernel IR as Ascend C with the Jinja templates in ascend_backend.templates.
+
+The walk over the IR (loops, indentation, which macro) is here; what each op looks like is in
+templates/ops.j2, one macro per op kind; the kernel frame is templates/kernel.cpp.j2.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import jinja2
+
+from .cexpr import cexpr, cname
+from .errors import InternalCompilerError
+from .ir import CTYPE, AscOp, Kernel, Loop, Sync
+
+POSITION = {"UB": "VECCALC", "L1": "A1", "L0A": "A2", "L0B": "B2", "L0C": "CO1"}
+SCALAR_CTYPE = {"float32": "float", "float16": "half", "int32": "int32_t", "int64": "int64_t", "uint32": "uint32_t",
+                "bool": "bool", "bfloat16": "bfloat16_t"}
+
+
+@functools.lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    from ascend_backend import templates
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(os.path.dirname(templates.__file__)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    return env
+
+
+@functools.lru_cache(maxsize=1)
+def _ops():
+    return _env().get_template("ops.j2").module
+
+
+def _render_op(kind: str, params: dict) -> str:
+    macro = getattr(_ops(), kind, None)
+    if macro is None:
+        raise InternalCompilerError(f"no template macro for op kind '{kind}'", stage="codegen")
+    return str(macro(params))
+
+
+def _body(items: list, indent: int, arch: str, out: list) -> None:
+    pad = "    " * indent
+    for s in items:
+        if isinstance(s, Loop):
+            v = cname(s.var)
+            note = f"  // {s.loc}" if s.loc else ""
+            out.append(f"{pad}for (int32_t {v} = 0; {v} < {cexpr(s.extent)}; ++{v}) {{{note}")
+            _body(s.body, indent + 1, arch, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, AscOp):
+            text = _render_op(s.kind, {**s.params, "arch": arch})
+            lines = text.splitlines()
+            if s.loc:
+                lines[0] += f"  // {s.loc.file.rsplit('/', 1)[-1]}:{s.loc.line}"
+            out.extend(pad + ln for ln in lines)
+        elif isinstance(s, Sync):
+            macro = {"set": "set_flag", "wait": "wait_flag", "barrier": "pipe_barrier"}[s.action]
+            out.append(pad + _render_op(macro, s))
+        else:
+            raise InternalCompilerError(f"cannot render {type(s).__name__}", stage="codegen")
+
+
+def generate(kernel: Kernel) -> str:
+    """Ascend C source of ``kernel`` (after every pass)."""
+    from ascend_backend import __version__
+
+    params = []
+    for p in kernel.params:
+        if p.kind == "tensor":
+            params.append(f"GM_ADDR {p.name}")
+        else:
+            params.append(f"{SCALAR_CTYPE.get(p.dtype, 'float')} {cname(p.name)}")
+    if kernel.attrs.get("workspace"):
+        params.append("GM_ADDR workspace")
+    globals_ = [
+        {"name": b.name, "ctype": CTYPE[b.dtype], "numel": b.numel, "dtype": b.dtype,
+         "shape": "x".join(map(str, b.shape))}
+        for b in kernel.buffers.values() if b.scope == "GM"
+    ]
+    used = kernel.attrs.get("memory_used", {})
+    memories = []
+    for mem in ("L1", "L0A", "L0B", "L0C", "UB"):
+        if used.get(mem):
+            memories.append({"name": mem, "position": POSITION[mem], "var": f"{mem.lower()}_buf",
+                             "used": used[mem], "capacity": kernel.arch.capacity[mem]})
+    locals_ = []
+    for b in kernel.buffers.values():
+        if b.scope == "GM":
+            continue
+        if b.offset is None:
+            raise InternalCompilerError(f"buffer {b.name} has no offset", stage="codegen")
+        where = f", {b.loc.file.rsplit('/', 1)[-1]}:{b.loc.line}" if b.loc else ""
+        locals_.append({"name": b.name, "ctype": CTYPE[b.dtype] if b.scope != "L0C" else "float",
+                        "mem_var": f"{b.scope.lower()}_buf", "count": b.slot_elems * b.slots,
+                        "offset": b.offset, "desc": f"{b.describe()}{where}"})
+    block_index = []
+    stride = 1
+    grid = kernel.grid
+    for n, (var, ext, *_rest) in enumerate(grid):
+        v = cname(var)
+        expr = "GetBlockIdx()" if stride == 1 else f"(GetBlockIdx() / {stride})"
+        if n < len(grid) - 1:
+            expr = f"{expr} % {ext}"
+        block_index.append(f"const int32_t {v} = {expr};")
+        stride *= int(ext)
+    body: list = []
+    _body(kernel.body, 1, kernel.arch.name, body)
+    src = kernel.source_file.rsplit("/", 1)[-1] if kernel.source_file else None
+    return _env().get_template("kernel.cpp.j2").render(
+        version=__version__, arch=kernel.arch.name, source=src, name=kernel.name, kernel_type=kernel.kernel_type,
+        block_dim=kernel.block_dim, params=params, globals=globals_, memories=memories, locals=locals_,
+        block_index=block_index, body="\n".join(body),
+    )

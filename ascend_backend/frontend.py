@@ -1,0 +1,330 @@
+"""Import a TileLang PrimFunc into the kernel IR (ascend_backend.ir).
+
+Accepts the portable TileLang language as tilelang 0.1.15 builds it: one ``T.Kernel`` (block
+thread bindings), tile buffers allocated in the root block, and a body of tile-op calls
+(``tl.tileop.copy/fill/gemm/reduce``), ``T.Parallel`` nests and serial/pipelined loops.
+Anything else is rejected here with the DSL line it comes from.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+
+from .errors import SrcLoc, UnsupportedError
+from .ir import Buffer, Kernel, Loop, Param, TileOp
+
+_TILE_OPS = {
+    "tl.tileop.copy": "copy",
+    "tl.tileop.fill": "fill",
+    "tl.tileop.gemm": "gemm",
+    "tl.tileop.gemm_py": "gemm",
+    "tl.tileop.reduce": "reduce",
+}
+
+
+def stmt_loc(node) -> SrcLoc | None:
+    try:
+        from tilelang.ir import get_stmt_span
+
+        span = get_stmt_span(node)
+    except Exception:  # noqa: BLE001 - spans are best effort
+        span = None
+    if span is None:
+        return None
+    return SrcLoc(span.source_name.name, int(span.line))
+
+
+def buffer_loc(buf) -> SrcLoc | None:
+    try:
+        from tilelang.ir import get_buffer_span
+
+        span = get_buffer_span(buf)
+    except Exception:  # noqa: BLE001
+        span = None
+    if span is None:
+        span = getattr(buf, "span", None)
+    if span is None or span.source_name is None:
+        return None
+    return SrcLoc(span.source_name.name, int(span.line))
+
+
+class _Importer:
+    def __init__(self, func: tirx.PrimFunc, name: str, arch) -> None:
+        self.func = func
+        self.name = name
+        self.arch = arch
+        self.buffers: dict[str, Buffer] = {}
+        self.tvm_buffers: dict = {}  # tvm Buffer -> name
+        self.grid: list = []
+        self.first_loc: SrcLoc | None = None
+        self.last_loc: SrcLoc | None = None
+
+    # -- helpers
+    def _add_buffer(self, buf, kind: str, loc: SrcLoc | None) -> str:
+        name = str(buf.name)
+        base, n = name, 1
+        while name in self.buffers:
+            name = f"{base}_{n}"
+            n += 1
+        shape = []
+        for s in buf.shape:
+            if not isinstance(s, tirx.IntImm | int):
+                raise UnsupportedError(
+                    f"buffer '{buf.name}' has a symbolic shape {list(buf.shape)}",
+                    loc=loc,
+                    hint="give the kernel static shapes (the ascendc target compiles one kernel per shape)",
+                )
+            shape.append(int(s))
+        self.buffers[name] = Buffer(name=name, shape=tuple(shape), dtype=str(buf.dtype), kind=kind, loc=loc)
+        self.tvm_buffers[buf] = name
+        return name
+
+    def buffer_name(self, buf) -> str:
+        if buf not in self.tvm_buffers:
+            raise UnsupportedError(f"buffer '{buf.name}' is not a kernel parameter or a tile buffer of this kernel")
+        return self.tvm_buffers[buf]
+
+    # -- entry
+    def run(self) -> Kernel:
+        params = []
+        for p in self.func.params:
+            if p in self.func.buffer_map:
+                buf = self.func.buffer_map[p]
+                loc = buffer_loc(buf)
+                name = self._add_buffer(buf, "param", loc)
+                self.buffers[name].scope = "GM"
+                params.append(Param(name=name, kind="tensor", dtype=str(buf.dtype), buffer=name, var=p))
+            else:
+                params.append(Param(name=str(p.name), kind="scalar", dtype=str(p.dtype), var=p))
+        body = self._strip_launch(self.func.body)
+        stmts = self._stmts(body)
+        return Kernel(
+            name=self.name,
+            params=params,
+            grid=self.grid,
+            buffers=self.buffers,
+            body=stmts,
+            arch=self.arch,
+            source_file=self.first_loc.file if self.first_loc else None,
+        )
+
+    def _strip_launch(self, stmt):
+        """Peel the block bindings, launch-thread binds and root blocks; collect allocations."""
+        while True:
+            if isinstance(stmt, tirx.For) and stmt.thread_binding is not None:
+                tag = str(stmt.thread_binding.thread_tag)
+                if not tag.startswith("blockIdx"):
+                    raise UnsupportedError(f"thread binding '{tag}' is not supported", loc=stmt_loc(stmt))
+                self.grid.append((stmt.loop_var, int(stmt.extent), tag))
+                stmt = stmt.body
+            elif isinstance(stmt, tirx.SBlockRealize):
+                stmt = stmt.block
+            elif isinstance(stmt, tirx.SBlock):
+                for buf in stmt.alloc_buffers:
+                    scope = str(buf.scope())
+                    kind = "fragment" if "fragment" in scope or scope.startswith("local") else "shared"
+                    self._add_buffer(buf, kind, buffer_loc(buf))
+                stmt = stmt.body
+            elif isinstance(stmt, tirx.SeqStmt):
+                rest = [s for s in stmt.seq if not self._is_launch_bind(s)]
+                if len(rest) == 1:
+                    stmt = rest[0]
+                    continue
+                # Bind statements sit beside the body in a SeqStmt.
+                return tirx.SeqStmt(rest) if len(rest) != len(stmt.seq) else stmt
+            elif self._is_launch_bind(stmt):
+                return tirx.SeqStmt([])
+            else:
+                return stmt
+
+    @staticmethod
+    def _is_launch_bind(s) -> bool:
+        if type(s).__name__ == "Bind":
+            return "launch_thread" in str(s.value)
+        return False
+
+    def _stmts(self, stmt) -> list:
+        if isinstance(stmt, tirx.SeqStmt):
+            out = []
+            for s in stmt.seq:
+                out.extend(self._stmts(s))
+            return out
+        loc = self._user_loc(stmt)
+        if isinstance(stmt, tirx.Evaluate):
+            return [self._tile_call(stmt.value, loc)]
+        if isinstance(stmt, tirx.For):
+            if stmt.kind == tirx.ForKind.PARALLEL:
+                return [self._parallel(stmt, loc)]
+            if stmt.thread_binding is not None:
+                raise UnsupportedError("a thread binding inside the kernel body is not supported", loc=loc)
+            ann = dict(stmt.annotations) if stmt.annotations else {}
+            stages = int(ann.get("num_stages", 1)) if "num_stages" in ann else 1
+            if not isinstance(stmt.min, tirx.IntImm) or int(stmt.min) != 0:
+                raise UnsupportedError("loops must start at 0", loc=loc)
+            return [
+                Loop(
+                    var=stmt.loop_var,
+                    extent=stmt.extent,
+                    body=self._stmts(stmt.body),
+                    kind="pipelined" if "num_stages" in ann else "serial",
+                    num_stages=max(1, stages),
+                    loc=loc,
+                )
+            ]
+        if isinstance(stmt, tirx.SBlockRealize | tirx.SBlock):
+            inner = stmt.block if isinstance(stmt, tirx.SBlockRealize) else stmt
+            for buf in inner.alloc_buffers:
+                scope = str(buf.scope())
+                kind = "fragment" if "fragment" in scope or scope.startswith("local") else "shared"
+                self._add_buffer(buf, kind, buffer_loc(buf))
+            return self._stmts(inner.body)
+        if isinstance(stmt, tirx.BufferStore):
+            raise UnsupportedError(
+                f"a scalar store to '{stmt.buffer.name}' outside T.Parallel is not supported",
+                loc=loc,
+                hint="write element-wise code inside `for i, j in T.Parallel(...)`",
+            )
+        raise UnsupportedError(f"statement of type {type(stmt).__name__} is not supported by the ascendc target",
+                               loc=loc)
+
+    def _user_loc(self, stmt) -> SrcLoc | None:
+        """The DSL line of ``stmt``; for tilelang macros (reduce_*) recover the caller's line."""
+        loc = stmt_loc(stmt)
+        if loc is None:
+            return self.last_loc
+        if _is_tilelang_file(loc.file):
+            return _find_call_line(self.last_loc, stmt) or self.last_loc
+        if self.first_loc is None:
+            self.first_loc = loc
+        self.last_loc = loc
+        return loc
+
+    def _parallel(self, stmt, loc) -> TileOp:
+        loop_vars, extents = [], []
+        body = stmt
+        while isinstance(body, tirx.For) and body.kind == tirx.ForKind.PARALLEL:
+            loop_vars.append(body.loop_var)
+            extents.append(int(body.extent))
+            body = body.body
+        stores = []
+
+        def collect(s):
+            if isinstance(s, tirx.SeqStmt):
+                for x in s.seq:
+                    collect(x)
+            elif isinstance(s, tirx.BufferStore):
+                stores.append((s, stmt_loc(s) or loc))
+            else:
+                raise UnsupportedError(
+                    f"{type(s).__name__} inside T.Parallel is not supported (only assignments are)",
+                    loc=stmt_loc(s) or loc,
+                )
+
+        collect(body)
+        for s, sloc in stores:
+            self.buffer_name(s.buffer)  # validate
+        return TileOp(op="parallel", args={"vars": loop_vars, "extents": extents, "stores": stores}, loc=loc)
+
+    def _region(self, arg, loc):
+        """Decode a ``tl.region(buf[base...], access, extents...)`` (or a BufferLoad/Buffer)."""
+        if isinstance(arg, tirx.Call) and str(arg.op.name) == "tl.region":
+            load = arg.args[0]
+            extents = [int(e) if isinstance(e, tirx.IntImm) else e for e in arg.args[2:]]
+            return {"buffer": self.buffer_name(load.buffer), "base": list(load.indices), "extents": extents}
+        if isinstance(arg, tirx.BufferLoad):
+            return {"buffer": self.buffer_name(arg.buffer), "base": list(arg.indices),
+                    "extents": [1] * len(arg.indices)}
+        raise UnsupportedError(f"unexpected tile-op operand {arg}", loc=loc)
+
+    def _tile_call(self, call, loc) -> TileOp:
+        if not isinstance(call, tirx.Call):
+            raise UnsupportedError(f"expression statement {call} is not supported", loc=loc)
+        name = str(call.op.name) if hasattr(call.op, "name") else str(call.op)
+        if name not in _TILE_OPS:
+            short = name.replace("tl.tileop.", "T.")
+            raise UnsupportedError(
+                f"op '{short}' is not supported by the ascendc target",
+                loc=loc,
+                hint="supported tile ops: T.copy, T.fill/T.clear, T.gemm, T.reduce_sum/T.reduce_max, T.Parallel",
+            )
+        op = _TILE_OPS[name]
+        a = call.args
+        if op == "copy":
+            return TileOp(op="copy", args={"src": self._region(a[0], loc), "dst": self._region(a[1], loc)}, loc=loc)
+        if op == "fill":
+            return TileOp(op="fill", args={"dst": self._region(a[0], loc), "value": a[1]}, loc=loc)
+        if op == "reduce":
+            return TileOp(
+                op="reduce",
+                args={
+                    "src": self._region(a[0], loc),
+                    "dst": self._region(a[1], loc),
+                    "type": str(a[2].value) if hasattr(a[2], "value") else str(a[2]),
+                    "dim": int(a[3]),
+                    "clear": bool(a[4]),
+                },
+                loc=loc,
+            )
+        # gemm: A, B, C, trans_A, trans_B, M, N, K, policy, clear_accum, ...
+        return TileOp(
+            op="gemm",
+            args={
+                "A": self._region(a[0], loc),
+                "B": self._region(a[1], loc),
+                "C": self._region(a[2], loc),
+                "trans_A": bool(a[3]),
+                "trans_B": bool(a[4]),
+                "clear_accum": bool(a[9]) if len(a) > 9 else False,
+            },
+            loc=loc,
+        )
+
+
+def _is_tilelang_file(path: str) -> bool:
+    import os
+
+    import tilelang
+
+    return os.path.abspath(path).startswith(os.path.dirname(os.path.abspath(tilelang.__file__)))
+
+
+def _find_call_line(after: SrcLoc | None, stmt) -> SrcLoc | None:
+    """Statements built inside a tilelang macro carry the macro's span; find the user's call.
+
+    Only ``T.reduce_*`` is built that way among the ops we accept: look for the first line after
+    the previous user statement that calls it.
+    """
+    if after is None or not isinstance(stmt, tirx.Evaluate):
+        return None
+    try:
+        with open(after.file) as f:
+            lines = f.readlines()
+    except OSError:
+        return None
+    for n in range(after.line, len(lines)):
+        if "reduce_" in lines[n]:
+            return SrcLoc(after.file, n + 1)
+    return None
+
+
+def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Kernel:
+    """Import ``func`` into the kernel IR (stage ``frontend``)."""
+    if not isinstance(func, tirx.PrimFunc):
+        raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}")
+    gname = name or (str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main")
+    kname = _c_identifier(gname)
+    if kname == "main":
+        kname = "main_kernel"  # `main` is reserved for the C++ entry point
+    kernel = _Importer(func, kname, arch).run()
+    if not kernel.grid:
+        raise UnsupportedError("the kernel has no `with T.Kernel(...)` block", hint="wrap the body in T.Kernel(grid...)")
+    return kernel
+
+
+def _c_identifier(s: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in s)
+    return out if out and not out[0].isdigit() else f"k_{out}"
+
+
+__all__ = ["import_primfunc", "stmt_loc", "buffer_loc", "tvm"]

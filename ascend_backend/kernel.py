@@ -1,0 +1,208 @@
+"""Compiled kernels: ``compile``, ``lower``, ``jit`` and the callable :class:`AscendKernel`."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import AscendCompileError, RuntimeUnavailableError, UnsupportedError
+from .ir import Kernel
+from .pipeline import CompileResult, compile_kernel
+from .target import parse_target
+
+RUNTIMES = ("auto", "emulator", "npu")
+
+
+class AscendKernel:
+    """A compiled kernel: its Ascend C, its reports, and a call that runs it.
+
+    ``kernel(a, b, c)`` writes the output parameters in place (as tilelang's compiled kernels
+    do); with ``out_idx`` the outputs are allocated and returned instead.
+    """
+
+    def __init__(self, result: CompileResult, runtime: str, out_idx: Sequence[int] | None = None,
+                 strict: bool = True) -> None:
+        self.result = result
+        self.kernel: Kernel = result.kernel
+        self.arch = result.kernel.arch
+        self.runtime = runtime
+        self.strict = strict
+        n = len(self.kernel.params)
+        self.out_idx = sorted(i % n for i in (out_idx or []))
+        self.last_report = None
+        self._npu = None
+
+    # -- what was generated
+    @property
+    def kernel_source(self) -> str:
+        return self.result.source
+
+    source = kernel_source
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def block_dim(self) -> int:
+        return self.kernel.block_dim
+
+    def get_kernel_source(self) -> str:
+        return self.result.source
+
+    def memory_map(self) -> list[dict]:
+        from .reports import memory_map
+
+        return memory_map(self.kernel)
+
+    def sync_table(self) -> list[dict]:
+        from .reports import sync_table
+
+        return sync_table(self.kernel)
+
+    # -- running
+    def __call__(self, *args: Any) -> Any:
+        import torch
+
+        params = self.kernel.params
+        n_in = len(params) - len(self.out_idx)
+        if len(args) not in (len(params), n_in):
+            raise TypeError(f"kernel '{self.name}' takes {len(params)} arguments "
+                            f"({', '.join(p.name for p in params)})"
+                            + (f", or {n_in} without its outputs {self.out_idx}" if self.out_idx else "")
+                            + f"; got {len(args)}")
+        full: list = []
+        it = iter(args)
+        allocate = len(args) == n_in and bool(self.out_idx)
+        outputs = []
+        for i, p in enumerate(params):
+            if allocate and i in self.out_idx:
+                buf = self.kernel.buffers[p.buffer]
+                t = torch.empty(buf.shape, dtype=_torch_dtype(buf.dtype))
+                outputs.append(t)
+                full.append(t)
+            else:
+                full.append(next(it))
+        self._check_args(full)
+        if self.runtime == "npu":
+            self._run_npu(full)
+        else:
+            from .emulator import run_source
+
+            self.last_report = run_source(self.kernel_source, self.name, full, self.block_dim,
+                                          arch=self.arch.name, strict=self.strict)
+        if allocate:
+            return outputs[0] if len(outputs) == 1 else outputs
+        return None
+
+    def _check_args(self, args: list) -> None:
+        import torch
+
+        for p, a in zip(self.kernel.params, args, strict=True):
+            if p.kind == "scalar":
+                if not isinstance(a, int | float):
+                    raise TypeError(f"argument '{p.name}' of kernel '{self.name}' is a scalar ({p.dtype}); "
+                                    f"got {type(a).__name__}")
+                continue
+            buf = self.kernel.buffers[p.buffer]
+            if not isinstance(a, torch.Tensor):
+                raise TypeError(f"argument '{p.name}' of kernel '{self.name}' must be a torch tensor of shape "
+                                f"{list(buf.shape)} and dtype {buf.dtype}; got {type(a).__name__}")
+            if tuple(a.shape) != tuple(buf.shape) or a.dtype != _torch_dtype(buf.dtype):
+                raise TypeError(f"argument '{p.name}' of kernel '{self.name}' must have shape {list(buf.shape)} and "
+                                f"dtype {buf.dtype}; got shape {list(a.shape)} and dtype {a.dtype}")
+            if not a.is_contiguous():
+                raise TypeError(f"argument '{p.name}' must be contiguous (call .contiguous() first)")
+            if self.runtime != "npu" and a.device.type != "cpu":
+                raise TypeError(f"argument '{p.name}' is on {a.device}; the emulator runs on CPU tensors")
+
+    def _run_npu(self, args: list) -> None:
+        from .npu import NpuLauncher
+
+        if self._npu is None:
+            self._npu = NpuLauncher(self.kernel_source, self.name, self.kernel.params, self.arch)
+        self._npu(self.block_dim, args)
+
+    def __repr__(self) -> str:
+        return (f"<AscendKernel {self.name} arch={self.arch.name} type={self.kernel.kernel_type} "
+                f"block_dim={self.block_dim} runtime={self.runtime}>")
+
+
+def _torch_dtype(dtype: str):
+    import torch
+
+    return {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "int32": torch.int32,
+            "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16, "int64": torch.int64,
+            "bool": torch.bool}[dtype]
+
+
+def resolve_runtime(runtime: str) -> str:
+    """'auto' -> 'npu' when torch_npu and bisheng work here, else 'emulator'."""
+    if runtime not in RUNTIMES:
+        raise AscendCompileError(f"unknown runtime {runtime!r}", hint=f"use one of {', '.join(RUNTIMES)}")
+    from .npu import npu_unavailable_reason
+
+    if runtime == "emulator":
+        return runtime
+    reason = npu_unavailable_reason()
+    if runtime == "npu":
+        if reason:
+            raise RuntimeUnavailableError(
+                f"runtime='npu' cannot run here: {reason}",
+                hint="use runtime='emulator' (or 'auto') on a machine without an Ascend NPU",
+            )
+        return "npu"
+    return "emulator" if reason else "npu"
+
+
+def compile(func, target: Any = "ascendc", runtime: str = "auto", out_idx: Sequence[int] | int | None = None,  # noqa: A001
+            strict: bool = True, dump: set | None = None) -> AscendKernel:
+    """Compile a TileLang PrimFunc for Ascend and return a callable kernel."""
+    arch = parse_target(target)
+    rt = resolve_runtime(runtime)
+    if isinstance(out_idx, int):
+        out_idx = [out_idx]
+    result = compile_kernel(func, arch, dump=dump)
+    return AscendKernel(result, rt, out_idx=out_idx, strict=strict)
+
+
+def lower(func, target: Any = "ascendc", dump: set | None = None) -> CompileResult:
+    """Run the compiler only: the kernel IR, its Ascend C and the requested stage dumps."""
+    return compile_kernel(func, parse_target(target), dump=dump)
+
+
+def jit(func: Callable | None = None, *, out_idx: Sequence[int] | int | None = None, target: Any = "ascendc",
+        runtime: str = "auto", strict: bool = True, **_ignored: Any):
+    """Drop-in for ``tilelang.jit`` on the ascendc target.
+
+    Decorates a kernel factory (a function returning a PrimFunc, called with the shape
+    arguments) or a PrimFunc itself. Each distinct argument tuple compiles once.
+    """
+    def wrap(f):
+        from tvm import tirx
+
+        if isinstance(f, tirx.PrimFunc):
+            return compile(f, target=target, runtime=runtime, out_idx=out_idx, strict=strict)
+
+        cache: dict = {}
+
+        @functools.wraps(f)
+        def factory(*args: Any, **kwargs: Any) -> AscendKernel:
+            sig = inspect.signature(f).bind(*args, **kwargs)
+            sig.apply_defaults()
+            key = tuple(sorted((k, repr(v)) for k, v in sig.arguments.items()))
+            if key not in cache:
+                prim = f(*args, **kwargs)
+                if not isinstance(prim, tirx.PrimFunc):
+                    raise UnsupportedError(
+                        f"@ascend_backend.jit function '{f.__name__}' returned {type(prim).__name__}, not a PrimFunc",
+                        hint="return the @T.prim_func kernel from the decorated function")
+                cache[key] = compile(prim, target=target, runtime=runtime, out_idx=out_idx, strict=strict)
+            return cache[key]
+
+        factory.cache = cache  # type: ignore[attr-defined]
+        return factory
+
+    return wrap(func) if func is not None else wrap

@@ -1,0 +1,82 @@
+"""assign_layout: choose the data layout (and padding) of every buffer for the target arch.
+
+Needs: every buffer has a scope (infer_scope).
+Establishes: GM buffers are ND; L1 gemm operands are NZ (fractals of 16 x C0) with both tile
+dimensions multiples of 16; L0C accumulators are NZ with 16 x 16 fractals; UB tiles are ND with
+a row pitch padded to 16 elements (32 B for fp16, 64 B for fp32), so every row starts 32 B
+aligned and tiles of different dtypes share one element pitch. The L0A/L0B layouts of the arch
+(ZZ/ZN on dav-c220, NZ/ZN on dav-3510) are decided in lower_tile_ops, which creates those buffers.
+"""
+
+from __future__ import annotations
+
+from ascend_backend.errors import AlignmentError, InternalCompilerError, UnsupportedError
+from ascend_backend.ir import Kernel
+
+UB_PITCH_ELEMS = 16
+CUBE_DTYPES = ("float16", "bfloat16")
+VECTOR_DTYPES = ("float16", "bfloat16", "float32", "int32")
+
+
+def assign_layout(kernel: Kernel) -> Kernel:
+    """Pick ND/NZ layouts and UB row pitches."""
+    buffers = kernel.copy_buffers()
+    for b in buffers.values():
+        if b.scope == "GM":
+            b.layout = "ND"
+        elif b.scope in ("L1", "L0C"):
+            if len(b.shape) != 2:
+                raise UnsupportedError(f"gemm tile '{b.name}' must be 2-D, it has shape {list(b.shape)}", loc=b.loc)
+            if b.scope == "L1" and b.dtype not in CUBE_DTYPES:
+                raise UnsupportedError(
+                    f"gemm operand '{b.name}' has dtype {b.dtype}; the Cube core takes float16 or bfloat16 here",
+                    loc=b.loc,
+                    hint="cast the operand to float16/bfloat16 before the gemm",
+                )
+            if b.scope == "L0C" and b.dtype != "float32":
+                raise UnsupportedError(
+                    f"gemm accumulator '{b.name}' has dtype {b.dtype}; the Cube core accumulates in float32",
+                    loc=b.loc,
+                    hint="allocate the accumulator as T.alloc_fragment(..., 'float32')",
+                )
+            for dim, size in zip(("rows", "columns"), b.shape, strict=True):
+                if size % 16:
+                    raise AlignmentError(
+                        f"gemm tile '{b.name}' has {size} {dim}; Cube tiles must be multiples of 16 in both "
+                        "dimensions (one fractal is 16 x 16)",
+                        loc=b.loc,
+                        hint=f"use a block size that is a multiple of 16 (e.g. {max(16, (size + 15) // 16 * 16)}); "
+                        "tails of the global shape are handled, tile sizes must be aligned",
+                    )
+            b.layout = "NZ"
+        elif b.scope == "UB":
+            if b.dtype not in VECTOR_DTYPES:
+                raise UnsupportedError(
+                    f"tile '{b.name}' has dtype {b.dtype}; vector tiles take {', '.join(VECTOR_DTYPES)}",
+                    loc=b.loc,
+                )
+            if len(b.shape) > 2:
+                raise UnsupportedError(
+                    f"tile '{b.name}' has {len(b.shape)} dimensions; vector tiles are 1-D or 2-D",
+                    loc=b.loc,
+                    hint="flatten the leading dimensions into the row dimension",
+                )
+            b.layout = "ND"
+            b.pitch = (b.cols + UB_PITCH_ELEMS - 1) // UB_PITCH_ELEMS * UB_PITCH_ELEMS
+        else:
+            raise InternalCompilerError(f"buffer {b.name} in scope {b.scope} before lowering", stage="assign_layout")
+    out = kernel.replace(buffers=buffers)
+    verify_layout(out)
+    return out
+
+
+def verify_layout(kernel: Kernel) -> None:
+    """UB rows start 32 B aligned; fractal buffers are 16-aligned."""
+    for b in kernel.buffers.values():
+        if b.scope == "UB" and (b.pitch * b.elem_bytes) % 32:
+            raise InternalCompilerError(f"UB tile {b.name} pitch {b.pitch} is not 32 B aligned", stage="assign_layout")
+        if b.layout == "NZ" and any(s % 16 for s in b.shape):
+            raise InternalCompilerError(f"NZ tile {b.name} is not 16-aligned", stage="assign_layout")
+
+
+__all__ = ["assign_layout", "verify_layout", "AlignmentError"]

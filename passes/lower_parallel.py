@@ -1,0 +1,506 @@
+"""Vector lowering used by lower_tile_ops: T.Parallel bodies, fills, casts and row reductions.
+
+A T.Parallel assignment is an expression tree over tiles; each node becomes one vector
+instruction over the whole tile (count form), or a mask/repeat instruction when one operand
+is broadcast along rows (a per-row value, expanded with Brcb) or along columns (a per-column
+vector, read with a repeat stride of 0). Intermediate values live in UB temporaries drawn from
+a pool, so the UB footprint stays bounded. fp16/bf16 expressions are computed in their own
+dtype, one rounding per instruction, as the hardware does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tvm import tirx
+
+from ascend_backend.cexpr import cexpr, float_literal
+from ascend_backend.errors import UnsupportedError
+from ascend_backend.ir import CTYPE, Access, AscOp, Buffer
+
+LN2 = math.log(2.0)
+
+
+def const_value(e) -> float | None:
+    """Fold a constant scalar expression (literals, -inf, products of constants)."""
+    if isinstance(e, int | float):
+        return float(e)
+    if isinstance(e, tirx.IntImm | tirx.FloatImm):
+        return float(e.value)
+    if isinstance(e, tirx.Cast):
+        return const_value(e.value)
+    if isinstance(e, tirx.Call):
+        name = str(e.op.name) if hasattr(e.op, "name") else ""
+        if name.endswith("infinity"):
+            return math.inf
+        return None
+    if isinstance(e, tirx.Mul | tirx.Add | tirx.Sub | tirx.Div):
+        a, b = const_value(e.a), const_value(e.b)
+        if a is None or b is None:
+            return None
+        if isinstance(e, tirx.Mul):
+            return a * b
+        if isinstance(e, tirx.Add):
+            return a + b
+        if isinstance(e, tirx.Sub):
+            return a - b
+        return a / b if b else None
+    return None
+
+
+def scalar_literal(v: float, dtype: str) -> str:
+    ctype = CTYPE[dtype]
+    if dtype == "float32":
+        return float_literal(v)
+    if dtype in ("int32", "int16", "int8"):
+        return str(int(v))
+    return f"({ctype})({float_literal(v)})"
+
+
+@dataclass
+class Opnd:
+    """An operand of a vector instruction.
+
+    kind: "tile" (a buffer shaped like the domain), "row" (a per-row vector broadcast along
+    columns), "col" (a per-column vector broadcast along rows) or "scalar" (a C++ expression).
+    """
+
+    kind: str
+    dtype: str
+    buffer: str | None = None
+    expr: str | None = None
+    temp: bool = False
+
+
+_UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "fabs": "Abs", "abs": "Abs",
+          "exp2": "exp2", "log2": "log2"}
+_BINARY = {tirx.Add: "Add", tirx.Sub: "Sub", tirx.Mul: "Mul", tirx.Div: "Div", tirx.Max: "Max", tirx.Min: "Min"}
+_SCALAR_FORM = {"Add": "Adds", "Mul": "Muls", "Max": "Maxs", "Min": "Mins"}
+
+
+class VectorEmitter:
+    """Builds vector AscOps and manages UB temporaries."""
+
+    def __init__(self, buffers: dict, arch) -> None:
+        self.buffers = buffers
+        self.arch = arch
+        self.free: dict[tuple, list[str]] = {}
+        self.n = 0
+
+    # -- temporaries
+    def temp(self, shape: tuple, dtype: str) -> Buffer:
+        key = (tuple(shape), dtype)
+        pool = self.free.get(key, [])
+        if pool:
+            return self.buffers[pool.pop()]
+        self.n += 1
+        name = f"tmp{self.n}_{dtype}"
+        cols = shape[-1]
+        b = Buffer(name=name, shape=tuple(shape), dtype=dtype, kind="temp", scope="UB", layout="ND",
+                   pitch=(cols + 15) // 16 * 16, role="vector temporary")
+        self.buffers[name] = b
+        return b
+
+    def release(self, b: Buffer | str | None) -> None:
+        if b is None:
+            return
+        buf = self.buffers[b] if isinstance(b, str) else b
+        if buf.kind != "temp":
+            return
+        self.free.setdefault((tuple(buf.shape), buf.dtype), []).append(buf.name)
+
+    def count(self, name: str) -> int:
+        b = self.buffers[name]
+        return b.rows * b.pitch
+
+    def _op(self, kind: str, reads: list, writes: list, params: dict, text: str, loc) -> AscOp:
+        return AscOp(kind=kind, pipe="V", reads=[Access(r) for r in dict.fromkeys(reads)],
+                     writes=[Access(w) for w in writes], params=params, text=text, loc=loc)
+
+    # -- simple instructions
+    def duplicate(self, dst: str, value: float, loc) -> list:
+        b = self.buffers[dst]
+        return [self._op("vec_duplicate", [], [dst], {"dst": dst, "value": scalar_literal(value, b.dtype),
+                                                       "count": self.count(dst)}, f"Duplicate {dst} = {value}", loc)]
+
+    def duplicate_expr(self, dst: str, expr: str, loc) -> list:
+        b = self.buffers[dst]
+        return [self._op("vec_duplicate", [], [dst], {"dst": dst, "value": f"({CTYPE[b.dtype]})({expr})",
+                                                       "count": self.count(dst)}, f"Duplicate {dst} = {expr}", loc)]
+
+    def copy_or_cast(self, dst: str, src: str, loc) -> list:
+        d, s = self.buffers[dst], self.buffers[src]
+        if d.dtype == s.dtype:
+            return [self._op("vec_scalar", [src], [dst], {"op": "Adds", "dst": dst, "src": src,
+                                                          "scalar": scalar_literal(0, d.dtype),
+                                                          "count": self.count(dst)}, f"copy {src} -> {dst}", loc)]
+        half_types = ("float16", "bfloat16")
+        if s.dtype in half_types and d.dtype in half_types:
+            mid = self.temp(s.shape, "float32")
+            ops = self.copy_or_cast(mid.name, src, loc) + self.copy_or_cast(dst, mid.name, loc)
+            self.release(mid)
+            return ops
+        mode = cast_round_mode(s.dtype, d.dtype)
+        return [self._op("vec_cast", [src], [dst], {"dst": dst, "src": src, "mode": mode, "count": self.count(dst)},
+                         f"Cast {src} ({s.dtype}) -> {dst} ({d.dtype})", loc)]
+
+    def unary(self, fn: str, dst: str, src: str, loc) -> list:
+        b = self.buffers[dst]
+        if fn == "exp2":  # 2^x = e^(x ln 2)
+            return (self.scalar_op("Muls", dst, src, scalar_literal(LN2, b.dtype), loc)
+                    + self.unary("Exp", dst, dst, loc))
+        if fn == "log2":
+            return (self.unary("Ln", dst, src, loc)
+                    + self.scalar_op("Muls", dst, dst, scalar_literal(1 / LN2, b.dtype), loc))
+        return [self._op("vec_unary", [src], [dst], {"op": fn, "dst": dst, "src": src, "count": self.count(dst)},
+                         f"{fn} {src} -> {dst}", loc)]
+
+    def scalar_op(self, op: str, dst: str, src: str, scalar: str, loc) -> list:
+        return [self._op("vec_scalar", [src], [dst], {"op": op, "dst": dst, "src": src, "scalar": scalar,
+                                                      "count": self.count(dst)}, f"{op} {src}, {scalar} -> {dst}", loc)]
+
+    def binary(self, op: str, dst: str, a: str, b: str, loc) -> list:
+        return [self._op("vec_binary", [a, b], [dst], {"op": op, "dst": dst, "src0": a, "src1": b,
+                                                       "count": self.count(dst)}, f"{op} {a}, {b} -> {dst}", loc)]
+
+    def lanes(self, dtype: str) -> int:
+        return 256 // self.buffers_dtype_bytes(dtype)
+
+    @staticmethod
+    def buffers_dtype_bytes(dtype: str) -> int:
+        from ascend_backend.ir import dtype_bytes
+
+        return dtype_bytes(dtype)
+
+    def broadcast_binary(self, op: str, dst: str, a: Opnd, b: Opnd, rows: int, cols: int, loc) -> list:
+        """dst[r, c] = a op b where a/b are tiles, per-row vectors or per-column vectors."""
+        d = self.buffers[dst]
+        esz = self.buffers_dtype_bytes(d.dtype)
+        blk = 32 // esz
+        ops: list = []
+        srcs = []
+        temps = []
+        for o in (a, b):
+            if o.kind == "tile":
+                srcs.append({"name": o.buffer, "row": d.pitch, "chunk": 1, "blk": 1, "rep": d.pitch * esz // 32})
+            elif o.kind == "col":
+                srcs.append({"name": o.buffer, "row": 0, "chunk": 1, "blk": 1, "rep": 0})
+            elif o.kind == "row":
+                # Brcb writes each per-row value into its own 32 B block.
+                rows8 = (rows + 7) // 8 * 8
+                t = self.temp((rows8 * blk,), d.dtype)
+                temps.append(t)
+                ops.append(self._op("vec_brcb", [o.buffer], [t.name],
+                                    {"dst": t.name, "src": o.buffer, "repeat": rows8 // 8},
+                                    f"Brcb {o.buffer} -> {t.name} (one 32 B block per row)", loc))
+                srcs.append({"name": t.name, "row": blk, "chunk": 0, "blk": 0, "rep": 1})
+            else:
+                raise UnsupportedError("internal: scalar operand in broadcast op")
+        dst_rep = d.pitch * esz // 32
+        if dst_rep > 255:
+            raise UnsupportedError(f"tile '{dst}' rows are {d.pitch * esz} bytes; row-broadcast vector ops take rows "
+                                   "of at most 8160 bytes", loc=loc, hint="use a narrower tile")
+        lanes = 256 // esz
+        ops.append(self._op(
+            "vec_binary_bcast", [s["name"] for s in srcs], [dst],
+            {"op": op, "dst": dst, "s0": srcs[0], "s1": srcs[1], "rows": rows, "cols": cols, "lanes": lanes,
+             "dst_row": d.pitch, "dst_rep": dst_rep, "chunks": (cols + lanes - 1) // lanes},
+            f"{op} {a.buffer}({a.kind}), {b.buffer}({b.kind}) -> {dst}", loc))
+        for t in temps:
+            self.release(t)
+        return ops
+
+    def row_reduce(self, kind: str, dst: str, src: str, clear: bool, loc) -> list:
+        s = self.buffers[src]
+        d = self.buffers[dst]
+        esz = self.buffers_dtype_bytes(s.dtype)
+        lanes = 256 // esz
+        rows, cols = s.rows, s.cols
+        if rows > 255:
+            raise UnsupportedError(f"reduction over {rows} rows of '{src}'; at most 255 rows per tile",
+                                   loc=loc, hint="use a block of at most 255 rows")
+        src_rep = s.pitch * esz // 32
+        if src_rep > 255:
+            raise UnsupportedError(f"rows of '{src}' are {s.pitch * esz} bytes, over the 8160 bytes a reduction "
+                                   "repeat can stride", loc=loc)
+        vop = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
+        ops: list = []
+        out = dst if clear else self.temp(d.shape, d.dtype).name
+        if cols <= lanes:
+            ops.append(self._op("vec_whole_reduce", [src], [out],
+                                {"kind": kind, "dst": out, "src": src, "mask": cols, "repeat": rows,
+                                 "src_rep": src_rep}, f"WholeReduce{kind.capitalize()} {src} -> {out}", loc))
+        else:
+            acc = self.temp((rows * lanes,), s.dtype)
+            ops.append(self._op("vec_fold_init", [src], [acc.name],
+                                {"dst": acc.name, "src": src, "lanes": lanes, "repeat": rows, "src_rep": src_rep,
+                                 "zero": scalar_literal(0, s.dtype)},
+                                f"copy first {lanes} columns of {src} -> {acc.name}", loc))
+            nchunks = (cols + lanes - 1) // lanes
+            for c in range(1, nchunks):
+                ops.append(self._op("vec_fold", [acc.name, src], [acc.name],
+                                    {"op": vop, "dst": acc.name, "src": src, "offset": c * lanes,
+                                     "mask": min(lanes, cols - c * lanes), "repeat": rows, "src_rep": src_rep},
+                                    f"{vop} columns {c * lanes}.. of {src} into {acc.name}", loc))
+            ops.append(self._op("vec_whole_reduce", [acc.name], [out],
+                                {"kind": kind, "dst": out, "src": acc.name, "mask": lanes, "repeat": rows,
+                                 "src_rep": 8}, f"WholeReduce{kind.capitalize()} {acc.name} -> {out}", loc))
+            self.release(acc)
+        if not clear:
+            ops.extend(self.binary(vop, dst, dst, out, loc))
+            self.release(out)
+        return ops
+
+
+def cast_round_mode(src: str, dst: str) -> str:
+    if dst in ("int32", "int16", "int8"):
+        return "RoundMode::CAST_TRUNC"
+    if src == "float32" and dst in ("float16", "bfloat16"):
+        return "RoundMode::CAST_RINT"
+    if src in ("int32",) and dst in ("float16", "bfloat16"):
+        return "RoundMode::CAST_RINT"
+    return "RoundMode::CAST_NONE"
+
+
+class ParallelLowerer:
+    """Lower one T.Parallel nest (a list of assignments) to vector ops."""
+
+    def __init__(self, vec: VectorEmitter, buffers: dict, op, gm_ub_op, ub_gm_op, gm_window) -> None:
+        self.vec = vec
+        self.buffers = buffers
+        self.op = op
+        self.loc = op.loc
+        self.vars = list(op.args["vars"])
+        self.extents = list(op.args["extents"])
+        self.gm_ub_op = gm_ub_op
+        self.ub_gm_op = ub_gm_op
+        self.gm_window = gm_window
+        if len(self.vars) > 2:
+            raise UnsupportedError(f"T.Parallel over {len(self.vars)} dimensions; 1-D and 2-D are supported",
+                                   loc=self.loc, hint="flatten the outer dimensions into rows")
+        self.shape = tuple(self.extents)
+        self.rows = self.shape[0] if len(self.shape) == 2 else 1
+        self.cols = self.shape[-1]
+        self.pre: list = []
+
+    # -- access patterns
+    def _pattern(self, load) -> str:
+        """'tile' | 'row' | 'col' for a UB access with plain loop-variable indices."""
+        idx = list(load.indices)
+        vs = self.vars
+        same = lambda e, v: isinstance(e, tirx.Var) and e.same_as(v)  # noqa: E731
+        if len(idx) == len(vs) and all(same(e, v) for e, v in zip(idx, vs, strict=True)):
+            return "tile"
+        if len(vs) == 2 and len(idx) == 1:
+            if same(idx[0], vs[0]):
+                return "row"
+            if same(idx[0], vs[1]):
+                return "col"
+        raise UnsupportedError(
+            f"access {load.buffer.name}[{', '.join(str(i) for i in idx)}] inside T.Parallel({', '.join(map(str, vs))})"
+            " is not an element-wise pattern the vector lowering takes",
+            loc=self.loc,
+            hint="index tiles with the parallel loop variables directly: x[i, j], a per-row value v[i] or a "
+            "per-column value w[j]",
+        )
+
+    def _uses_domain(self, e) -> bool:
+        found = []
+
+        def visit(n):
+            if isinstance(n, tirx.Var) and any(n.same_as(v) for v in self.vars):
+                found.append(n)
+            if isinstance(n, tirx.BufferLoad):
+                found.append(n)
+
+        tirx.stmt_functor.post_order_visit(e, visit)
+        return bool(found)
+
+    def _gm_region(self, buf: Buffer, indices: list) -> tuple[dict, tuple, str]:
+        """Decompose GM indices into base + loop variable; returns (region, tile shape, pattern)."""
+        from tvm import arith
+
+        ana = arith.Analyzer()
+        base, ext, used = [], [], []
+        for e in indices:
+            hit = None
+            for k, v in enumerate(self.vars):
+                coef = arith.detect_linear_equation(e, [v])
+                if len(coef) == 2 and not (isinstance(coef[0], tirx.IntImm) and int(coef[0]) == 0):
+                    if not (isinstance(coef[0], tirx.IntImm) and int(coef[0]) == 1):
+                        raise UnsupportedError(
+                            f"index {e} of '{buf.name}' steps by {coef[0]}; only unit-stride accesses are supported",
+                            loc=self.loc)
+                    hit = k
+                    base.append(ana.simplify(coef[1]))
+                    break
+            if hit is None:
+                base.append(e)
+                ext.append(1)
+            else:
+                ext.append(self.extents[hit])
+                used.append(hit)
+        if used != sorted(used):
+            raise UnsupportedError(f"access to '{buf.name}' transposes the loop variables", loc=self.loc)
+        if len(used) == len(self.vars):
+            pattern, shape = "tile", self.shape
+        elif len(self.vars) == 2 and used == [0]:
+            pattern, shape = "row", (self.rows,)
+        elif len(self.vars) == 2 and used == [1]:
+            pattern, shape = "col", (self.cols,)
+        else:
+            raise UnsupportedError(f"access to '{buf.name}' does not use the parallel loop variables", loc=self.loc)
+        return {"buffer": buf.name, "base": base, "extents": ext}, shape, pattern
+
+    # -- expressions
+    def expr(self, e, out: str | None = None) -> Opnd:
+        """Lower ``e``; if ``out`` is given, the root instruction writes there."""
+        dtype = str(e.dtype)
+        if not self._uses_domain(e):
+            cv = const_value(e)
+            if cv is not None:
+                return Opnd("scalar", dtype, expr=scalar_literal(cv, dtype))
+            return Opnd("scalar", dtype, expr=f"({CTYPE.get(dtype, 'float')})({cexpr(e)})")
+        if isinstance(e, tirx.BufferLoad):
+            buf = self.buffers[e.buffer.name] if e.buffer.name in self.buffers else None
+            if buf is None:
+                raise UnsupportedError(f"unknown buffer {e.buffer.name}", loc=self.loc)
+            if buf.scope == "GM":
+                region, shape, pattern = self._gm_region(buf, list(e.indices))
+                t = self.vec.temp(shape, buf.dtype)
+                w = self.gm_window(buf, region, shape, self.loc)
+                self.pre.append(self.gm_ub_op(buf, t, w, self.loc))
+                return Opnd(pattern, buf.dtype, buffer=t.name, temp=True)
+            if buf.scope != "UB":
+                raise UnsupportedError(f"'{buf.name}' lives in {buf.scope}; T.Parallel reads vector tiles only",
+                                       loc=self.loc)
+            return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
+        if isinstance(e, tirx.Cast):
+            src = self.expr(e.value)
+            if src.kind == "scalar":
+                return Opnd("scalar", dtype, expr=f"({CTYPE[dtype]})({src.expr})")
+            dst = self._dest(out, src.kind, dtype)
+            self.pre.extend(self.vec.copy_or_cast(dst, src.buffer, self.loc))
+            self._free(src)
+            return Opnd(src.kind, dtype, buffer=dst, temp=dst != out)
+        for cls, name in _BINARY.items():
+            if isinstance(e, cls):
+                return self._binary(name, e.a, e.b, dtype, out)
+        if isinstance(e, tirx.Call):
+            fname = str(e.op.name).split(".")[-1] if hasattr(e.op, "name") else str(e.op)
+            if fname in _UNARY and len(e.args) == 1:
+                src = self.expr(e.args[0])
+                if src.kind == "scalar":
+                    raise UnsupportedError(f"{fname} of a scalar inside T.Parallel", loc=self.loc,
+                                           hint="compute it outside the loop")
+                dst = self._dest(out, src.kind, dtype)
+                self.pre.extend(self.vec.unary(_UNARY[fname], dst, src.buffer, self.loc))
+                self._free(src)
+                return Opnd(src.kind, dtype, buffer=dst, temp=dst != out)
+            raise UnsupportedError(
+                f"function T.{fname} is not supported inside T.Parallel on the ascendc target", loc=self.loc,
+                hint="supported: + - * / max min, exp, exp2, log, log2, sqrt, rsqrt, abs, casts")
+        raise UnsupportedError(f"expression '{e}' ({type(e).__name__}) is not supported inside T.Parallel",
+                               loc=self.loc)
+
+    def _dest(self, out: str | None, kind: str, dtype: str) -> str:
+        if out is not None and self.buffers[out].dtype == dtype and self._kind_shape(kind) == self.buffers[out].shape:
+            return out
+        return self.vec.temp(self._kind_shape(kind), dtype).name
+
+    def _kind_shape(self, kind: str) -> tuple:
+        return {"tile": self.shape, "row": (self.rows,), "col": (self.cols,)}[kind]
+
+    def _free(self, o: Opnd) -> None:
+        if o.temp and o.buffer:
+            self.vec.release(o.buffer)
+
+    def _binary(self, name: str, ea, eb, dtype: str, out: str | None) -> Opnd:
+        a = self.expr(ea)
+        b = self.expr(eb)
+        if a.kind == "scalar" and b.kind == "scalar":
+            raise UnsupportedError("internal: scalar-only binary op reached vector lowering", loc=self.loc)
+        # tile-with-scalar: the scalar forms Adds/Muls/Maxs/Mins.
+        if b.kind == "scalar" or a.kind == "scalar":
+            t, s, scalar_first = (a, b, False) if b.kind == "scalar" else (b, a, True)
+            dst = self._dest(out, t.kind, dtype)
+            if name in _SCALAR_FORM:
+                self.pre.extend(self.vec.scalar_op(_SCALAR_FORM[name], dst, t.buffer, s.expr, self.loc))
+            elif name == "Sub" and not scalar_first:
+                self.pre.extend(self.vec.scalar_op("Adds", dst, t.buffer, f"-({s.expr})", self.loc))
+            elif name == "Sub":  # s - t = (-1 * t) + s
+                self.pre.extend(self.vec.scalar_op("Muls", dst, t.buffer, scalar_literal(-1, dtype), self.loc))
+                self.pre.extend(self.vec.scalar_op("Adds", dst, dst, s.expr, self.loc))
+            elif name == "Div" and not scalar_first and const_value(eb) not in (None, 0.0):
+                self.pre.extend(self.vec.scalar_op("Muls", dst, t.buffer,
+                                                   scalar_literal(1.0 / const_value(eb), dtype), self.loc))
+            else:  # a division with a scalar we cannot fold: materialise the scalar
+                tmp = self.vec.temp(self._kind_shape(t.kind), dtype)
+                self.pre.extend(self.vec.duplicate_expr(tmp.name, s.expr, self.loc))
+                x, y = (tmp.name, t.buffer) if scalar_first else (t.buffer, tmp.name)
+                self.pre.extend(self.vec.binary(name, dst, x, y, self.loc))
+                self.vec.release(tmp)
+            self._free(t)
+            return Opnd(t.kind, dtype, buffer=dst, temp=dst != out)
+        if a.kind == b.kind:
+            dst = self._dest(out, a.kind, dtype)
+            self.pre.extend(self.vec.binary(name, dst, a.buffer, b.buffer, self.loc))
+            self._free(a)
+            self._free(b)
+            return Opnd(a.kind, dtype, buffer=dst, temp=dst != out)
+        kinds = {a.kind, b.kind}
+        if kinds == {"row", "col"}:
+            raise UnsupportedError("an operation between a per-row and a per-column vector (an outer product) is "
+                                   "not supported inside T.Parallel", loc=self.loc,
+                                   hint="broadcast one of them into a full tile first")
+        dst = self._dest(out, "tile", dtype)
+        self.pre.extend(self.vec.broadcast_binary(name, dst, a, b, self.rows, self.cols, self.loc))
+        self._free(a)
+        self._free(b)
+        return Opnd("tile", dtype, buffer=dst, temp=dst != out)
+
+    # -- statements
+    def lower(self) -> list:
+        ops: list = []
+        for st, sloc in self.op.args["stores"]:
+            self.loc = sloc or self.op.loc
+            ops.extend(self._store(st))
+        return ops
+
+    def _store(self, st) -> list:
+        self.pre = []
+        buf = self.buffers[st.buffer.name]
+        post: list = []
+        if buf.scope == "GM":
+            region, shape, pattern = self._gm_region(buf, list(st.indices))
+            if pattern != "tile":
+                raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
+            out_buf = self.vec.temp(shape, buf.dtype)
+            w = self.gm_window(buf, region, shape, self.loc)
+            post.append(self.ub_gm_op(out_buf, buf, w, self.loc))
+            out = out_buf.name
+        elif buf.scope == "UB":
+            if self._pattern(st) != "tile":
+                raise UnsupportedError(
+                    f"store to {buf.name}[{', '.join(map(str, st.indices))}] inside a "
+                    f"{len(self.vars)}-D T.Parallel writes the same element many times",
+                    loc=self.loc, hint="store per-row values in a T.Parallel over rows only")
+            out = buf.name
+        else:
+            raise UnsupportedError(f"T.Parallel cannot write '{buf.name}' in {buf.scope}", loc=self.loc,
+                                   hint="element-wise work on a gemm result needs the Cube/Vector split, "
+                                   "not available yet" if buf.scope == "L0C" else None)
+        res = self.expr(st.value, out=out)
+        if res.kind == "scalar":
+            self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
+        elif res.buffer != out:
+            if res.kind != "tile":
+                raise UnsupportedError(
+                    f"the value stored to '{buf.name}' varies along one dimension only; broadcasting a vector into "
+                    "a tile is written as `x[i, j] = v[i] + 0` for now", loc=self.loc)
+            self.pre.extend(self.vec.copy_or_cast(out, res.buffer, self.loc))
+            self._free(res)
+        if buf.scope == "GM":
+            self.vec.release(out)
+        return self.pre + post
