@@ -335,14 +335,26 @@ class TileLowerer:
         l0a = self._l0(A, "L0A", (M, K))
         l0b = self._l0(B, "L0B", (K, N))
         init = self._init_expr(C, a["clear_accum"])
+        kf = f"{kv} / 16"
+        # dav-3510 LoadData2DParamsV2: the L1 region is (mStep x kStep) fractals of the stored
+        # tile; ifTranspose stores the transposed region (A stored K x M -> NZ M x K; B stored
+        # K x N -> ZN). srcStride/dstStride are the distances between column blocks in fractals.
+        a_v2 = ({"m_step": kf, "k_step": M // 16, "src_stride": A.rows // 16, "dst_stride": M // 16,
+                 "trans": "true", "note": "A stored K x M, transposed into NZ"} if tA else
+                {"m_step": M // 16, "k_step": kf, "src_stride": A.rows // 16, "dst_stride": M // 16,
+                 "trans": "false", "note": "A stored M x K, NZ into NZ"})
+        b_v2 = ({"m_step": N // 16, "k_step": kf, "src_stride": B.rows // 16, "dst_stride": N // 16,
+                 "trans": "false", "note": "B stored N x K: its NZ fractals are already ZN"} if tB else
+                {"m_step": kf, "k_step": N // 16, "src_stride": B.rows // 16, "dst_stride": N // 16,
+                 "trans": "true", "note": "B stored K x N, each fractal transposed into ZN"})
         ops = [
             AscOp(kind="load_l0a", pipe="MTE1", reads=[Access(A.name)], writes=[Access(l0a.name)],
                   params={"dst": l0a.name, "src": A.name, "m": M, "k": K, "kv": kv, "trans": tA,
-                          "layout": l0a.layout, "src_rows": A.rows, "ctype": CTYPE[A.dtype]},
+                          "layout": l0a.layout, "src_rows": A.rows, "ctype": CTYPE[A.dtype], "v2": a_v2},
                   text=f"LoadData {A.name} -> {l0a.name}{' (transposed)' if tA else ''}", loc=s.loc),
             AscOp(kind="load_l0b", pipe="MTE1", reads=[Access(B.name)], writes=[Access(l0b.name)],
                   params={"dst": l0b.name, "src": B.name, "n": N, "k": K, "kv": kv, "trans": tB,
-                          "layout": l0b.layout, "src_rows": B.rows, "ctype": CTYPE[B.dtype]},
+                          "layout": l0b.layout, "src_rows": B.rows, "ctype": CTYPE[B.dtype], "v2": b_v2},
                   text=f"LoadData {B.name} -> {l0b.name}{' (transposed)' if tB else ''}", loc=s.loc),
             AscOp(kind="mmad", pipe="M", reads=[Access(l0a.name), Access(l0b.name)] + (
                 [] if init == "true" else [Access(C.name)]), writes=[Access(C.name)],
