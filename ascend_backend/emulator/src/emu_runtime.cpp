@@ -431,12 +431,15 @@ Resolved check_span(Core* c, const Span& s, const char* op, const Loc& loc) {
         for (auto& r : G->gm)
             if (s.begin >= r.b && s.end <= r.e) return {nullptr, s.begin, s.end};
         std::string near;
-        for (auto& r : G->gm)
-            if (s.begin < r.e + (1 << 20) && s.end + (1 << 20) > r.b) {
-                near = "; nearest argument '" + r.name + "' has " + std::to_string(r.e - r.b) + " bytes and the access is at bytes [" +
-                       std::to_string((int64_t)(s.begin - r.b)) + ", " + std::to_string((int64_t)(s.end - r.b)) + ")";
-                break;
-            }
+        const Region* best = nullptr;
+        uint64_t best_d = ~0ull;
+        for (auto& r : G->gm) {
+            uint64_t d = (s.end > r.b && s.begin < r.e) ? 0 : (s.begin >= r.e ? s.begin - r.e : r.b - s.end);
+            if (d < best_d) { best_d = d; best = &r; }
+        }
+        if (best && best_d < (1ull << 30))
+            near = "; nearest argument '" + best->name + "' has " + std::to_string(best->e - best->b) + " bytes and the access is at bytes [" +
+                   std::to_string((int64_t)(s.begin - best->b)) + ", " + std::to_string((int64_t)(s.end - best->b)) + ")";
         fail_op("gm_out_of_bounds",
                 std::string(op) + ": GM access of " + std::to_string(s.end - s.begin) + " bytes lies outside every argument tensor" + near,
                 op, loc);
@@ -1233,6 +1236,8 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
+        // restore default crash handlers (the parent's, e.g. Python's faulthandler, must not run here)
+        for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
         close(fds[0]);
         std::string r = run_inproc();
         fflush(stdout);
