@@ -195,3 +195,56 @@ def test_l0_layouts(arch):
     b_exp = _frac(b, 16, 16, "rowmajor", True)
     assert torch.equal(dump[: m * k].view(torch.int16), a_exp.view(torch.int16))
     assert torch.equal(dump[m * k:].view(torch.int16), b_exp.view(torch.int16))
+
+
+MIX_SRC = r'''
+#include "kernel_operator.h"
+using namespace AscendC;
+constexpr int M = 32, K = 32, N = 32;
+// 3510 mix kernel: the AIC computes C = A x B and writes it with Fixpipe straight into the UB of
+// AIV 0 (FixpipeConfig isToUB); AIV 0 then copies it to GM. Cross-core flag 1 orders the two.
+constexpr FixpipeConfig CFG_ROW_MAJOR_UB = {CO2Layout::ROW_MAJOR, true};
+extern "C" __global__ __aicore__ void mix(GM_ADDR a, GM_ADDR b, GM_ADDR c) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ub; pipe.InitBuffer(ub, M * N * sizeof(float));
+    LocalTensor<float> cu = ub.Get<float>();
+    if ASCEND_IS_AIC {
+        TBuf<TPosition::A1> a1b; TBuf<TPosition::B1> b1b; TBuf<TPosition::A2> a2b; TBuf<TPosition::B2> b2b;
+        TBuf<TPosition::CO1> c1b;
+        pipe.InitBuffer(a1b, M * K * 2); pipe.InitBuffer(b1b, K * N * 2); pipe.InitBuffer(a2b, M * K * 2);
+        pipe.InitBuffer(b2b, K * N * 2); pipe.InitBuffer(c1b, M * N * 4);
+        GlobalTensor<half> ag, bg; ag.SetGlobalBuffer((__gm__ half*)a, M * K); bg.SetGlobalBuffer((__gm__ half*)b, K * N);
+        LocalTensor<half> a1 = a1b.Get<half>(), b1 = b1b.Get<half>(), a2 = a2b.Get<half>(), b2 = b2b.Get<half>();
+        LocalTensor<float> c1 = c1b.Get<float>();
+        DataCopy(a1, ag, Nd2NzParams(1, M, K, 0, K, M, 1, 0));
+        DataCopy(b1, bg, Nd2NzParams(1, K, N, 0, N, K, 1, 0));
+        SetFlag<HardEvent::MTE2_MTE1>(0); WaitFlag<HardEvent::MTE2_MTE1>(0);
+        LoadData(a2, a1, LoadData2DParamsV2(0, 0, M / 16, K / 16, M / 16, M / 16, false, 0));
+        LoadData(b2, b1, LoadData2DParamsV2(0, 0, K / 16, N / 16, K / 16, N / 16, true, 0));
+        SetFlag<HardEvent::MTE1_M>(0); WaitFlag<HardEvent::MTE1_M>(0);
+        Mmad(c1, a2, b2, MmadParams(M, N, K, 0, false, true));
+        SetFlag<HardEvent::M_FIX>(0); WaitFlag<HardEvent::M_FIX>(0);
+        if (GetBlockIdx() == 0) {
+            FixpipeParamsArch3510<CO2Layout::ROW_MAJOR> fp(N, M, M, N);
+            Fixpipe<float, float, CFG_ROW_MAJOR_UB>(cu, c1, fp);
+        }
+        CrossCoreSetFlag<4, PIPE_FIX>(1);
+    }
+    if ASCEND_IS_AIV {
+        if (GetSubBlockIdx() == 0) {
+            CrossCoreWaitFlag<4, PIPE_MTE3>(1);
+            GlobalTensor<float> cg; cg.SetGlobalBuffer((__gm__ float*)c, M * N);
+            DataCopy(cg, cu, M * N);
+        }
+    }
+}
+'''
+
+
+def test_fixpipe_to_ub_3510_mix():
+    a, b = _inputs(32, 32, 32, torch.float16, seed=7)
+    c = torch.zeros(32, 32)
+    rep = run(MIX_SRC, "mix", [a, b, c], arch="dav-3510", kernel_type="mix_aic_1_2")
+    check_ok(rep)
+    torch.testing.assert_close(c.double(), _ref(a, b), rtol=1e-4, atol=1e-4)
