@@ -85,13 +85,14 @@ def _sha_file(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
-def _valid(binary: Path) -> bool:
+def _valid(binary: Path) -> str:
+    """The binary's SHA-256 when its meta file vouches for its exact content, else ''."""
     meta = binary.with_suffix(".meta")
     try:
         want = json.loads(meta.read_text())["sha256"]
-        return binary.is_file() and _sha_file(binary) == want
+        return want if binary.is_file() and _sha_file(binary) == want else ""
     except (OSError, ValueError, KeyError, TypeError):
-        return False
+        return ""
 
 
 def _publish(tmp_binary: Path, final: Path) -> None:
@@ -170,6 +171,7 @@ class KernelBinary:
     path: Path
     runtime: Path
     compiled: bool  # True when this call compiled it
+    sha256: str = ""
 
 
 _ERR_RE = re.compile(
@@ -207,9 +209,10 @@ def kernel_lib(full_source: str, arch: str, user_source: str | None = None) -> K
         "\0".join([full_source, arch, rt.name, CXX, *COMMON_FLAGS, *KERNEL_FLAGS]).encode()
     ).hexdigest()[:32]
     final = cache_dir() / f"k_{key}.so"
-    if _valid(final):
+    sha = _valid(final)
+    if sha:
         stats["kernel_hits"] += 1
-        return KernelBinary(final, rt, False)
+        return KernelBinary(final, rt, False, sha)
     tmpdir = Path(tempfile.mkdtemp(dir=cache_dir(), prefix=".k-"))
     try:
         src = tmpdir / "kernel.cpp"
@@ -225,4 +228,22 @@ def kernel_lib(full_source: str, arch: str, user_source: str | None = None) -> K
         stats["kernel_compiles"] += 1
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
-    return KernelBinary(final, rt, True)
+    return KernelBinary(final, rt, True, _valid(final))
+
+
+def loadable_path(binary: KernelBinary, loaded: dict[str, str]) -> Path:
+    """A path to dlopen for this exact binary content.
+
+    The dynamic loader returns an already-open library for the same path string, so when a
+    path was loaded before with different content (a rebuilt entry), a hard link named after
+    the content hash is used instead. ``loaded`` maps path -> sha of what this process opened.
+    """
+    p = str(binary.path)
+    if loaded.get(p, binary.sha256) == binary.sha256:
+        return binary.path
+    alias = binary.path.with_name(f"{binary.path.stem}.{binary.sha256[:16]}.so")
+    if not alias.exists():
+        tmp = alias.with_name(f".{alias.name}.{os.getpid()}")
+        os.link(binary.path, tmp)
+        os.replace(tmp, alias)
+    return alias

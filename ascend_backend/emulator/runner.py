@@ -125,6 +125,7 @@ def trampoline(sig: Signature) -> str:
 
 _lib_lock = threading.Lock()
 _libs: dict[str, ctypes.CDLL] = {}
+_loaded_sha: dict[str, str] = {}  # kernel binary path -> sha256 of the content opened
 
 
 def _load(path: str) -> ctypes.CDLL:
@@ -198,7 +199,10 @@ def run_source(
     kt = _kernel_type_of(source, kernel_type)
     binary = cache.kernel_lib(source + "\n" + trampoline(sig), arch, user_source=source)
     rt = _runtime(str(binary.runtime))
-    klib = _load(str(binary.path))
+    with _lib_lock:
+        kpath = str(cache.loadable_path(binary, _loaded_sha))
+        _loaded_sha.setdefault(kpath, binary.sha256)
+    klib = _load(kpath)
     entry = ctypes.cast(klib.__emu_entry, ctypes.c_void_p).value
 
     if pool is None:
