@@ -496,7 +496,7 @@ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const Rou
 // ---------------------------------------------------------------- reductions
 // ReduceSum/ReduceMax/ReduceMin over `count` elements: dst[0] = result. ReduceMax/Min with
 // calIndex also store the index of the first extreme element in dst[1] (its integer bits:
-// uint16 for 2-byte types, uint32 for 4-byte types). Sums accumulate in float and round once.
+// uint16 for 2-byte types, uint32 for 4-byte types). Sums accumulate in double and round once.
 // workLocal is accepted but not modelled.
 namespace emu_detail {
 template <typename T, int KIND>
