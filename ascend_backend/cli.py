@@ -1,0 +1,701 @@
+"""``tl-ascend``: inspect, run and build TileLang kernels for the ascendc target.
+
+    tl-ascend inspect FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--stage STAGE ...|all]
+    tl-ascend run FILE.py [--case NAME] [--arch ARCH] [--timeline out.svg] [--no-strict]
+    tl-ascend build FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--out DIR]
+
+How FILE is searched for a kernel (docs/cli.md says the same):
+
+* ``--kernel NAME`` picks the top-level object NAME of FILE: a PrimFunc, a function returning a
+  PrimFunc (called with ``--param`` keyword arguments over its defaults), a ``@tilelang.jit``
+  function (its PrimFunc is taken with ``JITImpl.get_tir(**params)``, which elaborates the
+  kernel without compiling it for CUDA), an ``@ascend_backend.jit`` factory (the undecorated
+  function, ``__wrapped__``, is called), or a function returning an
+  ``ascend_backend.testing.Case`` (its ``.func``).
+* Without ``--kernel``: if FILE defines ``example()``, the kernel of the Case it returns; else
+  the one top-level candidate that yields a PrimFunc when called with its defaults (and the
+  ``--param`` values); if there are none or several, the candidates are listed and the exit
+  code is 2.
+
+Exit codes: 0 success; 1 a run that mismatched its reference or failed on the emulator, or a
+bisheng build that failed; 2 a user error (usage, a missing or unimportable file, no such
+kernel, a kernel the compiler rejects: file:line and a hint are printed); 3 an internal
+compiler error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import inspect
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+ARCH_CHOICES = ("dav-3510", "dav-c220")
+EXTRA_VIEWS = ("memory", "sync")
+
+
+class CliError(Exception):
+    """A user-facing failure: the message is printed (no traceback) and ``code`` is returned."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------------------------------------
+# --param parsing
+# ---------------------------------------------------------------------------------------------
+def parse_value(text: str) -> Any:
+    """``--param`` value: bool (true/false/yes/no), None (none), int, float, else the string."""
+    low = text.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("none", "null"):
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
+    """``["M=512", "trans_A=true"]`` -> ``{"M": 512, "trans_A": True}``."""
+    params: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise CliError(f"error: --param {item!r} is not KEY=VALUE (for example --param M=512)")
+        params[key] = parse_value(value)
+    return params
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading FILE and finding its kernels
+# ---------------------------------------------------------------------------------------------
+def _user_frames(exc: BaseException, path: str) -> str:
+    """``file:line`` of the deepest traceback frame inside ``path`` (empty if none)."""
+    where = ""
+    real = os.path.realpath(path)
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.realpath(frame.filename) == real:
+            where = f"{frame.filename}:{frame.lineno}"
+    return where
+
+
+def _exc_line(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+def load_module(path: str):
+    """Import FILE as a fresh module (its directory on sys.path while importing)."""
+    if not os.path.exists(path):
+        raise CliError(f"error: {path}: no such file")
+    if os.path.isdir(path) or not path.endswith(".py"):
+        raise CliError(f"error: {path}: not a Python file (expected FILE.py)")
+    import ascend_backend  # noqa: F401 - registers the target before the file's kernels are built
+    from ascend_backend.errors import AscendCompileError, InternalCompilerError
+
+    path = os.path.abspath(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"_tl_ascend_cli_{stem}_{abs(hash(path)) & 0xFFFFFFF:x}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"error: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    folder = os.path.dirname(path)
+    sys.path.insert(0, folder)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except (AscendCompileError, InternalCompilerError):
+        raise
+    except SystemExit as exc:
+        raise CliError(f"error: importing {path} called sys.exit({exc.code})") from None
+    except BaseException as exc:  # noqa: BLE001 - any import failure is reported, not raised
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        where = _user_frames(exc, path)
+        raise CliError(f"error: cannot import {path}" + (f" ({where})" if where else "")
+                       + f":\n  {_exc_line(exc)}") from None
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+    return module
+
+
+@dataclass
+class Candidate:
+    """One top-level object of FILE that may give a kernel."""
+
+    name: str
+    kind: str  # primfunc | factory | tilelang.jit | ascend_backend.jit | compiled | case
+    obj: Any
+    signature: str = ""
+
+    def describe(self) -> str:
+        return f"{self.name}{self.signature}  [{self.kind}]"
+
+
+def _signature(obj: Any) -> str:
+    try:
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return ""
+
+
+def classify(name: str, obj: Any, module_name: str) -> Candidate | None:
+    """What kind of kernel source ``obj`` is, or None when it is not one."""
+    from tilelang.jit import JITImpl
+    from tvm import tirx
+
+    from ascend_backend.kernel import AscendKernel
+
+    if name.startswith("_"):
+        return None
+    if isinstance(obj, tirx.PrimFunc):
+        return Candidate(name, "primfunc", obj)
+    if isinstance(obj, JITImpl):
+        return Candidate(name, "tilelang.jit", obj, str(obj.signature))
+    if isinstance(obj, AscendKernel):
+        return Candidate(name, "compiled", obj)
+    if inspect.isfunction(obj) and getattr(obj, "__module__", None) == module_name:
+        wrapped = getattr(obj, "__wrapped__", None)
+        if wrapped is not None and hasattr(obj, "cache"):
+            return Candidate(name, "ascend_backend.jit", obj, _signature(wrapped))
+        if name == "example":
+            return Candidate(name, "case", obj, _signature(obj))
+        return Candidate(name, "factory", obj, _signature(obj))
+    return None
+
+
+def candidates(module) -> list[Candidate]:
+    out = []
+    for name, obj in vars(module).items():
+        c = classify(name, obj, module.__name__)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+@dataclass
+class Selected:
+    """The kernel picked from FILE: a PrimFunc, or an already compiled AscendKernel."""
+
+    name: str
+    how: str
+    func: Any = None
+    compiled: Any = None
+    case: Any = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _call(c: Candidate, params: dict[str, Any], path: str) -> Any:
+    """Call a candidate's factory with ``params``; the result (PrimFunc, Case, ...)."""
+    from ascend_backend.errors import AscendCompileError, InternalCompilerError
+
+    if c.kind == "primfunc":
+        if params:
+            raise CliError(f"error: {c.name} is a PrimFunc, it takes no --param ({', '.join(params)})")
+        return c.obj
+    if c.kind == "compiled":
+        if params:
+            raise CliError(f"error: {c.name} is already compiled, it takes no --param ({', '.join(params)})")
+        return c.obj
+    if c.kind == "tilelang.jit":
+        fn: Callable[..., Any] = c.obj.get_tir
+        sig_obj = c.obj.func.orig_func
+    elif c.kind == "ascend_backend.jit":
+        fn = c.obj.__wrapped__
+        sig_obj = fn
+    else:
+        fn = c.obj
+        sig_obj = fn
+    if c.kind != "tilelang.jit":
+        try:
+            inspect.signature(sig_obj).bind(**params)
+        except TypeError as exc:
+            raise CliError(f"error: cannot call {c.name}{_signature(sig_obj)} with "
+                           f"{_fmt_params(params)}: {exc}\n  hint: --param sets keyword arguments of the "
+                           "factory; pick another kernel with --kernel NAME") from None
+    try:
+        return fn(**params)
+    except (AscendCompileError, InternalCompilerError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failure in the user's factory
+        where = _user_frames(exc, path)
+        raise CliError(f"error: {c.name}({_fmt_params(params)}) failed"
+                       + (f" at {where}" if where else "") + f":\n  {_exc_line(exc)}") from None
+
+
+def _fmt_params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+
+def _listing(cands: Sequence[Candidate]) -> str:
+    if not cands:
+        return "  (none: FILE defines no PrimFunc, kernel factory or example())"
+    return "\n".join(f"  {c.describe()}" for c in cands)
+
+
+def _as_selected(c: Candidate, result: Any, params: dict[str, Any]) -> Selected:
+    from tvm import tirx
+
+    from ascend_backend.kernel import AscendKernel
+    from ascend_backend.testing import Case
+
+    how = c.kind if not params else f"{c.kind}, {_fmt_params(params)}"
+    if isinstance(result, Case):
+        if not isinstance(result.func, tirx.PrimFunc):
+            raise CliError(f"error: {c.name}() returned a Case whose func is {type(result.func).__name__}, "
+                           "not a PrimFunc")
+        return Selected(f"{c.name}()", f"Case from {c.name}()", func=result.func, case=result)
+    if isinstance(result, tirx.PrimFunc):
+        return Selected(c.name, how, func=result)
+    if isinstance(result, AscendKernel):
+        return Selected(c.name, how, compiled=result)
+    raise CliError(f"error: {c.name}({_fmt_params(params)}) returned {type(result).__name__}, not a PrimFunc"
+                   "\n  hint: a kernel factory must return the @T.prim_func it defines")
+
+
+def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any]) -> Selected:
+    """Pick the kernel of ``module`` as documented at the top of this file."""
+    from tvm import tirx
+
+    from ascend_backend.kernel import AscendKernel
+    from ascend_backend.testing import Case
+
+    cands = candidates(module)
+    if kernel is not None:
+        by_name = {c.name: c for c in cands}
+        if kernel not in by_name:
+            extra = ""
+            if hasattr(module, kernel):
+                extra = f" ('{kernel}' is a {type(getattr(module, kernel)).__name__}, not a kernel source)"
+            raise CliError(f"error: {path} has no kernel '{kernel}'{extra}; candidates:\n{_listing(cands)}")
+        c = by_name[kernel]
+        return _as_selected(c, _call(c, params, path), params)
+
+    example = next((c for c in cands if c.kind == "case"), None)
+    if example is not None:
+        return _as_selected(example, _call(example, params, path), params)
+
+    found: list[tuple[Candidate, Any]] = []
+    for c in cands:
+        if c.kind in ("primfunc", "compiled"):
+            if not params:
+                found.append((c, c.obj))
+            continue
+        try:
+            result = _call(c, params, path)
+        except CliError:
+            continue
+        if isinstance(result, tirx.PrimFunc | AscendKernel | Case):
+            found.append((c, result))
+    if len(found) == 1:
+        c, result = found[0]
+        return _as_selected(c, result, params)
+    if not found:
+        with_params = " and " + _fmt_params(params) if params else ""
+        raise CliError(f"error: no kernel found in {path}: no example(), and no top-level function returns a "
+                       f"PrimFunc when called with its defaults{with_params}"
+                       f"; candidates:\n{_listing(cands)}\n  hint: pick one with --kernel NAME "
+                       "(and --param K=V for arguments without defaults)")
+    raise CliError(f"error: {path} defines {len(found)} kernels; pick one with --kernel NAME:\n"
+                   + _listing([c for c, _ in found]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------------------------
+def _console(stream):
+    from rich.console import Console
+
+    width = None if stream.isatty() else int(os.environ.get("COLUMNS", "160"))
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+
+
+def _heading(out, text: str) -> None:
+    out.write(f"\n==== {text} ====\n")
+
+
+def _compile(sel: Selected, arch: str, dump: set[str]):
+    """(CompileResult-like: kernel, source, dumps, timings) for the selected kernel."""
+    import ascend_backend
+
+    if sel.compiled is not None:
+        k = sel.compiled
+        wanted = {s for s in dump if s != "codegen"}
+        if wanted:
+            raise CliError(f"error: '{sel.name}' is an already compiled AscendKernel: only its Ascend C, "
+                           f"memory map and sync table are available, not the stage dumps {sorted(wanted)}\n"
+                           "  hint: "
+                           "decorate a factory instead (@ascend_backend.jit def f(...): return prim_func), "
+                           "or define the PrimFunc at top level")
+        if k.arch.name != arch:
+            raise CliError(f"error: '{sel.name}' is already compiled for {k.arch.name}, not {arch}\n"
+                           f"  hint: run with --arch {k.arch.name}, or expose the PrimFunc or its factory")
+        return k.result
+    return ascend_backend.lower(sel.func, target={"kind": "ascendc", "arch": arch}, dump=dump)
+
+
+# ---------------------------------------------------------------------------------------------
+# Subcommands
+# ---------------------------------------------------------------------------------------------
+def cmd_inspect(args: argparse.Namespace, out, err) -> int:
+    from ascend_backend.pipeline import STAGES
+    from ascend_backend.reports import render_memory_map, render_sync_table
+
+    stages: list[str] = []
+    for s in args.stage or ():
+        if s == "all":
+            stages.extend(x for x in STAGES + list(EXTRA_VIEWS) if x not in stages)
+        elif s not in stages:
+            stages.append(s)
+    if args.source and "codegen" not in stages:
+        stages.append("codegen")
+    if args.memory_map and "memory" not in stages:
+        stages.append("memory")
+    if args.sync_table and "sync" not in stages:
+        stages.append("sync")
+    if not stages:
+        stages = ["codegen", "memory", "sync"]
+
+    module = load_module(args.file)
+    sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
+    ir_stages = [s for s in stages if s in STAGES]
+    result = _compile(sel, args.arch, set(ir_stages))
+    kernel = result.kernel
+    out.write(f"# kernel {kernel.name} from {args.file} ({sel.how}); arch {kernel.arch.name}, "
+              f"type {kernel.kernel_type}, block_dim {kernel.block_dim}\n")
+    console = _console(out)
+    for s in stages:
+        if s == "memory":
+            _heading(out, "memory map")
+            console.print(render_memory_map(kernel))
+        elif s == "sync":
+            _heading(out, "sync table")
+            if kernel.flags:
+                console.print(render_sync_table(kernel))
+            else:
+                out.write("(no SetFlag/WaitFlag pairs: no cross-pipe dependency in this kernel)\n")
+        elif s == "codegen":
+            _heading(out, "codegen (Ascend C)")
+            out.write(result.source if result.source.endswith("\n") else result.source + "\n")
+        else:
+            _heading(out, f"after {s}" if s != "frontend" else "frontend IR")
+            text = result.dumps.get(s, "")
+            out.write(text if text.endswith("\n") else text + "\n")
+    if args.timings and result.timings:
+        from rich.table import Table
+
+        t = Table(title=f"compile time of {kernel.name} per stage")
+        t.add_column("stage")
+        t.add_column("ms", justify="right")
+        for stage, sec in result.timings.items():
+            t.add_row(stage, f"{sec * 1e3:.2f}")
+        t.add_row("total", f"{sum(result.timings.values()) * 1e3:.2f}")
+        console.print(t)
+    return EXIT_OK
+
+
+def _find_case(module, path: str, name: str | None, params: dict[str, Any]):
+    from ascend_backend.testing import Case
+
+    fn_name = name or "example"
+    fn = getattr(module, fn_name, None)
+    if fn is None or not callable(fn):
+        cases = [n for n, o in vars(module).items()
+                 if inspect.isfunction(o) and o.__module__ == module.__name__ and not n.startswith("_")]
+        raise CliError(f"error: {path} has no function '{fn_name}()' returning an ascend_backend.testing.Case"
+                       f"\n  functions in the file: {', '.join(cases) or '(none)'}"
+                       "\n  hint: `run` needs a Case (kernel, inputs, outputs, reference); add "
+                       "`def example(): return Case(...)` or name one with --case")
+    c = Candidate(fn_name, "case", fn, _signature(fn))
+    case = _call(c, params, path)
+    if not isinstance(case, Case):
+        raise CliError(f"error: {fn_name}() returned {type(case).__name__}, "
+                       "not an ascend_backend.testing.Case")
+    return case
+
+
+def cmd_run(args: argparse.Namespace, out, err) -> int:
+    import torch
+
+    import ascend_backend
+    from ascend_backend.emulator import EmulatorCompileError, EmulatorError
+
+    module = load_module(args.file)
+    case = _find_case(module, args.file, args.case, parse_params(args.param))
+    kernel = ascend_backend.compile(case.func, target={"kind": "ascendc", "arch": args.arch},
+                                    runtime="emulator", strict=not args.no_strict)
+    title = case.name or kernel.name
+    out.write(f"# running {title} ({kernel.name}) from {args.file} on the emulator, arch {args.arch}, "
+              f"block_dim {kernel.block_dim}, strict={'no' if args.no_strict else 'yes'}\n")
+    run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
+    try:
+        kernel(*run_args)
+    except EmulatorCompileError as exc:
+        err.write(f"FAIL: the generated Ascend C did not compile against the emulator: {exc}\n")
+        if exc.line:
+            err.write(f"  kernel.cpp:{exc.line}: {exc.source_line}\n")
+        if exc.compiler_output:
+            err.write(exc.compiler_output[-4000:] + "\n")
+        return EXIT_FAIL
+    except EmulatorError as exc:
+        err.write(f"FAIL: emulator error: {exc}\n")
+        if exc.report is not None:
+            out.write(exc.report.summary() + "\n")
+        return EXIT_FAIL
+    report = kernel.last_report
+    if report is not None:
+        out.write(report.summary() + "\n")
+        if args.timeline:
+            if args.timeline == "-":
+                out.write(report.timeline_text() + "\n")
+            else:
+                report.write_timeline_svg(args.timeline)
+                out.write(f"timeline (modelled) written to {args.timeline}\n")
+
+    expected = case.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs])
+    if len(expected) != len(case.outputs):
+        raise CliError(f"error: the reference returned {len(expected)} tensors "
+                       f"for {len(case.outputs)} outputs")
+    ok = True
+    console = _console(out)
+    from rich.table import Table
+
+    table = Table(title=f"outputs of {kernel.name} vs reference (atol={case.atol}, rtol={case.rtol})")
+    for col in ("output", "shape", "dtype", "max abs error", "mismatched", "result"):
+        table.add_column(col, justify="right" if col in ("max abs error", "mismatched") else "left")
+    params = kernel.kernel.params
+    for idx, exp in zip(case.outputs, expected, strict=True):
+        got = run_args[idx]
+        g, e = got.float(), exp.float()
+        if g.shape != e.shape:
+            ok = False
+            table.add_row(params[idx].name, f"{list(g.shape)} vs {list(e.shape)}", str(got.dtype), "-", "-",
+                          "FAIL (shape)")
+            continue
+        diff = (g - e).abs()
+        max_err = diff.max().item() if got.numel() else 0.0
+        bad = ~torch.isclose(g, e, atol=case.atol, rtol=case.rtol, equal_nan=True)
+        nbad = int(bad.sum().item())
+        passed = nbad == 0
+        ok = ok and passed
+        table.add_row(params[idx].name, "x".join(map(str, got.shape)), str(got.dtype).replace("torch.", ""),
+                      f"{max_err:.3g}", f"{nbad}/{got.numel()}", "PASS" if passed else "FAIL")
+    console.print(table)
+    if report is not None and not report.ok:
+        ok = False
+        out.write("the emulator reported problems (see above)\n")
+    out.write("PASS\n" if ok else "FAIL\n")
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+def cmd_build(args: argparse.Namespace, out, err) -> int:
+    from ascend_backend.arch import get_arch
+    from ascend_backend.npu import bisheng_command, host_wrapper
+
+    module = load_module(args.file)
+    sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
+    result = _compile(sel, args.arch, set())
+    kernel = result.kernel
+    out_dir = args.out or os.path.join("build", kernel.name)
+    os.makedirs(out_dir, exist_ok=True)
+    src = os.path.join(out_dir, f"{kernel.name}.cpp")
+    lib = os.path.join(out_dir, f"lib{kernel.name}.so")
+    with open(src, "w") as f:
+        f.write(result.source)
+        f.write(host_wrapper(kernel.name, kernel.params))
+    cmd = bisheng_command(src, lib, get_arch(args.arch))
+    out.write(f"# kernel {kernel.name} from {args.file} ({sel.how}); arch {args.arch}, block_dim "
+              f"{kernel.block_dim}\n")
+    out.write(f"wrote {src} (the kernel and a host wrapper launch_{kernel.name}(block_dim, stream, ...))\n")
+    out.write("bisheng command:\n")
+    out.write(shlex.join(cmd) + "\n")
+    if shutil.which("bisheng") is None:
+        out.write("bisheng is not on PATH (set up CANN to build): the command was not run\n")
+        return EXIT_OK
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        err.write(f"bisheng failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}\n")
+        return EXIT_FAIL
+    out.write(f"built {lib}\n")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument parser
+# ---------------------------------------------------------------------------------------------
+_SELECTION_HELP = """\
+kernel selection:
+  --kernel NAME picks the top-level object NAME of FILE: a PrimFunc, a function returning one,
+  a @tilelang.jit function (its PrimFunc via JITImpl.get_tir, not compiled for CUDA), an
+  @ascend_backend.jit factory, or a function returning an ascend_backend.testing.Case.
+  Without --kernel: example()'s Case if FILE has example(); else the single top-level
+  function that returns a PrimFunc with its defaults (+ --param); else the candidates are
+  listed and the exit code is 2.
+  --param K=V (repeatable) passes keyword arguments to the factory; values are parsed as
+  bool (true/false), none, int, float, else a string.
+"""
+
+_EXIT_HELP = """\
+exit codes: 0 ok; 1 mismatch, emulator error or bisheng failure; 2 user error (usage, file,
+kernel selection, a kernel the compiler rejects, with file:line); 3 internal compiler error.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ascend_backend.pipeline import STAGES
+
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(
+        prog="tl-ascend", formatter_class=fmt,
+        description="Inspect, run (on the CPU emulator) and build TileLang kernels for the ascendc target.",
+        epilog="examples:\n"
+               "  tl-ascend inspect examples/gemm.py\n"
+               "  tl-ascend inspect examples/gemm.py --kernel matmul --param M=512 --param trans_A=true "
+               "--stage frontend insert_sync\n"
+               "  tl-ascend run examples/elementwise.py --timeline add.svg\n"
+               "  tl-ascend build examples/gemm.py --arch dav-c220 --out build/gemm\n\n"
+               "`tl-ascend COMMAND --help` describes each command.\n\n" + _EXIT_HELP)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common(sp: argparse.ArgumentParser, select: bool = True) -> None:
+        sp.add_argument("file", metavar="FILE.py", help="a Python file defining TileLang kernels")
+        sp.add_argument("--arch", choices=ARCH_CHOICES, default="dav-3510",
+                        help="Ascend AI-core architecture (default: dav-3510)")
+        if select:
+            sp.add_argument("--kernel", metavar="NAME",
+                            help="top-level kernel, factory or Case function to use")
+        sp.add_argument("--param", metavar="K=V", action="append", default=[],
+                        help="keyword argument for the factory (repeatable)")
+
+    stage_list = ", ".join(STAGES)
+    sp = sub.add_parser(
+        "inspect", formatter_class=fmt, help="show IR after any stage, the Ascend C, memory map, sync table",
+        description="Compile one kernel of FILE and print what the compiler made of it. With no view "
+                    "option: the Ascend C, then the memory map, then the sync table.",
+        epilog=f"stages (in pipeline order): {stage_list}; 'all' = every stage plus the memory map and the "
+               "sync table.\n\n" + _SELECTION_HELP + "\nexamples:\n"
+               "  tl-ascend inspect examples/rmsnorm.py\n"
+               "  tl-ascend inspect examples/gemm.py --stage all\n"
+               "  tl-ascend inspect examples/gemm.py --stage lower_tile_ops insert_sync --sync-table\n"
+               "  tl-ascend inspect examples/gemm.py --kernel matmul --param trans_B=true --arch dav-c220\n"
+               "  tl-ascend inspect examples/elementwise.py --kernel axpby_1d --param N=8192 --source\n\n"
+               + _EXIT_HELP)
+    common(sp)
+    sp.add_argument("--stage", nargs="+", action="extend", metavar="STAGE",
+                    choices=[*STAGES, *EXTRA_VIEWS, "all"],
+                    help=f"print the IR after STAGE ({stage_list}; 'codegen' is the Ascend C; "
+                         "also 'memory', 'sync', or 'all'); repeatable")
+    sp.add_argument("--source", action="store_true",
+                    help="print the generated Ascend C (same as --stage codegen)")
+    sp.add_argument("--memory-map", action="store_true",
+                    help="print the memory map (buffer, scope, offset, size, %% of capacity)")
+    sp.add_argument("--sync-table", action="store_true",
+                    help="print the sync table (flag, event, id, producer, consumer, buffer)")
+    sp.add_argument("--timings", action="store_true", help="print the compile time of each stage")
+    sp.set_defaults(handler=cmd_inspect)
+
+    sp = sub.add_parser(
+        "run", formatter_class=fmt, help="run example() on the emulator and compare with its reference",
+        description="Run FILE's example() Case (ascend_backend.testing.Case: kernel, inputs, outputs, "
+                    "reference, tolerances) on the CPU emulator, print the emulator report, the max "
+                    "error per output and PASS/FAIL.",
+        epilog="--param K=V passes keyword arguments to the Case function.\n\nexamples:\n"
+               "  tl-ascend run examples/elementwise.py\n"
+               "  tl-ascend run examples/gemm.py --arch dav-c220 --timeline gemm.svg\n"
+               "  tl-ascend run examples/softmax.py --timeline -      # text timeline on stdout\n"
+               "  tl-ascend run mykernels.py --case example_large --no-strict\n\n"
+               "exit codes: 0 PASS; 1 mismatch or emulator error (races, deadlock, out-of-bounds: the "
+               "report is printed); 2 user error; 3 internal compiler error.\n")
+    common(sp, select=False)
+    sp.add_argument("--case", metavar="NAME", help="function returning the Case (default: example)")
+    sp.add_argument("--timeline", metavar="PATH",
+                    help="write the modelled pipe timeline as SVG to PATH ('-': as text on stdout)")
+    sp.add_argument("--no-strict", action="store_true",
+                    help="report races and flag errors without failing the run on them")
+    sp.set_defaults(handler=cmd_run)
+
+    sp = sub.add_parser(
+        "build", formatter_class=fmt,
+        help="write the .cpp and print (and run, if present) the bisheng command",
+        description="Write the kernel's Ascend C (with a host wrapper launch_<kernel>) to DIR/<kernel>.cpp "
+                    "and print the exact bisheng command that builds DIR/lib<kernel>.so. The command is run "
+                    "only when bisheng is on PATH; otherwise the CLI says so and exits 0.",
+        epilog=_SELECTION_HELP + "\nexamples:\n"
+               "  tl-ascend build examples/gemm.py --out build/gemm\n"
+               "  tl-ascend build examples/gemm.py --kernel matmul --param M=1024 --arch dav-c220\n\n"
+               "exit codes: 0 written (and built, when bisheng is present); 1 bisheng failed; 2 user error; "
+               "3 internal compiler error.\n")
+    common(sp)
+    sp.add_argument("--out", metavar="DIR", help="output directory (default: build/<kernel>)")
+    sp.set_defaults(handler=cmd_build)
+    return p
+
+
+def _version() -> str:
+    try:
+        from ascend_backend import __version__
+
+        return __version__
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``tl-ascend``; returns the exit code (0, 1, 2 or 3)."""
+    out, err = sys.stdout, sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    if not getattr(args, "handler", None):
+        parser.print_help(out)
+        return EXIT_USAGE
+    from ascend_backend.errors import AscendCompileError, InternalCompilerError
+
+    try:
+        return args.handler(args, out, err)
+    except CliError as exc:
+        err.write(f"{exc}\n")
+        return exc.code
+    except AscendCompileError as exc:
+        err.write(f"{exc}\n")
+        return EXIT_USAGE
+    except InternalCompilerError as exc:
+        err.write(f"{exc}\n")
+        return EXIT_INTERNAL
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
