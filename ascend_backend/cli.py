@@ -412,7 +412,7 @@ def cmd_inspect(args: argparse.Namespace, out, err) -> int:
     if args.timings and result.timings:
         from rich.table import Table
 
-        t = Table(title=f"compile time of {kernel.name} per stage")
+        t = Table(title="compile time per stage")
         t.add_column("stage")
         t.add_column("ms", justify="right")
         for stage, sec in result.timings.items():
