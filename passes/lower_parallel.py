@@ -132,9 +132,9 @@ class VectorEmitter:
     def copy_or_cast(self, dst: str, src: str, loc) -> list:
         d, s = self.buffers[dst], self.buffers[src]
         if d.dtype == s.dtype:
-            return [self._op("vec_scalar", [src], [dst], {"op": "Adds", "dst": dst, "src": src,
-                                                          "scalar": scalar_literal(0, d.dtype),
-                                                          "count": self.count(dst)}, f"copy {src} -> {dst}", loc)]
+            # A UB -> UB DataCopy runs on the vector pipe.
+            return [self._op("vec_copy", [src], [dst], {"dst": dst, "src": src, "count": self.count(dst)},
+                             f"DataCopy {src} -> {dst}", loc)]
         half_types = ("float16", "bfloat16")
         if s.dtype in half_types and d.dtype in half_types:
             mid = self.temp(s.shape, "float32")
@@ -261,6 +261,49 @@ def cast_round_mode(src: str, dst: str) -> str:
     if src in ("int32",) and dst in ("float16", "bfloat16"):
         return "RoundMode::CAST_RINT"
     return "RoundMode::CAST_NONE"
+
+
+def promote_bf16(e):
+    """Rewrite bfloat16 arithmetic to float32 (casts at the leaves and at the root).
+
+    The vector units compute bfloat16 only in casts on dav-c220, so every bfloat16 value is
+    widened to float32 for arithmetic and rounded back once where a bfloat16 result is needed.
+    """
+    bf, f32 = "bfloat16", "float32"
+
+    def go(x):
+        dt = str(x.dtype)
+        if isinstance(x, tirx.BufferLoad | tirx.Var | tirx.FloatImm | tirx.IntImm):
+            return tirx.Cast(f32, x) if dt == bf else x
+        if isinstance(x, tirx.Cast):
+            inner = go(x.value)
+            if dt == bf:  # keep the rounding to bfloat16, then widen again
+                return tirx.Cast(f32, tirx.Cast(bf, inner))
+            return tirx.Cast(dt, inner) if str(inner.dtype) != dt else inner
+        for cls in _BINARY:
+            if isinstance(x, cls):
+                return cls(go(x.a), go(x.b))
+        if isinstance(x, tirx.Call) and dt == bf:
+            return tirx.Call(f32, x.op, [go(a) for a in x.args])
+        if isinstance(x, tirx.Call):
+            return tirx.Call(dt, x.op, [go(a) for a in x.args])
+        return x
+
+    if not _has_bf16(e):
+        return e
+    out = go(e)
+    return tirx.Cast(bf, out) if str(e.dtype) == bf else out
+
+
+def _has_bf16(e) -> bool:
+    found = []
+
+    def visit(n):
+        if hasattr(n, "dtype") and str(n.dtype) == "bfloat16":
+            found.append(n)
+
+    tirx.stmt_functor.post_order_visit(e, visit)
+    return bool(found)
 
 
 class ParallelLowerer:
@@ -491,7 +534,7 @@ class ParallelLowerer:
             raise UnsupportedError(f"T.Parallel cannot write '{buf.name}' in {buf.scope}", loc=self.loc,
                                    hint="element-wise work on a gemm result needs the Cube/Vector split, "
                                    "not available yet" if buf.scope == "L0C" else None)
-        res = self.expr(st.value, out=out)
+        res = self.expr(promote_bf16(st.value), out=out)
         if res.kind == "scalar":
             self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
         elif res.buffer != out:

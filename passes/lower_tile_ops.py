@@ -305,8 +305,10 @@ class TileLowerer:
         if dst.numel != src.rows:
             raise UnsupportedError(f"reduce output '{dst.name}' has {dst.numel} elements for {src.rows} rows",
                                    loc=s.loc)
-        if src.dtype != dst.dtype:
-            raise UnsupportedError(f"reduce from {src.dtype} to {dst.dtype}: cast first", loc=s.loc)
+        if src.dtype != dst.dtype or src.dtype not in ("float32", "float16"):
+            raise UnsupportedError(f"T.reduce_{a['type']} from {src.dtype} to {dst.dtype}: reductions take float32 "
+                                   "or float16 tiles of one dtype", loc=s.loc,
+                                   hint="T.copy the tile into a float32 fragment first")
         return self.vec.row_reduce(a["type"], dst.name, src.name, a["clear"], s.loc)
 
     # ------------------------------------------------------------ parallel

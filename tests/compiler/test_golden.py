@@ -1,0 +1,157 @@
+"""FileCheck-style golden tests of the generated Ascend C: the op order, the flags and their reasons.
+
+Every kernel checked here is also run on the emulator against torch in test_kernels_emulator.py.
+"""
+
+import elementwise
+import gemm
+import rmsnorm
+import softmax
+from filecheck import filecheck
+
+import ascend_backend
+
+
+def src(func, arch):
+    return ascend_backend.lower(func, {"kind": "ascendc", "arch": arch}).source
+
+
+def test_elementwise_add_c220():
+    filecheck(src(elementwise.add_2d(), "dav-c220"), """
+        CHECK: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+        CHECK: TBuf<TPosition::VECCALC> ub_buf;
+        CHECK: LocalTensor<half> A_s = ub_buf.GetWithOffset<half>(4096, 0);
+        CHECK: DataCopyPad(A_s, A_gm[(by * 32) * 256 + (bx * 128)]
+        CHECK: DataCopyPad(B_s, B_gm
+        CHECK-NEXT: SetFlag<HardEvent::MTE2_V>(0);  // RAW on B_s
+        CHECK-NEXT: WaitFlag<HardEvent::MTE2_V>(0);
+        CHECK-NEXT: Add(C_s, A_s, B_s, 4096);
+        CHECK-NEXT: SetFlag<HardEvent::V_MTE3>(0);  // RAW on C_s: 'DataCopyPad C_s -> C' (MTE3) after 'Add A_s, B_s -> C_s' (V)
+        CHECK-NEXT: WaitFlag<HardEvent::V_MTE3>(0);
+        CHECK-NEXT: DataCopyPad(C_gm
+        CHECK-NOT: PipeBarrier
+    """)
+
+
+def test_gemm_c220_k_loop_is_primed_and_drained():
+    filecheck(src(gemm.matmul(), "dav-c220"), """
+        CHECK: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+        CHECK: LocalTensor<half> A_shared = l1_buf.GetWithOffset<half>
+        CHECK: A_shared_l0a: L0A 128x64xfloat16 ZZ
+        CHECK: B_shared_l0b: L0B 64x128xfloat16 ZN
+        CHECK: SetFlag<HardEvent::MTE1_MTE2>(0);  // prime: WAR on A_shared
+        CHECK: SetFlag<HardEvent::MTE1_MTE2>(1);  // prime: WAR on B_shared
+        CHECK: SetFlag<HardEvent::M_MTE1>(0);  // prime: WAR on A_shared_l0a
+        CHECK: for (int32_t k = 0; k < 4; ++k)
+        CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(0);
+        CHECK-NEXT: DataCopy(A_shared, A_gm[(by * 128) * 256 + (k * 64)], Nd2NzParams{1, (uint16_t)(128), (uint16_t)(64), 0, (uint16_t)(256), (uint16_t)(128), 1, 0});
+        CHECK-NEXT: SetFlag<HardEvent::MTE2_MTE1>(0);  // RAW on A_shared
+        CHECK: DataCopy(B_shared, B_gm
+        CHECK: WaitFlag<HardEvent::MTE2_MTE1>(0);
+        CHECK: WaitFlag<HardEvent::M_MTE1>(0);
+        CHECK: LoadData(A_shared_l0a[i * 64 * 16], A_shared[i * 256], LoadData2DParams{0, (uint8_t)(64 / 16), 8, 0, 0, false, 0});
+        CHECK: SetFlag<HardEvent::MTE1_MTE2>(0);
+        CHECK: LoadData(B_shared_l0b[i * 2048], B_shared[i * 256], LoadData2DParams{0, 8, 4, 0, 0, true, 0});
+        CHECK: SetFlag<HardEvent::MTE1_M>(0);
+        CHECK: WaitFlag<HardEvent::MTE1_M>(0);
+        CHECK: mp.cmatrixInitVal = (k == 0);
+        CHECK-NEXT: Mmad(C_local, A_shared_l0a, B_shared_l0b, mp);
+        CHECK: SetFlag<HardEvent::M_MTE1>(0);
+        CHECK: WaitFlag<HardEvent::MTE1_MTE2>(0);  // drain
+        CHECK: WaitFlag<HardEvent::MTE1_MTE2>(1);  // drain
+        CHECK: WaitFlag<HardEvent::M_MTE1>(0);  // drain
+        CHECK: SetFlag<HardEvent::M_FIX>(0);  // RAW on C_local
+        CHECK: WaitFlag<HardEvent::M_FIX>(0);
+        CHECK: FixpipeParamsV220 fp;
+        CHECK: fp.quantPre = QuantMode_t::F322F16;
+        CHECK: Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[(by * 128) * 256 + (bx * 128)], C_local, fp);
+        CHECK-NOT: PIPE_ALL
+    """)
+
+
+def test_gemm_3510_uses_v2_params_and_nz_l0a():
+    filecheck(src(gemm.matmul(trans_A=True, trans_B=True, out_dtype="bfloat16"), "dav-3510"), """
+        CHECK: A_shared_l0a: L0A 128x64xfloat16 NZ
+        CHECK: for (int32_t k = 0; k < 4; ++k)
+        CHECK: LoadData(A_shared_l0a, A_shared, LoadData2DParamsV2{0, 0, (uint16_t)(64 / 16), (uint16_t)(8), 4, 8, true, 0});
+        CHECK: LoadData(B_shared_l0b, B_shared, LoadData2DParamsV2{0, 0, (uint16_t)(8), (uint16_t)(64 / 16), 8, 8, false, 0});
+        CHECK: Mmad(C_local, A_shared_l0a, B_shared_l0b, mp);
+        CHECK: FixpipeParamsArch3510 fp;
+        CHECK: fp.quantPre = QuantMode_t::F322BF16;
+        CHECK-NOT: LoadData2DParams{
+    """)
+
+
+def test_gemm_k_tail_loads_only_valid_fractals():
+    source = src(gemm.matmul(M=64, N=96, K=80, block_M=64, block_N=96, block_K=64), "dav-c220")
+    filecheck(source, """
+        CHECK: Nd2NzParams{1, (uint16_t)(64), (uint16_t)(min_i(64, 80 - ((k * 64))))
+        CHECK: LoadData(A_shared_l0a[i * (min_i(64, 80 - ((k * 64)))) * 16]
+        CHECK: mp.k = (min_i(64, 80 - ((k * 64))));
+    """)
+
+
+def test_softmax_c220_barriers_between_dependent_vector_ops():
+    filecheck(src(softmax.softmax(), "dav-c220"), """
+        CHECK: DataCopy(x_s, X_gm[(bx * 16) * 256], 4096);
+        CHECK: Cast(x, x_s, RoundMode::CAST_NONE, 4096);
+        CHECK-NEXT: PipeBarrier<PIPE_V>();
+        CHECK-NEXT: Adds(tmp1_float32, x, 0.0f, 64, 16, UnaryRepeatParams{1, 1, 8, 32});
+        CHECK: Max(tmp1_float32, tmp1_float32, x[64], 64, 16, BinaryRepeatParams{1, 1, 1, 8, 8, 32});
+        CHECK: WholeReduceMax(mx, tmp1_float32, 64, 16, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+        CHECK: Brcb(tmp3_float32, mx, 2, BrcbRepeatParams{1, 8});
+        CHECK: Sub(tmp2_float32[c * 64], x[c * 64], tmp3_float32[c * 0]
+        CHECK-SAME: BinaryRepeatParams{1, 1, 0, 32, 32, 1}
+        CHECK: Exp(x, tmp2_float32, 4096);
+        CHECK: WholeReduceSum(sm, tmp1_float32, 64, 16, 1, 1, 8);
+        CHECK: Div(x[c * 64], x[c * 64], tmp3_float32[c * 0]
+        CHECK: Cast(x_s, x, RoundMode::CAST_RINT, 4096);
+        CHECK-NEXT: SetFlag<HardEvent::V_MTE3>(0);
+    """)
+
+
+def test_softmax_3510_has_no_vector_barriers():
+    filecheck(src(softmax.softmax(), "dav-3510"), """
+        CHECK: Cast(x, x_s
+        CHECK-NOT: PipeBarrier
+        CHECK: DataCopy(Y_gm
+    """)
+
+
+def test_rmsnorm_row_and_column_broadcasts():
+    filecheck(src(rmsnorm.rms_norm(), "dav-c220"), """
+        CHECK: Mul(sq, x, x, 4096);
+        CHECK: WholeReduceSum(ss, tmp1_float32, 64, 32, 1, 1, 8);
+        CHECK: Muls(tmp2_float32, ss, 0.0078125f, 32);
+        CHECK: Adds(tmp3_float32, tmp2_float32, 1e-06f, 32);
+        CHECK: Rsqrt(ss, tmp3_float32, 32);
+        # x * ss[i]: ss expanded one 32 B block per row, read with block stride 0
+        CHECK: Brcb(tmp5_float32, ss, 4, BrcbRepeatParams{1, 8});
+        CHECK: Mul(
+        CHECK-SAME: BinaryRepeatParams{1, 1, 0, 16, 16, 1}
+        # ... * w[j]: the same 256 B of w for every row (repeat stride 0)
+        CHECK: Mul(x[c * 64],
+        CHECK-SAME: BinaryRepeatParams{1, 1, 1, 16, 16, 0}
+    """)
+
+
+def test_sync_table_names_producer_consumer_buffer():
+    k = ascend_backend.compile(gemm.matmul(), target="ascendc", runtime="emulator")
+    rows = k.sync_table()
+    carried = [r for r in rows if r["kind"].startswith("loop-carried")]
+    assert {(r["event"], r["buffer"]) for r in carried} == {("MTE1_MTE2", "A_shared"), ("MTE1_MTE2", "B_shared"),
+                                                              ("M_MTE1", "A_shared_l0a")}
+    fix = [r for r in rows if r["event"] == "M_FIX"]
+    assert len(fix) == 1 and fix[0]["producer"].startswith("Mmad") and fix[0]["consumer"].startswith("Fixpipe")
+    assert fix[0]["producer_at"].endswith("gemm.py:32") and fix[0]["consumer_at"].endswith("gemm.py:33")
+    assert all(0 <= r["id"] <= 5 for r in rows)
+
+
+def test_memory_map_lists_every_on_chip_buffer():
+    k = ascend_backend.compile(rmsnorm.rms_norm(), target={"kind": "ascendc", "arch": "dav-c220"},
+                               runtime="emulator")
+    mm = {r["buffer"]: r for r in k.memory_map()}
+    assert mm["x"]["scope"] == "UB" and mm["x"]["size"] == 32 * 128 * 4
+    assert mm["x"]["defined_at"].endswith("rmsnorm.py:12")
+    offsets = sorted((r["offset"], r["offset"] + r["size"]) for r in mm.values() if r["scope"] == "UB")
+    assert all(a[1] <= b[0] for a, b in zip(offsets, offsets[1:])), "UB buffers overlap"

@@ -1,0 +1,80 @@
+"""Kernel factories shared by the compiler tests (written as tilelang's own examples write them)."""
+
+import tilelang.language as T
+
+
+def binary_2d(op, M=64, N=128, bM=32, bN=64, dtype="float16", compute="float16", out_dtype=None):
+    """C = op(A, B) element-wise on 2-D tiles, computed in `compute`."""
+    out_dtype = out_dtype or dtype
+
+    @T.prim_func
+    def binary(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            a_s = T.alloc_shared((bM, bN), dtype)
+            b_s = T.alloc_shared((bM, bN), dtype)
+            a = T.alloc_fragment((bM, bN), compute)
+            b = T.alloc_fragment((bM, bN), compute)
+            c = T.alloc_fragment((bM, bN), out_dtype)
+            T.copy(A[by * bM, bx * bN], a_s)
+            T.copy(B[by * bM, bx * bN], b_s)
+            T.copy(a_s, a)
+            T.copy(b_s, b)
+            for i, j in T.Parallel(bM, bN):
+                c[i, j] = op(a[i, j], b[i, j])
+            T.copy(c, C[by * bM, bx * bN])
+
+    return binary
+
+
+def unary_1d(op, N=1024, block=256, dtype="float32", out_dtype=None):
+    """Y = op(X) on a 1-D tensor."""
+    out_dtype = out_dtype or dtype
+
+    @T.prim_func
+    def unary(X: T.Tensor((N,), dtype), Y: T.Tensor((N,), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            x = T.alloc_fragment((block,), dtype)
+            y = T.alloc_fragment((block,), out_dtype)
+            T.copy(X[bx * block], x)
+            for i in T.Parallel(block):
+                y[i] = op(x[i])
+            T.copy(y, Y[bx * block])
+
+    return unary
+
+
+def row_reduce(kind, M=64, N=200, bM=16, dtype="float32"):
+    """Per-row sum or max of a tile, written to a 1-D output."""
+
+    @T.prim_func
+    def reduce(X: T.Tensor((M, N), dtype), Y: T.Tensor((M,), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            x = T.alloc_fragment((bM, N), dtype)
+            r = T.alloc_fragment((bM,), dtype)
+            T.copy(X[bx * bM, 0], x)
+            if kind == "sum":
+                T.reduce_sum(x, r, dim=1)
+            else:
+                T.reduce_max(x, r, dim=1)
+            T.copy(r, Y[bx * bM])
+
+    return reduce
+
+
+def bias_scale(M=64, N=96, bM=32, dtype="float32"):
+    """Y = (X + bias[j]) * scale[i]: column and row broadcasts, with a GM store inside T.Parallel."""
+
+    @T.prim_func
+    def bias_scale_k(X: T.Tensor((M, N), dtype), Bias: T.Tensor((N,), dtype), S: T.Tensor((M,), dtype),
+                     Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            x = T.alloc_fragment((bM, N), dtype)
+            b = T.alloc_fragment((N,), dtype)
+            s = T.alloc_fragment((bM,), dtype)
+            T.copy(X[bx * bM, 0], x)
+            T.copy(Bias[0], b)
+            T.copy(S[bx * bM], s)
+            for i, j in T.Parallel(bM, N):
+                Y[bx * bM + i, j] = (x[i, j] + b[j]) * s[i]
+
+    return bias_scale_k
