@@ -222,7 +222,7 @@ class _Importer:
                 )
 
         collect(body)
-        for s, sloc in stores:
+        for s, _ in stores:
             self.buffer_name(s.buffer)  # validate
         return TileOp(op="parallel", args={"vars": loop_vars, "extents": extents, "stores": stores}, loc=loc)
 
@@ -318,7 +318,8 @@ def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Kerne
         kname = "main_kernel"  # `main` is reserved for the C++ entry point
     kernel = _Importer(func, kname, arch).run()
     if not kernel.grid:
-        raise UnsupportedError("the kernel has no `with T.Kernel(...)` block", hint="wrap the body in T.Kernel(grid...)")
+        raise UnsupportedError("the kernel has no `with T.Kernel(...)` block",
+                               hint="wrap the body in T.Kernel(grid...)")
     return kernel
 
 

@@ -28,8 +28,8 @@ def npu_unavailable_reason() -> str | None:
 
         if importlib.util.find_spec("torch_npu") is None:
             return "torch_npu is not installed (pip install tilelang-ascendc[npu], with CANN set up)"
-        import torch_npu  # noqa: F401
         import torch
+        import torch_npu  # noqa: F401
 
         if not torch.npu.is_available():
             return "torch_npu found no NPU device"

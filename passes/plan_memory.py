@@ -73,7 +73,7 @@ def verify_memory(kernel: Kernel) -> None:
     """Offsets aligned, inside capacity, and no two buffers of one memory overlap."""
     for mem in MEMORIES:
         spans = sorted((b.offset, b.offset + b.nbytes, b.name) for b in kernel.buffers.values() if b.scope == mem)
-        for (s0, e0, n0), (s1, _, n1) in zip(spans, spans[1:], strict=False):
+        for (_, e0, n0), (s1, _, n1) in zip(spans, spans[1:], strict=False):
             if s1 < e0:
                 raise InternalCompilerError(f"{n0} and {n1} overlap in {mem}", stage="plan_memory")
         for s, e, n in spans:

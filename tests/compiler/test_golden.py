@@ -154,4 +154,4 @@ def test_memory_map_lists_every_on_chip_buffer():
     assert mm["x"]["scope"] == "UB" and mm["x"]["size"] == 32 * 128 * 4
     assert mm["x"]["defined_at"].endswith("rmsnorm.py:12")
     offsets = sorted((r["offset"], r["offset"] + r["size"]) for r in mm.values() if r["scope"] == "UB")
-    assert all(a[1] <= b[0] for a, b in zip(offsets, offsets[1:])), "UB buffers overlap"
+    assert all(a[1] <= b[0] for a, b in zip(offsets, offsets[1:], strict=False)), "UB buffers overlap"
