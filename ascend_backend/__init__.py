@@ -30,7 +30,8 @@ from .target import register as _register  # noqa: E402
 
 _register()
 
-from .kernel import AscendKernel, compile, jit, lower  # noqa: E402, A004
+from .jit import jit  # noqa: E402
+from .kernel import AscendKernel, compile, lower  # noqa: E402, A004
 
 __all__ = [
     "ARCHES", "DEFAULT_ARCH", "get_arch", "compile", "jit", "lower", "AscendKernel",

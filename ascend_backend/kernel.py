@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from .errors import AscendCompileError, RuntimeUnavailableError, UnsupportedError
+from .errors import AscendCompileError, RuntimeUnavailableError
 from .ir import Kernel
 from .pipeline import CompileResult, compile_kernel
 from .target import parse_target
@@ -171,38 +169,3 @@ def compile(func, target: Any = "ascendc", runtime: str = "auto", out_idx: Seque
 def lower(func, target: Any = "ascendc", dump: set | None = None) -> CompileResult:
     """Run the compiler only: the kernel IR, its Ascend C and the requested stage dumps."""
     return compile_kernel(func, parse_target(target), dump=dump)
-
-
-def jit(func: Callable | None = None, *, out_idx: Sequence[int] | int | None = None, target: Any = "ascendc",
-        runtime: str = "auto", strict: bool = True, **_ignored: Any):
-    """Drop-in for ``tilelang.jit`` on the ascendc target.
-
-    Decorates a kernel factory (a function returning a PrimFunc, called with the shape
-    arguments) or a PrimFunc itself. Each distinct argument tuple compiles once.
-    """
-    def wrap(f):
-        from tvm import tirx
-
-        if isinstance(f, tirx.PrimFunc):
-            return compile(f, target=target, runtime=runtime, out_idx=out_idx, strict=strict)
-
-        cache: dict = {}
-
-        @functools.wraps(f)
-        def factory(*args: Any, **kwargs: Any) -> AscendKernel:
-            sig = inspect.signature(f).bind(*args, **kwargs)
-            sig.apply_defaults()
-            key = tuple(sorted((k, repr(v)) for k, v in sig.arguments.items()))
-            if key not in cache:
-                prim = f(*args, **kwargs)
-                if not isinstance(prim, tirx.PrimFunc):
-                    raise UnsupportedError(
-                        f"@ascend_backend.jit function '{f.__name__}' returned {type(prim).__name__}, not a PrimFunc",
-                        hint="return the @T.prim_func kernel from the decorated function")
-                cache[key] = compile(prim, target=target, runtime=runtime, out_idx=out_idx, strict=strict)
-            return cache[key]
-
-        factory.cache = cache  # type: ignore[attr-defined]
-        return factory
-
-    return wrap(func) if func is not None else wrap

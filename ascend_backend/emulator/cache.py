@@ -40,7 +40,8 @@ SRC_DIR = PKG_DIR / "src"
 CXX = os.environ.get("TL_ASCEND_CXX", "g++")
 COMMON_FLAGS = ["-std=c++20", "-fPIC", "-pthread", "-w"]
 RUNTIME_FLAGS = ["-O2"]
-KERNEL_FLAGS = ["-O1"]
+KERNEL_FLAGS = ["-O2"]
+KERNEL_LINK_FLAGS = ["-Wl,--no-as-needed"]  # keep the runtime as a dependency of every kernel
 ARCHES = {"dav-3510": "-DEMU_ARCH_3510", "dav-c220": "-DEMU_ARCH_C220"}
 _ARCH_ALIASES = {
     "dav-3510": "dav-3510", "3510": "dav-3510", "dav-c310": "dav-3510", "ascend950": "dav-3510",
@@ -77,7 +78,7 @@ def emulator_hash() -> str:
     h = hashlib.sha256()
     for f in _emulator_files():
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    h.update(" ".join([CXX, *COMMON_FLAGS, *RUNTIME_FLAGS, *KERNEL_FLAGS]).encode())
+    h.update(" ".join([CXX, *COMMON_FLAGS, *RUNTIME_FLAGS]).encode())
     return h.hexdigest()[:20]
 
 
@@ -206,7 +207,7 @@ def kernel_lib(full_source: str, arch: str, user_source: str | None = None) -> K
     arch = normalize_arch(arch)
     rt = runtime_lib(arch)
     key = hashlib.sha256(
-        "\0".join([full_source, arch, rt.name, CXX, *COMMON_FLAGS, *KERNEL_FLAGS]).encode()
+        "\0".join([full_source, arch, rt.name, CXX, *COMMON_FLAGS, *KERNEL_FLAGS, *KERNEL_LINK_FLAGS]).encode()
     ).hexdigest()[:32]
     final = cache_dir() / f"k_{key}.so"
     sha = _valid(final)
@@ -219,7 +220,7 @@ def kernel_lib(full_source: str, arch: str, user_source: str | None = None) -> K
         src.write_text(full_source)
         out = tmpdir / "k.so"
         cmd = [CXX, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}", "-shared", str(src),
-               "-o", str(out), f"-L{rt.parent}", f"-l:{rt.name}", f"-Wl,-rpath,{rt.parent}"]
+               "-o", str(out), f"-L{rt.parent}", *KERNEL_LINK_FLAGS, f"-l:{rt.name}", f"-Wl,-rpath,{rt.parent}"]
         r = _run(cmd)
         if r.returncode != 0:
             shown = user_source if user_source is not None else full_source

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import mmap
 import os
 import re
 import threading
@@ -137,8 +136,10 @@ def _load(path: str) -> ctypes.CDLL:
         return lib
 
 
-def _runtime(path: str) -> ctypes.CDLL:
-    lib = _load(path)
+def _runtime(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """Bind emu_run/emu_free through the kernel library's handle: dlsym then resolves them in
+    the very runtime copy the kernel is linked to (several cache dirs may hold copies with
+    the same file name, and the loader binds a new kernel to the first one it loaded)."""
     lib.emu_run.restype = ctypes.c_void_p
     lib.emu_run.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
                             ctypes.c_double]
@@ -198,11 +199,11 @@ def run_source(
         raise EmulatorError(f"block_dim must be a positive int, got {block_dim!r}")
     kt = _kernel_type_of(source, kernel_type)
     binary = cache.kernel_lib(source + "\n" + trampoline(sig), arch, user_source=source)
-    rt = _runtime(str(binary.runtime))
     with _lib_lock:
         kpath = str(cache.loadable_path(binary, _loaded_sha))
         _loaded_sha.setdefault(kpath, binary.sha256)
     klib = _load(kpath)
+    rt = _runtime(klib)
     entry = ctypes.cast(klib.__emu_entry, ctypes.c_void_p).value
 
     if pool is None:
@@ -216,7 +217,7 @@ def run_source(
     ptrs = (ctypes.c_void_p * max(1, len(args)))()
     cfg = [f"block_dim {block_dim}", f"kernel_type {kt}", f"checks {int(bool(checks))}", f"pool {pool}",
            f"mode0 {int(mode0)}"]
-    copies: list[tuple[torch.Tensor, torch.Tensor, Any]] = []  # (user tensor, staging view, owner)
+    copies: list[tuple[torch.Tensor, torch.Tensor]] = []  # (user tensor, contiguous stand-in)
     for i, (p, a) in enumerate(zip(sig.params, args, strict=True)):
         if p.pointer:
             if a is None or (isinstance(a, int) and a == 0):
@@ -228,21 +229,13 @@ def run_source(
             if a.device.type != "cpu":
                 raise EmulatorError(f"argument {p.name!r} must be a CPU tensor")
             nbytes = a.numel() * a.element_size()
-            if isolate:
-                mm = mmap.mmap(-1, max(1, nbytes))  # MAP_SHARED|MAP_ANONYMOUS: visible to the child
-                stage = (torch.frombuffer(mm, dtype=torch.uint8, count=nbytes) if nbytes
-                         else torch.empty(0, dtype=torch.uint8))
-                if nbytes:
-                    stage.copy_(a.detach().contiguous().reshape(-1).view(torch.uint8))
-                addr = ctypes.addressof(ctypes.c_char.from_buffer(mm)) if nbytes else 0
-                copies.append((a, stage, mm))
-                keep.append(mm)
-            else:
-                src = a if a.is_contiguous() else a.contiguous()
-                if src is not a:
-                    copies.append((a, src.reshape(-1).view(torch.uint8), None))
-                keep.append(src)
-                addr = src.data_ptr()
+            # The kernel works on the tensor's own memory (in a forked child, the results
+            # are streamed back into it), so only non-contiguous tensors need a stand-in.
+            src = a if a.is_contiguous() else a.contiguous()
+            if src is not a:
+                copies.append((a, src))
+            keep.append(src)
+            addr = src.data_ptr()
             ptrs[i] = addr
             if nbytes:
                 cfg.append(f"gm {addr} {addr + nbytes} {p.name}")
@@ -265,10 +258,8 @@ def run_source(
         text_out = ctypes.string_at(raw).decode("utf-8", "replace")
     finally:
         rt.emu_free(raw)
-    for user, stage, _mm in copies:  # copy results back into the caller's tensors
-        if user.numel():
-            user.copy_(stage.view(user.dtype).reshape(user.shape))
-    del copies
+    for user, src in copies:  # results of non-contiguous arguments
+        user.copy_(src)
     try:
         d = json.loads(text_out)
     except ValueError as e:

@@ -14,6 +14,7 @@
 #include "emu_types.h"
 #include "emu_core.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -160,6 +161,8 @@ struct Core {
 struct Region {
     uint64_t b, e;
     std::string name;
+    std::atomic<bool> written{false};
+    Region(uint64_t b_, uint64_t e_, std::string n) : b(b_), e(e_), name(std::move(n)) {}
 };
 
 struct LastOp {
@@ -204,7 +207,7 @@ struct Global {
     uint64_t trace_cap = 4'000'000;
     bool has_aic = false;
     int naiv = 1, per_block = 1;
-    std::vector<Region> gm;
+    std::deque<Region> gm;
     std::string arch;
     void (*entry)(void**) = nullptr;
     void** args = nullptr;
@@ -422,14 +425,15 @@ History& hist_of(Core* c, Mem m) {
 struct Resolved {
     Core* owner;
     uint64_t b, e;
+    Region* region;
 };
 
 Resolved check_span(Core* c, const Span& s, const char* op, const Loc& loc) {
     if (s.end < s.begin) fail_op("invalid_param", std::string(op) + ": negative byte range", op, loc);
     if (s.mem == Mem::GM) {
-        if (s.begin == s.end) return {nullptr, 0, 0};
+        if (s.begin == s.end) return {nullptr, 0, 0, nullptr};
         for (auto& r : G->gm)
-            if (s.begin >= r.b && s.end <= r.e) return {nullptr, s.begin, s.end};
+            if (s.begin >= r.b && s.end <= r.e) return {nullptr, s.begin, s.end, &r};
         std::string near;
         const Region* best = nullptr;
         uint64_t best_d = ~0ull;
@@ -458,7 +462,7 @@ Resolved check_span(Core* c, const Span& s, const char* op, const Loc& loc) {
                 std::string(op) + ": " + kMemNames[(int)s.mem] + " bytes [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
                     ") exceed its capacity of " + std::to_string(cap) + " bytes",
                 op, loc);
-    return {owner, s.begin, s.end};
+    return {owner, s.begin, s.end, nullptr};
 }
 
 uint32_t push_rec(Core* c, OpRec r) {
@@ -607,7 +611,10 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     if (n_reads > 8) { big_r.resize(n_reads); rr = big_r.data(); }
     if (n_writes > 8) { big_w.resize(n_writes); rw = big_w.data(); }
     for (size_t i = 0; i < n_reads; ++i) rr[i] = check_span(c, reads[i], op, loc);
-    for (size_t i = 0; i < n_writes; ++i) rw[i] = check_span(c, writes[i], op, loc);
+    for (size_t i = 0; i < n_writes; ++i) {
+        rw[i] = check_span(c, writes[i], op, loc);
+        if (rw[i].region && !rw[i].region->written.load(std::memory_order_relaxed)) rw[i].region->written.store(true);
+    }
     int p = (int)pipe;
     uint32_t e = ++c->cnt[p];
     int tid = c->slot * kNumPipes + p;
@@ -1029,6 +1036,14 @@ std::string build_report() {
     o += "],\"errors\":[";
     for (size_t i = 0; i < G->errors.size(); ++i) o += (i ? "," : "") + G->errors[i];
     o += "],\"deadlock\":" + (G->deadlock.empty() ? std::string("null") : G->deadlock);
+    o += ",\"gm_written\":[";
+    bool fw = true;
+    for (auto& r : G->gm)
+        if (r.written.load()) {
+            o += (fw ? "" : ",") + jstr(r.name);
+            fw = false;
+        }
+    o += "]";
     // trace
     std::map<std::string, int> names;
     std::vector<std::string> name_list;
@@ -1143,7 +1158,7 @@ bool parse_cfg(const char* cfg) {
             unsigned long long b, e;
             std::string name;
             in >> b >> e >> name;
-            G->gm.push_back({b, e, name});
+            G->gm.emplace_back(b, e, name);
         } else {
             std::string rest;
             std::getline(in, rest);
@@ -1187,6 +1202,51 @@ std::string crash_report(const std::string& why, LastOp* last, int n) {
 }
 
 std::mutex g_run_mu;
+
+void write_all(int fd, const void* p, size_t n) {
+    const char* c = (const char*)p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+struct Reader {
+    int fd;
+    struct timespec t0;
+    double timeout_s;
+    bool timed_out = false;
+    bool read(void* dst, size_t n) {
+        char* p = (char*)dst;
+        while (n > 0) {
+            int wait_ms = -1;
+            if (timeout_s > 0) {
+                struct timespec t1;
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+                if (el >= timeout_s) {
+                    timed_out = true;
+                    return false;
+                }
+                wait_ms = (int)std::max(1.0, (timeout_s - el) * 1000.0);
+            }
+            struct pollfd pfd{fd, POLLIN, 0};
+            int pr = poll(&pfd, 1, wait_ms);
+            if (pr < 0 && errno == EINTR) continue;
+            if (pr < 0) return false;
+            if (pr == 0) continue;
+            ssize_t r = ::read(fd, p, n);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) return false;
+            p += r;
+            n -= (size_t)r;
+        }
+        return true;
+    }
+};
 
 }  // namespace
 }  // namespace emu
@@ -1242,14 +1302,45 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
         std::string r = run_inproc();
         fflush(stdout);
         fflush(stderr);
-        const char* p = r.data();
-        size_t left = r.size();
-        while (left > 0) {
-            ssize_t w = write(fds[1], p, left);
-            if (w <= 0) break;
-            p += w;
-            left -= (size_t)w;
+        // stream: u64 json length, json, then chunks {u32 region, u64 offset, u64 bytes, data},
+        // ended by region 0xffffffff. Regions the API wrote go back whole; in the others only
+        // the pages this process modified (raw __gm__ pointer writes), found in
+        // /proc/self/pagemap as present + exclusively mapped after the fork.
+        uint64_t jl = r.size();
+        write_all(fds[1], &jl, sizeof jl);
+        write_all(fds[1], r.data(), r.size());
+        auto chunk = [&](uint32_t idx, uint64_t off, uint64_t nb) {
+            write_all(fds[1], &idx, sizeof idx);
+            write_all(fds[1], &off, sizeof off);
+            write_all(fds[1], &nb, sizeof nb);
+            write_all(fds[1], (const void*)(uintptr_t)(G->gm[idx].b + off), nb);
+        };
+        int pm = open("/proc/self/pagemap", O_RDONLY);
+        const uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+        for (uint32_t idx = 0; idx < G->gm.size(); ++idx) {
+            Region& reg = G->gm[idx];
+            if (reg.written.load() || pm < 0) {
+                chunk(idx, 0, reg.e - reg.b);
+                continue;
+            }
+            uint64_t p0 = reg.b / ps, p1 = (reg.e - 1) / ps + 1;
+            std::vector<uint64_t> ent(p1 - p0);
+            if (pread(pm, ent.data(), ent.size() * 8, (off_t)(p0 * 8)) != (ssize_t)(ent.size() * 8)) {
+                chunk(idx, 0, reg.e - reg.b);
+                continue;
+            }
+            for (uint64_t i = 0; i < ent.size();) {
+                auto dirty = [&](uint64_t k) { return (ent[k] >> 63 & 1) && (ent[k] >> 56 & 1); };
+                if (!dirty(i)) { ++i; continue; }
+                uint64_t j = i;
+                while (j < ent.size() && dirty(j)) ++j;
+                uint64_t lo = std::max(reg.b, (p0 + i) * ps), hi = std::min(reg.e, (p0 + j) * ps);
+                chunk(idx, lo - reg.b, hi - lo);
+                i = j;
+            }
         }
+        uint32_t end = 0xffffffffu;
+        write_all(fds[1], &end, sizeof end);
         close(fds[1]);
         _exit(0);
     }
@@ -1259,34 +1350,30 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
     if (pid < 0) {
         why = "fork failed";
     } else {
-        char buf[1 << 16];
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        while (true) {
-            int wait_ms = -1;
-            if (timeout_s > 0) {
-                struct timespec t1;
-                clock_gettime(CLOCK_MONOTONIC, &t1);
-                double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-                if (el >= timeout_s) {
-                    kill(pid, SIGKILL);
-                    why = "the kernel did not finish within " + std::to_string((int)timeout_s) +
-                          " s (a loop without emulated ops? set TL_ASCEND_EMU_TIMEOUT to change the limit)";
+        Reader rd{fds[0], t0, timeout_s};
+        uint64_t jl = 0;
+        if (rd.read(&jl, sizeof jl) && jl < (1ull << 34)) {
+            out.resize(jl);
+            if (!rd.read(out.data(), jl)) out.clear();
+            // results: GM bytes straight into the caller's memory
+            while (!out.empty()) {
+                uint32_t idx;
+                uint64_t off, nb;
+                if (!rd.read(&idx, sizeof idx) || idx == 0xffffffffu) break;
+                if (!rd.read(&off, sizeof off) || !rd.read(&nb, sizeof nb) || idx >= G->gm.size() ||
+                    off + nb > G->gm[idx].e - G->gm[idx].b) {
+                    why = "corrupt result stream from the kernel process";
                     break;
                 }
-                wait_ms = (int)std::max(1.0, (timeout_s - el) * 1000.0);
+                if (!rd.read((void*)(uintptr_t)(G->gm[idx].b + off), nb)) break;
             }
-            struct pollfd pfd{fds[0], POLLIN, 0};
-            int pr = poll(&pfd, 1, wait_ms);
-            if (pr < 0) {
-                if (errno == EINTR) continue;
-                break;
-            }
-            if (pr == 0) continue;
-            ssize_t rd = read(fds[0], buf, sizeof buf);
-            if (rd < 0 && errno == EINTR) continue;
-            if (rd <= 0) break;
-            out.append(buf, (size_t)rd);
+        }
+        if (rd.timed_out) {
+            kill(pid, SIGKILL);
+            why = "the kernel did not finish within " + std::to_string((int)timeout_s) +
+                  " s (a loop without emulated ops? set TL_ASCEND_EMU_TIMEOUT to change the limit)";
         }
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
