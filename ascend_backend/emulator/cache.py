@@ -167,6 +167,37 @@ def runtime_lib(arch: str) -> Path:
     return final
 
 
+_pch_checked: dict[str, bool] = {}
+
+
+def pch_dir(arch: str) -> Path | None:
+    """Directory holding a precompiled ``kernel_operator.h.gch`` for kernel compiles (built once
+    per arch and emulator hash; g++ uses it when the kernel's first include is
+    kernel_operator.h, and silently falls back to the header otherwise). None if it cannot be
+    built."""
+    arch = normalize_arch(arch)
+    flags_key = hashlib.sha256(" ".join([*COMMON_FLAGS, *KERNEL_FLAGS]).encode()).hexdigest()[:8]
+    d = cache_dir() / f"pch_{arch.replace('-', '_')}_{emulator_hash()}_{flags_key}"
+    gch = d / "kernel_operator.h.gch"
+    key = str(gch)
+    if _pch_checked.get(key) and gch.is_file():
+        return d
+    with _lock, _file_lock(d.name):
+        if _valid(gch):
+            _pch_checked[key] = True
+            return d
+        d.mkdir(exist_ok=True)
+        tmp = d / f".tmp-{os.getpid()}.gch"
+        r = _run([CXX, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}", "-x", "c++-header",
+                  str(INCLUDE_DIR / "kernel_operator.h"), "-o", str(tmp)])
+        if r.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            return None
+        _publish(tmp, gch)
+    _pch_checked[key] = True
+    return d
+
+
 @dataclass
 class KernelBinary:
     path: Path
@@ -219,7 +250,9 @@ def kernel_lib(full_source: str, arch: str, user_source: str | None = None) -> K
         src = tmpdir / "kernel.cpp"
         src.write_text(full_source)
         out = tmpdir / "k.so"
-        cmd = [CXX, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}", "-shared", str(src),
+        pch = pch_dir(arch) if os.environ.get("TL_ASCEND_EMU_PCH", "1") != "0" else None
+        inc = ([f"-I{pch}"] if pch else []) + [f"-I{INCLUDE_DIR}"]
+        cmd = [CXX, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], *inc, "-shared", str(src),
                "-o", str(out), f"-L{rt.parent}", *KERNEL_LINK_FLAGS, f"-l:{rt.name}", f"-Wl,-rpath,{rt.parent}"]
         r = _run(cmd)
         if r.returncode != 0:
