@@ -4,8 +4,7 @@ import math
 
 import pytest
 import torch
-
-from test_ops_harness import run, check_ok
+from test_ops_harness import check_ok, run
 
 COPY_SRC = r'''
 #include "kernel_operator.h"
@@ -153,7 +152,7 @@ def test_cast_float_to_half_modes(arch):
             assert math.isinf(float(out[3]))
         if mode == 5:
             assert float(out[3]) == 65504.0
-        for v, o in zip(x[4:].tolist(), out[4:].tolist()):
+        for v, o in zip(x[4:].tolist(), out[4:].tolist(), strict=True):
             assert o == _round_ref(v, mode), (mode, v, o)
 
 

@@ -3,8 +3,7 @@ c220 ZZ/ZN sequences and 3510 Load2Dv2), Mmad (fp32 accumulation, init/accumulat
 (NZ -> ND with F322F16/F322BF16 casts, ReLU, NZ output) on both arches, against torch."""
 import pytest
 import torch
-
-from test_ops_harness import run, check_ok
+from test_ops_harness import check_ok, run
 
 # One kernel template per arch; each extern "C" kernel instantiates it with constants.
 SRC = r'''

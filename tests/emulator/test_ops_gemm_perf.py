@@ -4,8 +4,7 @@ import time
 
 import pytest
 import torch
-
-from test_ops_harness import run, check_ok
+from test_ops_harness import check_ok, run
 
 SRC = r'''
 #include "kernel_operator.h"

@@ -4,8 +4,7 @@ Brcb, reductions, Compare/Select, in fp16/bf16/fp32, compared with torch doing t
 per-op rounding (bit-exact for arithmetic, 1-ulp for transcendental functions)."""
 import pytest
 import torch
-
-from test_ops_harness import run, check_ok
+from test_ops_harness import check_ok, run
 
 N = 512   # elements per operand
 
