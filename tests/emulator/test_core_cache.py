@@ -29,6 +29,9 @@ def fresh_cache(tmp_path, monkeypatch):
         rt = cache.runtime_lib(arch)
         shutil.copy(rt, d / rt.name)
         shutil.copy(rt.with_suffix(".meta"), d / rt.with_suffix(".meta").name)
+        pch = cache.pch_dir(arch)
+        if pch is not None:
+            (d / pch.name).symlink_to(pch)
     monkeypatch.setenv("TL_ASCEND_CACHE_DIR", str(tmp_path))
     return d
 
