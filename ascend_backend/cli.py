@@ -334,7 +334,8 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
 def _console(stream):
     from rich.console import Console
 
-    width = None if stream.isatty() else int(os.environ.get("COLUMNS", "160"))
+    # Piped or captured output: wide enough that tables never wrap their cells.
+    width = None if stream.isatty() else max(160, int(os.environ.get("COLUMNS", "160") or 160))
     return Console(file=stream, width=width, highlight=False, soft_wrap=False)
 
 
