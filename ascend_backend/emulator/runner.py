@@ -52,6 +52,7 @@ class Param:
 class Signature:
     name: str
     params: list[Param]
+    extern_c: bool = True
 
 
 def _strip_comments(src: str) -> str:
@@ -82,7 +83,7 @@ def parse_kernels(source: str) -> list[Signature]:
                                             f"(param {i})")
                     ty = base
                 params.append(Param(name, ty, pointer))
-        out.append(Signature(m.group(1), params))
+        out.append(Signature(m.group(1), params, m.group(0).lstrip().startswith("extern")))
     return out
 
 
@@ -109,7 +110,11 @@ def _kernel_type_of(source: str, given: Any) -> int:
 
 
 def trampoline(sig: Signature) -> str:
-    """C++ entry `__emu_entry` that unpacks a void* array into the kernel's arguments."""
+    """C++ entry `__emu_entry_<name>` that unpacks a void* array into the kernel's arguments.
+
+    extern "C" kernels are re-declared weak, so a kernel removed by the preprocessor (e.g.
+    inside `#if defined(EMU_ARCH_3510)`) leaves a null entry instead of a link error;
+    `__emu_has_<name>()` tells which."""
     args = []
     for i, p in enumerate(sig.params):
         if p.pointer:
@@ -118,8 +123,20 @@ def trampoline(sig: Signature) -> str:
             c = _SCALARS[p.ctype][1]
             expr = f"*({c}*)a[{i}]"
             args.append(f"({p.ctype})({expr})" if p.ctype in ("half", "bfloat16_t") else expr)
-    return (f'\n#line 1 "emu_trampoline.cpp"\nextern "C" void __emu_entry(void** a) {{ (void)a; '
-            f"{sig.name}({', '.join(args)}); }}\n")
+    n = sig.name
+    if not sig.extern_c:
+        return (f'extern "C" int __emu_has_{n}() {{ return 1; }}\n'
+                f'extern "C" void __emu_entry_{n}(void** a) {{ (void)a; {n}({", ".join(args)}); }}\n')
+    decl = ", ".join(f"{p.ctype} p{i}" for i, p in enumerate(sig.params))
+    return (f'extern "C" __attribute__((weak)) void {n}({decl});\n'
+            f'extern "C" int __emu_has_{n}() {{ return {n} != nullptr; }}\n'
+            f'extern "C" void __emu_entry_{n}(void** a) {{ (void)a; if ({n}) {n}({", ".join(args)}); }}\n')
+
+
+def full_source(source: str) -> str:
+    """The kernel source plus one trampoline per kernel: one build serves every kernel of it."""
+    tramp = "".join(trampoline(k) for k in parse_kernels(source))
+    return source + '\n#line 1 "emu_trampoline.cpp"\n' + tramp
 
 
 _lib_lock = threading.Lock()
@@ -161,9 +178,8 @@ def _select(source: str, kernel: str | None) -> Signature:
 
 def compile_source(source: str, kernel: str | None = None, arch: str = "dav-3510") -> cache.KernelBinary:
     """Compile (or fetch from the cache) the kernel; raises EmulatorCompileError on g++ errors."""
-    sig = _select(source, kernel)
-    full = source + "\n" + trampoline(sig)
-    return cache.kernel_lib(full, arch, user_source=source)
+    _select(source, kernel)
+    return cache.kernel_lib(full_source(source), arch, user_source=source)
 
 
 def run_source(
@@ -198,13 +214,15 @@ def run_source(
     if not isinstance(block_dim, int) or block_dim < 1:
         raise EmulatorError(f"block_dim must be a positive int, got {block_dim!r}")
     kt = _kernel_type_of(source, kernel_type)
-    binary = cache.kernel_lib(source + "\n" + trampoline(sig), arch, user_source=source)
+    binary = cache.kernel_lib(full_source(source), arch, user_source=source)
     with _lib_lock:
         kpath = str(cache.loadable_path(binary, _loaded_sha))
         _loaded_sha.setdefault(kpath, binary.sha256)
     klib = _load(kpath)
     rt = _runtime(klib)
-    entry = ctypes.cast(klib.__emu_entry, ctypes.c_void_p).value
+    if not getattr(klib, f"__emu_has_{sig.name}")():
+        raise EmulatorError(f"kernel {sig.name} is not compiled for {arch} (removed by the preprocessor)")
+    entry = ctypes.cast(getattr(klib, f"__emu_entry_{sig.name}"), ctypes.c_void_p).value
 
     if pool is None:
         pool = int(os.environ.get("TL_ASCEND_EMU_POOL", "0")) or min(2, os.cpu_count() or 1)
