@@ -155,7 +155,9 @@ def bench_gemm(arch: str, repeat: int, size: int = 1024, block_dim: int = 8) -> 
     on = _best(lambda: run_source(GEMM, "gemm", args, block_dim, arch=arch), repeat)
     off = _best(lambda: run_source(GEMM, "gemm", args, block_dim, arch=arch, checks=False), repeat)
     t_torch = _best(lambda: a @ b, repeat)
-    return {"name": f"gemm fp16 {size}^3", "on": on, "off": off, "torch": t_torch, "rel_err": err, "report": rep}
+    t_f32 = _best(lambda: a.float() @ b.float(), repeat)
+    return {"name": f"gemm fp16 {size}^3", "on": on, "off": off, "torch": t_torch, "torch_f32": t_f32,
+            "rel_err": err, "report": rep}
 
 
 def bench_add(arch: str, repeat: int, size: int = 4096, block_dim: int = 16) -> dict:
@@ -179,10 +181,11 @@ def main() -> None:
     args = ap.parse_args()
     for r in (bench_gemm(args.arch, args.repeat), bench_add(args.arch, args.repeat)):
         t = r["report"].timing
+        f32 = f", torch fp32 {r['torch_f32'] * 1e3:.1f} ms" if "torch_f32" in r else ""
         print(f"{r['name']} on {args.arch}: emulated {r['on']:.2f} s with checks, {r['off']:.2f} s without "
-              f"(checker overhead {r['on'] / r['off']:.2f}x); torch CPU {r['torch'] * 1e3:.1f} ms "
-              f"(emulator/torch {r['on'] / r['torch']:.0f}x); max error {r['rel_err']:.2e}; "
-              f"MODELLED {t['total_cycles']:,} cycles = {t['time_us']:.1f} us")
+              f"(checker overhead {r['on'] / r['off']:.2f}x); torch CPU same op {r['torch'] * 1e3:.1f} ms "
+              f"(emulator/torch {r['on'] / r['torch']:.2f}x){f32}; max error {r['rel_err']:.2e}; "
+              f"MODELLED (not measured) {t['total_cycles']:,} cycles = {t['time_us']:.1f} us")
         if args.timeline and r["name"].startswith("gemm"):
             r["report"].write_timeline_svg(args.timeline)
 
