@@ -5,13 +5,15 @@ one table per arch, in docs/timing-model.md; a test keeps the two in sync). Noth
 measured on hardware.
 
 Model, per core: the scalar unit issues every instruction in program order
-(``issue_cycles`` each). An op on pipe P starts when it is issued, when P has finished
-its previous op, and after every flag the pipe waited on; it lasts its cost. SetFlag on
-SRC fires when SRC has finished every earlier op; WaitFlag holds the DST pipe (the
-scalar unit too when DST is S) until then. PipeBarrier<PIPE_ALL> holds the scalar unit
+(``issue_cycles`` each). An op on pipe P starts when it is issued, when P is free, and
+after every flag the pipe waited on; it occupies P for its busy cycles, and its result is
+visible ``gm_latency`` cycles later when it touches GM (requests are pipelined: the latency
+does not occupy the pipe). SetFlag on SRC fires when every earlier op of SRC is complete;
+WaitFlag holds the DST pipe (the scalar unit too when DST is S) until then. PipeBarrier<PIPE_ALL> holds the scalar unit
 until every pipe is idle. Cross-core sets reach the waiting core ``cross_core_latency``
 cycles after the setting pipe is idle. Blocks are list-scheduled, in index order, onto
-``groups`` physical AI-core groups; each block is replayed independently (mode-0 barriers
+the physical cores (``aiv_cores`` for AIV-only blocks, ``aic_cores`` for AIC-only ones,
+``groups`` for mix blocks); each block is replayed independently (mode-0 barriers
 between blocks are not modelled in time).
 """
 
@@ -42,7 +44,9 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "cube_macs_per_cycle_16bit": 4096,   # 16x16x16 fp16/bf16
         "cube_macs_per_cycle_8bit": 8192,    # 16x32x16 int8
         "cube_macs_per_cycle_32bit": 1024,   # fp32 operands: assumed a quarter of fp16
-        "gm_op_overhead": 128,            # fixed cycles per MTE2/MTE3/FIX op touching GM
+        "core_gm_bpc_max": 64,            # one core's own GM bandwidth cap, bytes/cycle (assumed)
+        "gm_op_issue": 16,                # pipe occupancy per GM op besides the transfer (assumed)
+        "gm_latency": 200,                # GM access latency, not occupying the pipe (assumed)
         "local_copy_overhead": 16,        # fixed cycles per on-chip copy
         "vector_op_overhead": 8,          # fixed cycles per vector instruction
         "cube_op_overhead": 16,           # fixed cycles per Mmad
@@ -68,7 +72,9 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "cube_macs_per_cycle_16bit": 4096,
         "cube_macs_per_cycle_8bit": 8192,
         "cube_macs_per_cycle_32bit": 1024,
-        "gm_op_overhead": 128,
+        "core_gm_bpc_max": 64,
+        "gm_op_issue": 16,
+        "gm_latency": 200,
         "local_copy_overhead": 16,
         "vector_op_overhead": 8,
         "cube_op_overhead": 16,
@@ -80,23 +86,29 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
 }
 
 
-def gm_bytes_per_cycle(arch: str) -> float:
-    """GM bandwidth of one core: chip bandwidth shared by all AIC+AIV cores, per cycle."""
+def gm_bytes_per_cycle(arch: str, active_cores: int | None = None) -> float:
+    """GM bandwidth of one core, bytes/cycle: the chip bandwidth shared by the cores of the
+    launch that run at once (at most every AIC and AIV of the chip), capped by one core's own
+    limit. ``active_cores=None``: every core of the chip is busy."""
     a = ASSUMPTIONS[arch]
-    return a["chip_gm_bandwidth_gbps"] * 1e9 / (a["aic_cores"] + a["aiv_cores"]) / (a["clock_ghz"] * 1e9)
+    chip_cores = int(a["aic_cores"] + a["aiv_cores"])
+    n = chip_cores if active_cores is None else max(1, min(int(active_cores), chip_cores))
+    share = a["chip_gm_bandwidth_gbps"] * 1e9 / n / (a["clock_ghz"] * 1e9)
+    return min(a["core_gm_bpc_max"], share)
 
 
-def op_cycles(arch: str, pipe: int, src: int, dst: int, name: str, nbytes: int, elems: int, macs: int,
-              repeats: int) -> int:
-    """Modelled cycles of one op (see ASSUMPTIONS)."""
+def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, macs: int, repeats: int,
+            gm_bpc: float | None = None) -> tuple[int, int]:
+    """Modelled (busy, latency) cycles of one op (see ASSUMPTIONS): the op occupies its pipe for
+    `busy` cycles and its result is visible `latency` cycles after that."""
     a = ASSUMPTIONS[arch]
     p = PIPES[pipe]
     s = MEMS[src] if src < len(MEMS) else None
     d = MEMS[dst] if dst < len(MEMS) else None
     if p == "S":
-        return int(a["scalar_gm_cycles"] if "GM" in (s, d) else a["scalar_local_cycles"])
+        return int(a["scalar_gm_cycles"] if "GM" in (s, d) else a["scalar_local_cycles"]), 0
     if p == "V":
-        return int(a["vector_op_overhead"] + max(repeats, math.ceil(nbytes / a["vector_bpc"])))
+        return int(a["vector_op_overhead"] + max(repeats, math.ceil(nbytes / a["vector_bpc"]))), 0
     if p == "M":
         rate = a["cube_macs_per_cycle_16bit"]
         if elems and nbytes:
@@ -105,24 +117,26 @@ def op_cycles(arch: str, pipe: int, src: int, dst: int, name: str, nbytes: int, 
                 rate = a["cube_macs_per_cycle_8bit"]
             elif esz >= 4:
                 rate = a["cube_macs_per_cycle_32bit"]
-        return int(a["cube_op_overhead"] + math.ceil(macs / rate))
+        return int(a["cube_op_overhead"] + math.ceil(macs / rate)), 0
     if "GM" in (s, d):
-        return int(a["gm_op_overhead"] + math.ceil(nbytes / gm_bytes_per_cycle(arch)))
+        bpc = gm_bpc if gm_bpc is not None else gm_bytes_per_cycle(arch)
+        return int(a["gm_op_issue"] + math.ceil(nbytes / bpc)), int(a["gm_latency"])
     bw = {
         ("L1", "L0A"): a["l1_to_l0a_bpc"], ("L1", "L0B"): a["l1_to_l0b_bpc"], ("L1", "BT"): a["l1_to_bt_bpc"],
         ("L0C", "L1"): a["l0c_to_l1_bpc"], ("UB", "L1"): a["ub_to_l1_bpc"], ("L1", "UB"): a["l1_to_ub_bpc"],
         ("L0C", "UB"): a["l0c_to_ub_bpc"],
     }.get((s, d), 128)
-    return int(a["local_copy_overhead"] + math.ceil(nbytes / bw))
+    return int(a["local_copy_overhead"] + math.ceil(nbytes / bw)), 0
 
 
 def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gts: list[int],
-                  times: dict[int, list[int]]) -> tuple[int, dict[tuple[int, int], int], list[tuple]]:
+                  times: dict[int, list[int]], gm_bpc: float) -> tuple[int, dict[tuple[int, int], int], list[tuple]]:
     """Replay the cores of one block together. Returns (cycles, busy[(gt, pipe)], timeline)."""
     a = ASSUMPTIONS[arch]
     issue = int(a["issue_cycles"])
     xlat = int(a["cross_core_latency"])
-    state = {gt: {"i": 0, "s": 0, "free": [0] * 7} for gt in gts}
+    state = {gt: {"i": 0, "s": 0, "free": [0] * 7, "done": [0] * 7} for gt in gts}
+    cost_cache: dict[tuple, tuple[int, int]] = {}
     for gt in gts:
         times[gt] = [0] * len(threads[gt]["ops"])
     busy: dict[tuple[int, int], int] = {}
@@ -136,6 +150,7 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
             ops = threads[gt]["ops"]
             t = times[gt]
             free = st["free"]
+            done = st["done"]
             while st["i"] < len(ops):
                 r = ops[st["i"]]
                 kind, pipe = r[0], r[1]
@@ -154,18 +169,23 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
                 s = st["s"]
                 if kind == 0:
                     s += issue
-                    c = op_cycles(arch, pipe, r[4], r[5], names[r[2]], r[6], r[7], r[8], r[9])
+                    key = (pipe, r[4], r[5], r[6], r[7], r[8], r[9])
+                    cl = cost_cache.get(key)
+                    if cl is None:
+                        cl = cost_cache[key] = op_cost(arch, pipe, r[4], r[5], r[6], r[7], r[8], r[9], gm_bpc)
+                    c, lat = cl
                     start = max(s, free[pipe])
                     end = start + c
                     free[pipe] = end
+                    done[pipe] = max(done[pipe], end + lat)
                     if pipe == 0:
                         s = end
                     busy[(gt, pipe)] = busy.get((gt, pipe), 0) + c
                     tl.append((gt, pipe, r[2], start, end, r[3]))
-                    t[st["i"]] = end
-                elif kind == 1:  # SetFlag on src pipe
+                    t[st["i"]] = end + lat
+                elif kind == 1:  # SetFlag on src pipe: fires when its earlier ops are complete
                     s += issue
-                    t[st["i"]] = max(s, free[pipe])
+                    t[st["i"]] = max(s, done[pipe])
                 elif kind == 2:  # WaitFlag on dst pipe
                     s += issue
                     if len(deps) >= 2:
@@ -176,13 +196,14 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
                 elif kind == 3:  # PipeBarrier
                     s += issue
                     if pipe == 255:
-                        s = max([s, *free])
+                        s = max([s, *free, *done])
                         free[:] = [s] * 7
+                        done[:] = [s] * 7
                     t[st["i"]] = s
                 elif kind == 4:  # CrossCoreSetFlag
                     s += issue
-                    done = max(free) if pipe == 255 else free[pipe]
-                    t[st["i"]] = max(s, done) + xlat
+                    ready = max(done) if pipe == 255 else done[pipe]
+                    t[st["i"]] = max(s, ready) + xlat
                 elif kind == 5:  # CrossCoreWaitFlag
                     s += issue
                     if pipe in (0, 255):
@@ -204,7 +225,7 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
                     st["i"] += 1
                     progress = True
                     break
-    total = max([max([state[g]["s"], *state[g]["free"]]) for g in gts] or [0])
+    total = max([max([state[g]["s"], *state[g]["free"], *state[g]["done"]]) for g in gts] or [0])
     return total, busy, tl
 
 
@@ -220,13 +241,21 @@ def model(trace: dict[str, Any], arch: str, block_dim: int) -> tuple[dict[str, A
     durations: dict[int, int] = {}
     busy_all: dict[tuple[int, int], int] = {}
     block_tl: dict[int, list[tuple]] = {}
+    kinds = {th["core"] == "AIC" for th in threads}
+    per_block = max(1, len(threads) // max(1, len(by_block)))
+    if kinds == {False} and per_block == 1:
+        groups = int(a["aiv_cores"])      # AIV-only blocks: every AIV of the chip takes one
+    elif kinds == {True}:
+        groups = int(a["aic_cores"])      # AIC-only blocks
+    else:
+        groups = int(a["groups"])         # mix blocks occupy a whole AI-core group
+    gm_bpc = gm_bytes_per_cycle(arch, min(len(by_block), groups) * per_block)
     for b, gts in sorted(by_block.items()):
-        dur, busy, tl = _replay_block(arch, names, threads, gts, times)
+        dur, busy, tl = _replay_block(arch, names, threads, gts, times, gm_bpc)
         durations[b] = dur
         busy_all.update(busy)
         block_tl[b] = tl
     # list-schedule blocks onto the physical groups
-    groups = int(a["groups"])
     free_at = [0] * groups
     start: dict[int, int] = {}
     for b in sorted(durations):
@@ -263,6 +292,7 @@ def model(trace: dict[str, Any], arch: str, block_dim: int) -> tuple[dict[str, A
         "busy_percent": busy_pct,
         "block_cycles": {str(b): int(d) for b, d in durations.items()},
         "groups": groups,
+        "gm_bytes_per_cycle_per_core": gm_bpc,
         "truncated_trace": bool(trace.get("truncated")),
     }
     return timing, timeline
