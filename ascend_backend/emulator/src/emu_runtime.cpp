@@ -152,6 +152,7 @@ struct Core {
     uint32_t wait_line = 0;
     const char* wait_file = "";
     uint64_t ops = 0;
+    std::condition_variable cv;  // this thread sleeps here (slot grant, cross-core wait)
     std::string name() const {
         if (kind == CoreKind::AIC) return "AIC";
         return "AIV" + std::to_string(sub);
@@ -216,7 +217,6 @@ struct Global {
     std::vector<std::unique_ptr<Core>> cores;
     History gm_hist;
     std::mutex mu;  // scheduler, cross-core flags, errors, races
-    std::condition_variable cv;
     int free_slots = 2;
     std::set<int> ready;
     int running = 0, blocked = 0;
@@ -279,10 +279,14 @@ void add_flag_error(const char* kind, const std::string& event, int id, const st
     if (G->flag_errors.size() < 200) G->flag_errors.push_back(j);
 }
 
+void wake_all_locked() {
+    for (auto& c : G->cores) c->cv.notify_all();
+}
+
 void stop_all() {
     G->abort.store(true);
     std::lock_guard<std::mutex> lk(G->mu);
-    G->cv.notify_all();
+    wake_all_locked();
 }
 
 void add_error(const char* kind, const std::string& msg, const char* file, uint32_t line, const char* op) {
@@ -505,8 +509,8 @@ void grant_locked() {
         G->cores[gt]->state = RUNNING;
         G->running++;
         G->free_slots--;
+        G->cores[gt]->cv.notify_one();
     }
-    G->cv.notify_all();
 }
 
 std::string waiter_json(const Core* w) {
@@ -526,7 +530,7 @@ void deadlock_locked(const std::vector<Core*>& waiters, const std::string& scope
     }
     G->deadlock = "{\"scope\":" + jstr(scope) + ",\"message\":" + jstr(msg) + ",\"waiters\":[" + ws + "]}";
     G->abort.store(true);
-    G->cv.notify_all();
+    wake_all_locked();
 }
 
 void check_deadlock_locked(int block) {
@@ -879,7 +883,7 @@ void cross_wait(int mode, int pipe_g, int32_t id, const Loc& loc) {
             G->free_slots++;
             grant_locked();
             check_deadlock_locked(c->block);
-            G->cv.wait(lk, [&] { return G->abort.load() || c->state == RUNNING; });
+            c->cv.wait(lk, [&] { return G->abort.load() || c->state == RUNNING; });
             c->wait_id = -1;
             if (G->abort.load()) throw Abort{};
         }
@@ -958,7 +962,7 @@ void thread_main(Core* c) {
     tls = c;
     {
         std::unique_lock<std::mutex> lk(G->mu);
-        G->cv.wait(lk, [&] { return G->abort.load() || c->state == RUNNING; });
+        c->cv.wait(lk, [&] { return G->abort.load() || c->state == RUNNING; });
     }
     if (G->last) G->last[c->gt].active = 1;
     bool clean = false;
