@@ -46,14 +46,21 @@ def _render_op(kind: str, params: dict) -> str:
     return str(macro(params))
 
 
-def _body(items: list, indent: int, arch: str, out: list) -> None:
+def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
     pad = "    " * indent
+    arch = kernel.arch.name
     for s in items:
         if isinstance(s, Loop):
             v = cname(s.var)
             note = f"  // {s.loc}" if s.loc else ""
-            out.append(f"{pad}for (int32_t {v} = 0; {v} < {cexpr(s.extent)}; ++{v}) {{{note}")
-            _body(s.body, indent + 1, arch, out)
+            stages = f" (pipelined, {s.num_stages} stages)" if s.kind == "pipelined" else ""
+            out.append(f"{pad}for (int32_t {v} = 0; {v} < {cexpr(s.extent)}; ++{v}) {{{note}{stages}")
+            for name, n in s.slots.items():
+                b = kernel.buffers[name]
+                ctype = CTYPE[b.dtype] if b.scope != "L0C" else "float"
+                out.append(f"{pad}    LocalTensor<{ctype}> {name} = {name}_slots[({v} % {n}) * {b.slot_elems}];"
+                           f"  // slot {v} % {n} of {b.slots}")
+            _body(s.body, indent + 1, kernel, out)
             out.append(f"{pad}}}")
         elif isinstance(s, AscOp):
             text = _render_op(s.kind, {**s.params, "arch": arch})
@@ -98,7 +105,7 @@ def generate(kernel: Kernel) -> str:
         if b.offset is None:
             raise InternalCompilerError(f"buffer {b.name} has no offset", stage="codegen")
         where = f", {b.loc.file.rsplit('/', 1)[-1]}:{b.loc.line}" if b.loc else ""
-        locals_.append({"name": b.name, "ctype": CTYPE[b.dtype] if b.scope != "L0C" else "float",
+        locals_.append({"name": f"{b.name}_slots" if b.slots > 1 else b.name, "ctype": CTYPE[b.dtype] if b.scope != "L0C" else "float",
                         "mem_var": f"{b.scope.lower()}_buf", "count": b.slot_elems * b.slots,
                         "offset": b.offset, "desc": f"{b.describe()}{where}"})
     block_index = []
@@ -112,7 +119,7 @@ def generate(kernel: Kernel) -> str:
         block_index.append(f"const int32_t {v} = {expr};")
         stride *= int(ext)
     body: list = []
-    _body(kernel.body, 1, kernel.arch.name, body)
+    _body(kernel.body, 1, kernel, body)
     src = kernel.source_file.rsplit("/", 1)[-1] if kernel.source_file else None
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=kernel.arch.name, source=src, name=kernel.name, kernel_type=kernel.kernel_type,

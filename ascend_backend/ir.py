@@ -126,6 +126,7 @@ class Loop(Stmt):
     body: list
     kind: str = "serial"  # serial | pipelined
     num_stages: int = 1
+    slots: dict = field(default_factory=dict)  # buffer name -> rotating slots (multi_buffer)
 
 
 @dataclass
@@ -159,6 +160,7 @@ class Sync(Stmt):
     reason: str = ""
     flag: int = -1  # index into Kernel.flags
     phase: str = ""  # "", "prime", "drain"
+    slot: int | None = None  # prime/drain of a multi-slot flag: which slot
 
     @property
     def event(self) -> str:

@@ -1,6 +1,7 @@
 """The compiler driver: a visible, ordered list of stages, with IR dumps after any of them.
 
-    frontend -> infer_scope -> assign_layout -> lower_tile_ops -> insert_sync -> plan_memory -> codegen
+    frontend -> infer_scope -> assign_layout -> lower_tile_ops -> multi_buffer -> insert_sync
+             -> plan_memory -> codegen
 
 ``compile_kernel(func, arch, dump=...)`` runs them in order; each pass is a pure function
 Kernel -> Kernel (in ascend_backend.passes) that verifies the invariant it establishes.
@@ -22,18 +23,21 @@ def _stages() -> list[tuple[str, Callable[[Kernel], Kernel]]]:
     from ascend_backend.passes.infer_scope import infer_scope
     from ascend_backend.passes.insert_sync import insert_sync
     from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+    from ascend_backend.passes.multi_buffer import multi_buffer
     from ascend_backend.passes.plan_memory import plan_memory
 
     return [
         ("infer_scope", infer_scope),
         ("assign_layout", assign_layout),
         ("lower_tile_ops", lower_tile_ops),
+        ("multi_buffer", multi_buffer),
         ("insert_sync", insert_sync),
         ("plan_memory", plan_memory),
     ]
 
 
-STAGES = ["frontend", "infer_scope", "assign_layout", "lower_tile_ops", "insert_sync", "plan_memory", "codegen"]
+STAGES = ["frontend", "infer_scope", "assign_layout", "lower_tile_ops", "multi_buffer", "insert_sync", "plan_memory",
+          "codegen"]
 
 
 @dataclass

@@ -21,6 +21,7 @@ Every flag records its producer, consumer and buffer in ``kernel.flags`` (the sy
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ascend_backend.errors import InternalCompilerError
@@ -50,6 +51,9 @@ class _Flag:
     hazard: str
     record: FlagRecord | None = None
     syncs: list = field(default_factory=list)
+    slots: int = 1  # >1: one event id per slot of a pipelined loop, indexed by ``index``
+    index: str = ""  # C++ expression of the slot (e.g. "k % 2")
+    base: int = 0  # first event id
 
 
 def _key(acc) -> str:
@@ -93,7 +97,10 @@ class _SyncInserter:
         records = []
         for n, f in enumerate(self.flags):
             kind = "loop-carried" if f.carried else "in order"
-            rec = FlagRecord(index=n, event=f"{f.src}_{f.dst}", event_id=f.syncs[0].event_id,
+            if f.slots > 1:
+                kind += f", {f.slots} slots"
+            ev_id = f.base if f.slots == 1 else f"{f.base}..{f.base + f.slots - 1} by {f.index}"
+            rec = FlagRecord(index=n, event=f"{f.src}_{f.dst}", event_id=ev_id,
                              producer=f.producer.text, consumer=f.consumer.text, buffer=f.buffer,
                              kind=f"{kind} {f.hazard}", producer_loc=f.producer.loc, consumer_loc=f.consumer.loc)
             for s in f.syncs:
@@ -109,7 +116,7 @@ class _SyncInserter:
         for s in items:
             if isinstance(s, Loop):
                 inner, primes = self.block_level(self.block(s.body, s), s)
-                nl = Loop(var=s.var, extent=s.extent, body=inner, kind=s.kind, num_stages=s.num_stages, loc=s.loc)
+                nl = dataclasses.replace(s, body=inner)
                 self.loop_primes[id(nl)] = primes
                 new_items.append(nl)
             else:
@@ -125,14 +132,18 @@ class _SyncInserter:
         for s in body:
             primes_here = self.loop_primes.get(id(s), []) if isinstance(s, Loop) else []
             for f in primes_here:
-                ps = Sync(action="set", src=f.src, dst=f.dst, phase="prime", loc=s.loc)
-                f.syncs.append(ps)
-                out.append(ps)
+                for n in range(f.slots):
+                    ps = Sync(action="set", src=f.src, dst=f.dst, phase="prime", loc=s.loc,
+                              slot=n if f.slots > 1 else None)
+                    f.syncs.append(ps)
+                    out.append(ps)
             out.append(s)
             for f in primes_here:
-                ds = Sync(action="wait", src=f.src, dst=f.dst, phase="drain", loc=s.loc)
-                f.syncs.append(ds)
-                out.append(ds)
+                for n in range(f.slots):
+                    ds = Sync(action="wait", src=f.src, dst=f.dst, phase="drain", loc=s.loc,
+                              slot=n if f.slots > 1 else None)
+                    f.syncs.append(ds)
+                    out.append(ds)
         return out, primes
 
     def _allocate_ids(self, body: list) -> None:
@@ -161,16 +172,38 @@ class _SyncInserter:
             live = busy.setdefault(f"{f.src}_{f.dst}", [])
             live[:] = [(e, k) for e, k in live if e >= start]
             used = {k for _, k in live}
-            free = [k for k in range(MAX_EVENT_ID + 1) if k not in used]
-            if not free:
-                raise InternalCompilerError(f"more than {MAX_EVENT_ID + 1} flags of event {f.src}_{f.dst} alive at "
+            bases = [b for b in range(MAX_EVENT_ID + 2 - f.slots) if not used & set(range(b, b + f.slots))]
+            if not bases:
+                raise InternalCompilerError(f"more than {MAX_EVENT_ID + 1} event ids of {f.src}_{f.dst} needed at "
                                             "once", stage="insert_sync")
-            live.append((end, free[0]))
+            base = bases[0]
+            f.base = base
+            live.extend((end, k) for k in range(base, base + f.slots))
             for s in f.syncs:
-                s.event_id = free[0]
+                if f.slots == 1:
+                    s.event_id = base
+                elif s.slot is not None:
+                    s.event_id = base + s.slot
+                else:
+                    s.event_id = f"{base} + {f.index}" if base else f.index
 
 
 def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
+    from ascend_backend.cexpr import cname
+
+    rotating = dict(loop.slots) if loop is not None else {}
+    stages = max(rotating.values(), default=1)
+    var = cname(loop.var) if loop is not None else ""
+
+    def slotted(f: _Flag) -> _Flag:
+        # Pipes run up to `stages` iterations apart once buffers rotate: a flag set inside the loop
+        # gets one id per slot, so a Set never meets the unconsumed Set of an earlier iteration.
+        # A carried dependency on a non-rotating buffer keeps distance 1 and one id.
+        n = rotating.get(f.buffer, 1) if f.carried else stages
+        if n > 1:
+            f.slots, f.index = n, f"{var} % {n}"
+        return f
+
     evs = [_events(s) for s in items]
     n = len(items)
     placed: list[_Flag] = []
@@ -208,12 +241,13 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
     for j in range(n):
         for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j), j).items(), key=lambda kv: -kv[1][0]):
             if sp == dp:
-                if sp == "V" and self.vector_barrier and not any(i < b <= j for b in barriers):
+                if (sp == "V" and self.vector_barrier and not any(i < b <= j for b in barriers)
+                        and not _barrier_inside(items[i], p, last=True) and not _barrier_inside(items[j], p)):
                     barriers.add(j)
                 continue
             if covered(sp, i, dp, j):
                 continue
-            f = _Flag(sp, dp, i, j, False, p.op, c.op, _bare(buf), hazard)
+            f = slotted(_Flag(sp, dp, i, j, False, p.op, c.op, _bare(buf), hazard))
             placed.append(f)
             sets[i].append(f)
             waits[j].append(f)
@@ -225,13 +259,22 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                                                                    or any(b > i for b in barriers)):
                         barriers.add(j)
                     continue
-                if any(f.carried and f.src == sp and f.dst == dp and f.i >= i and f.j <= j for f in placed):
+                need = rotating.get(_bare(buf), 1)
+                if need > 1 and _static(loop.extent) is not None and _static(loop.extent) <= need:
+                    continue  # every iteration has its own slot: the dependency never happens
+                if any(f.carried and f.src == sp and f.dst == dp and f.i >= i and f.j <= j
+                       and f.slots in (1, need) for f in placed):
                     continue
-                f = _Flag(sp, dp, i, j, True, p.op, c.op, _bare(buf), hazard)
+                f = slotted(_Flag(sp, dp, i, j, True, p.op, c.op, _bare(buf), hazard))
                 placed.append(f)
                 primes.append(f)
                 sets[i].append(f)
                 waits[j].append(f)
+    if stages > 1:
+        # In a pipelined loop every flag costs one event id per slot: merge the flags of one pipe
+        # pair into a single one (Set after the last producer, Wait before the first consumer) so
+        # that num_stages slots fit the ids 0-5.
+        placed = _merge(placed, sets, waits, primes)
     self.flags.extend(placed)
     out: list = []
     for j, item in enumerate(items):
@@ -248,6 +291,56 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
             f.syncs.append(s)
             out.append(s)
     return out, primes
+
+
+def _static(extent) -> int | None:
+    from tvm import tirx
+
+    return int(extent.value) if isinstance(extent, tirx.IntImm) else (extent if isinstance(extent, int) else None)
+
+
+def _barrier_inside(item, other: _Event, last: bool = False) -> bool:
+    """A vector barrier inside loop ``item`` separates its vector ops touching ``other``'s buffers
+    from the outside: before the first such op (``last=False``: ``item`` is the consumer) or after
+    the last one (``last=True``: ``item`` is the producer)."""
+    if not isinstance(item, Loop):
+        return False
+    seq = list(reversed(item.body)) if last else list(item.body)
+    for s in seq:
+        if isinstance(s, Sync) and s.action == "barrier" and s.src == "V":
+            return True
+        evs = _events(s) if isinstance(s, AscOp | Loop) else []
+        for e in evs:
+            if e.pipe == "V" and (_conflict(other, e) if not last else _conflict(e, other)):
+                return False
+    return False
+
+
+def _merge(placed: list, sets: dict, waits: dict, primes: list) -> list:
+    groups: dict = {}
+    for f in placed:
+        groups.setdefault((f.src, f.dst, f.carried, f.slots), []).append(f)
+    out = []
+    for (_, _, carried, _), fs in groups.items():
+        i, j = max(f.i for f in fs), min(f.j for f in fs)
+        if len(fs) == 1 or (not carried and i >= j):
+            out.extend(fs)
+            continue
+        first_c = min(fs, key=lambda f: f.j)
+        last_p = max(fs, key=lambda f: f.i)
+        m = dataclasses.replace(fs[0], i=i, j=j, producer=last_p.producer, consumer=first_c.consumer,
+                                buffer=", ".join(dict.fromkeys(f.buffer for f in fs)), syncs=[])
+        for f in fs:
+            sets[f.i].remove(f)
+            waits[f.j].remove(f)
+            if f in primes:
+                primes.remove(f)
+        sets[i].append(m)
+        waits[j].append(m)
+        if carried:
+            primes.append(m)
+        out.append(m)
+    return out
 
 
 def insert_sync(kernel: Kernel) -> Kernel:
@@ -270,7 +363,7 @@ def verify_sync(kernel: Kernel) -> None:
                     if s.src == "ALL":
                         raise InternalCompilerError("PIPE_ALL barrier emitted", stage="insert_sync")
                     continue
-                if not (isinstance(s.event_id, int) and 0 <= s.event_id <= MAX_EVENT_ID):
+                if isinstance(s.event_id, int) and not 0 <= s.event_id <= MAX_EVENT_ID:
                     raise InternalCompilerError(f"event id {s.event_id} out of 0-{MAX_EVENT_ID}", stage="insert_sync")
                 k = (s.event, s.event_id, s.flag)
                 balance[k] = balance.get(k, 0) + (1 if s.action == "set" else -1)

@@ -211,7 +211,7 @@ class VectorEmitter:
             self.release(t)
         return ops
 
-    def row_reduce(self, kind: str, dst: str, src: str, clear: bool, loc) -> list:
+    def row_reduce(self, kind: str, dst: str, src: str, clear: bool, loc, valid_cols: str | None = None) -> list:
         s = self.buffers[src]
         d = self.buffers[dst]
         esz = self.buffers_dtype_bytes(s.dtype)
@@ -227,7 +227,23 @@ class VectorEmitter:
         vop = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
         ops: list = []
         out = dst if clear else self.temp(d.shape, d.dtype).name
-        if cols <= lanes:
+        if valid_cols is not None:
+            # The tile's last columns may be stale (a column tail of the global shape): fold only
+            # the valid ones, chunk by chunk with a runtime mask, into an accumulator that starts
+            # at the reduction's identity.
+            acc = self.temp((rows * lanes,), s.dtype)
+            identity = {"sum": 0.0, "max": -math.inf, "min": math.inf}[kind]
+            ops.extend(self.duplicate(acc.name, identity, loc))
+            ops.append(self._op("vec_fold_loop", [acc.name, src], [acc.name],
+                                {"op": vop, "dst": acc.name, "src": src, "lanes": lanes, "repeat": rows,
+                                 "src_rep": src_rep, "chunks": (cols + lanes - 1) // lanes, "valid": valid_cols,
+                                 "barrier": self.arch.needs_vector_barrier},
+                                f"{vop} the valid columns of {src} into {acc.name}", loc))
+            ops.append(self._op("vec_whole_reduce", [acc.name], [out],
+                                {"kind": kind, "dst": out, "src": acc.name, "mask": lanes, "repeat": rows,
+                                 "src_rep": 8}, f"WholeReduce{kind.capitalize()} {acc.name} -> {out}", loc))
+            self.release(acc)
+        elif cols <= lanes:
             ops.append(self._op("vec_whole_reduce", [src], [out],
                                 {"kind": kind, "dst": out, "src": src, "mask": cols, "repeat": rows,
                                  "src_rep": src_rep}, f"WholeReduce{kind.capitalize()} {src} -> {out}", loc))

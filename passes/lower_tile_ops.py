@@ -99,6 +99,9 @@ class TileLowerer:
         self.loop_stack: list = []
         self.pending_clear: dict[str, int] = {}  # L0C buffer -> loop depth at T.clear
         self.valid_extents: dict[str, tuple] = {}  # L1 buffer -> (valid_rows, valid_cols) of last load
+        # UB tile -> runtime valid column count, when its last fill from GM may have had a column
+        # tail (the columns past it hold stale data, which reductions must not see).
+        self.ub_valid_cols: dict[str, str] = {}
         self.uses_cube = False
         self.uses_vector = False
 
@@ -129,6 +132,7 @@ class TileLowerer:
                 for op in ops:
                     if op.loc is None:
                         op.loc = s.loc
+                    self._track_valid(op)
                     if op.pipe in ("M", "MTE1", "FIX") or (op.pipe == "MTE2" and self.buffers[
                             op.writes[0].buffer].scope in ("L1", "L0A", "L0B")):
                         self.uses_cube = True
@@ -138,6 +142,24 @@ class TileLowerer:
             else:
                 raise InternalCompilerError(f"unexpected statement {type(s).__name__}", stage="lower_tile_ops")
         return out
+
+    def _track_valid(self, op: AscOp) -> None:
+        """Propagate the valid column count of UB tiles through the ops that write them."""
+        if op.kind == "copy_gm_to_ub":
+            vc = op.params.get("valid_cols")
+            for w in op.writes:
+                if vc:
+                    self.ub_valid_cols[w.buffer] = vc
+                else:
+                    self.ub_valid_cols.pop(w.buffer, None)
+        elif op.pipe == "V":
+            vcs = {self.ub_valid_cols[r.buffer] for r in op.reads if r.buffer in self.ub_valid_cols}
+            for w in op.writes:
+                if vcs and self.buffers[w.buffer].cols == max(
+                        self.buffers[r.buffer].cols for r in op.reads if r.buffer in self.ub_valid_cols):
+                    self.ub_valid_cols[w.buffer] = sorted(vcs)[0]
+                elif op.kind != "vec_fold_loop":
+                    self.ub_valid_cols.pop(w.buffer, None)
 
     # ------------------------------------------------------------ copy
     def lower_copy(self, s: TileOp) -> list:
@@ -190,7 +212,8 @@ class TileLowerer:
         ctype = CTYPE[gm.dtype]
         contiguous = (w.cols * esz) % 32 == 0 and not w.tail_cols and (w.rows == 1 or (
             w.row_stride == w.cols and ub.pitch == w.cols))
-        params = {"dst": ub.name, "src": _t(f"{gm.name}_gm", w.offset), "ctype": ctype}
+        params = {"dst": ub.name, "src": _t(f"{gm.name}_gm", w.offset), "ctype": ctype,
+                  "valid_cols": w.valid_cols if w.tail_cols else None}
         if contiguous:
             params.update(form="count", count=f"{w.valid_rows} * {w.cols}" if w.tail_rows else str(w.rows * w.cols))
             text = f"DataCopy {gm.name} -> {ub.name}"
@@ -309,7 +332,8 @@ class TileLowerer:
             raise UnsupportedError(f"T.reduce_{a['type']} from {src.dtype} to {dst.dtype}: reductions take float32 "
                                    "or float16 tiles of one dtype", loc=s.loc,
                                    hint="T.copy the tile into a float32 fragment first")
-        return self.vec.row_reduce(a["type"], dst.name, src.name, a["clear"], s.loc)
+        return self.vec.row_reduce(a["type"], dst.name, src.name, a["clear"], s.loc,
+                                   valid_cols=self.ub_valid_cols.get(src.name))
 
     # ------------------------------------------------------------ parallel
     def lower_parallel(self, s: TileOp) -> list:

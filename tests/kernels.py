@@ -78,3 +78,105 @@ def bias_scale(M=64, N=96, bM=32, dtype="float32"):
                 Y[bx * bM + i, j] = (x[i, j] + b[j]) * s[i]
 
     return bias_scale_k
+
+
+def rowsum_stream(M=64, N=1000, bM=16, bN=256, num_stages=2, dtype="float16"):
+    """Row sums of long rows, streamed through UB in column chunks with T.Pipelined."""
+
+    @T.prim_func
+    def rowsum(X: T.Tensor((M, N), dtype), Y: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            xs = T.alloc_shared((bM, bN), dtype)
+            x = T.alloc_fragment((bM, bN), "float32")
+            acc = T.alloc_fragment((bM,), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(N, bN), num_stages=num_stages):
+                T.copy(X[bx * bM, k * bN], xs)
+                T.copy(xs, x)
+                T.reduce_sum(x, acc, dim=1, clear=False)
+            T.copy(acc, Y[bx * bM])
+
+    return rowsum
+
+
+def scale_stream(M=64, N=1000, bM=16, bN=256, num_stages=2, dtype="float16"):
+    """Y = X * 2 + 1 streamed in column chunks with T.Pipelined."""
+
+    @T.prim_func
+    def scale(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            xs = T.alloc_shared((bM, bN), dtype)
+            ys = T.alloc_shared((bM, bN), dtype)
+            for k in T.Pipelined(T.ceildiv(N, bN), num_stages=num_stages):
+                T.copy(X[bx * bM, k * bN], xs)
+                for i, j in T.Parallel(bM, bN):
+                    ys[i, j] = xs[i, j] * 2.0 + 1.0
+                T.copy(ys, Y[bx * bM, k * bN])
+
+    return scale
+
+
+def gemm_loop(M=64, N=64, K=224, bK=32, num_stages=None, dtype="float16"):
+    """C = A x B with a K loop: T.serial when num_stages is None, else T.Pipelined(num_stages)."""
+
+    @T.prim_func
+    def gemm_k(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, 1, threads=128) as (_, _by):
+            a = T.alloc_shared((M, bK), dtype)
+            b = T.alloc_shared((bK, N), dtype)
+            c = T.alloc_fragment((M, N), "float32")
+            T.clear(c)
+            if num_stages is None:
+                for k in T.serial(T.ceildiv(K, bK)):
+                    T.copy(A[0, k * bK], a)
+                    T.copy(B[k * bK, 0], b)
+                    T.gemm(a, b, c)
+            else:
+                for k in T.Pipelined(T.ceildiv(K, bK), num_stages=num_stages):
+                    T.copy(A[0, k * bK], a)
+                    T.copy(B[k * bK, 0], b)
+                    T.gemm(a, b, c)
+            T.copy(c, C[0, 0])
+
+    return gemm_k
+
+
+def stream(M=32, N=448, bM=16, bN=64, num_stages=None, dtype="float16"):
+    """Y = X * 2 + 1 and S = row sums of X, streamed over column chunks (serial or pipelined)."""
+
+    def body(X, Y, S, xs, x, ys, acc, bx, k):
+        T.copy(X[bx * bM, k * bN], xs)
+        T.copy(xs, x)
+        for i, j in T.Parallel(bM, bN):
+            ys[i, j] = xs[i, j] * 2.0 + 1.0
+        T.copy(ys, Y[bx * bM, k * bN])
+        T.reduce_sum(x, acc, dim=1, clear=False)
+
+    @T.prim_func
+    def stream_k(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype), S: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            xs = T.alloc_shared((bM, bN), dtype)
+            ys = T.alloc_shared((bM, bN), dtype)
+            x = T.alloc_fragment((bM, bN), "float32")
+            acc = T.alloc_fragment((bM,), "float32")
+            T.clear(acc)
+            if num_stages is None:
+                for k in T.serial(T.ceildiv(N, bN)):
+                    T.copy(X[bx * bM, k * bN], xs)
+                    T.copy(xs, x)
+                    for i, j in T.Parallel(bM, bN):
+                        ys[i, j] = xs[i, j] * 2.0 + 1.0
+                    T.copy(ys, Y[bx * bM, k * bN])
+                    T.reduce_sum(x, acc, dim=1, clear=False)
+            else:
+                for k in T.Pipelined(T.ceildiv(N, bN), num_stages=num_stages):
+                    T.copy(X[bx * bM, k * bN], xs)
+                    T.copy(xs, x)
+                    for i, j in T.Parallel(bM, bN):
+                        ys[i, j] = xs[i, j] * 2.0 + 1.0
+                    T.copy(ys, Y[bx * bM, k * bN])
+                    T.reduce_sum(x, acc, dim=1, clear=False)
+            T.copy(acc, S[bx * bM])
+
+    del body
+    return stream_k

@@ -34,7 +34,7 @@ def test_elementwise_add_c220():
 
 
 def test_gemm_c220_k_loop_is_primed_and_drained():
-    filecheck(src(gemm.matmul(), "dav-c220"), """
+    filecheck(src(gemm.matmul(num_stages=1), "dav-c220"), """
         CHECK: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
         CHECK: LocalTensor<half> A_shared = l1_buf.GetWithOffset<half>
         CHECK: A_shared_l0a: L0A 128x64xfloat16 ZZ
@@ -135,8 +135,48 @@ def test_rmsnorm_row_and_column_broadcasts():
     """)
 
 
+def test_gemm_pipelined_prologue_steady_state_epilogue():
+    # Two stages: L1 and L0 tiles rotate through two slots; every flag of the loop has one event
+    # id per slot, primed before the loop (prologue), indexed by k % 2 inside (steady state)
+    # and drained after it (epilogue).
+    filecheck(src(gemm.matmul(num_stages=2), "dav-c220"), """
+        CHECK: LocalTensor<half> A_shared_slots = l1_buf.GetWithOffset<half>(16384, 0);  // A_shared: L1 128x64xfloat16 NZ slots=2
+        CHECK: LocalTensor<half> A_shared_l0a_slots = l0a_buf.GetWithOffset<half>(16384, 0);
+        # prologue: one id per slot; the flags of one pipe pair share one (merged) flag
+        CHECK: SetFlag<HardEvent::M_MTE1>(0);  // prime: WAR on A_shared_l0a
+        CHECK-NEXT: SetFlag<HardEvent::M_MTE1>(1);  // prime
+        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(0);  // prime: WAR on A_shared, B_shared
+        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(1);  // prime
+        # steady state
+        CHECK-NEXT: for (int32_t k = 0; k < 4; ++k)
+        CHECK-SAME: (pipelined, 2 stages)
+        CHECK-NEXT: LocalTensor<half> A_shared = A_shared_slots[(k % 2) * 8192];
+        CHECK: WaitFlag<HardEvent::MTE1_MTE2>(k % 2);
+        CHECK-NEXT: DataCopy(A_shared, A_gm
+        CHECK-NEXT: DataCopy(B_shared, B_gm
+        CHECK-NEXT: SetFlag<HardEvent::MTE2_MTE1>(k % 2);  // RAW on A_shared, B_shared
+        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(k % 2);
+        CHECK-NEXT: WaitFlag<HardEvent::MTE2_MTE1>(k % 2);
+        CHECK: LoadData(A_shared_l0a
+        CHECK: LoadData(B_shared_l0b
+        CHECK: SetFlag<HardEvent::MTE1_M>(k % 2);
+        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(k % 2);
+        CHECK-NEXT: WaitFlag<HardEvent::MTE1_M>(k % 2);
+        CHECK: Mmad(C_local, A_shared_l0a, B_shared_l0b, mp);
+        CHECK: SetFlag<HardEvent::M_MTE1>(k % 2);
+        CHECK-NEXT: }
+        # epilogue
+        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(0);  // drain
+        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(1);  // drain
+        CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(0);  // drain
+        CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(1);  // drain
+        CHECK-NEXT: SetFlag<HardEvent::M_FIX>(0);
+        CHECK-NOT: PIPE_ALL
+    """)
+
+
 def test_sync_table_names_producer_consumer_buffer():
-    k = ascend_backend.compile(gemm.matmul(), target="ascendc", runtime="emulator")
+    k = ascend_backend.compile(gemm.matmul(num_stages=1), target="ascendc", runtime="emulator")
     rows = k.sync_table()
     carried = [r for r in rows if r["kind"].startswith("loop-carried")]
     assert {(r["event"], r["buffer"]) for r in carried} == {("MTE1_MTE2", "A_shared"), ("MTE1_MTE2", "B_shared"),

@@ -22,3 +22,29 @@ def test_every_flag_is_needed_and_caught(arch, name, capsys):
     assert res.deleted > 0
     assert not res.unneeded, f"{len(res.unneeded)} deletions not caught:\n  " + "\n  ".join(res.unneeded)
     assert res.caught == res.deleted
+
+
+def _pipelined_cases():
+    import kernels
+    import torch
+
+    from ascend_backend.testing import Case
+
+    a, b = torch.randn(64, 224).half(), torch.randn(224, 64).half()
+    x = torch.randn(32, 184).half()
+    return {
+        "gemm_3_stages": Case(kernels.gemm_loop(K=224, num_stages=3), [a, b, torch.empty(64, 64)], [2],
+                              lambda a, b, c: [a.float() @ b.float()], atol=1e-3, rtol=1e-3),
+        "stream_2_stages": Case(kernels.stream(N=184, num_stages=2), [x, torch.empty_like(x), torch.empty(32)],
+                                [1, 2], lambda x, y, s: [(x.float() * 2 + 1).half(), x.float().sum(-1)],
+                                atol=1e-3, rtol=1e-4),
+    }
+
+
+@pytest.mark.parametrize("name", ["gemm_3_stages", "stream_2_stages"])
+def test_pipelined_flags_are_all_needed(arch, name, capsys):
+    res = run_mutations(_pipelined_cases()[name], arch)
+    with capsys.disabled():
+        print(f"\n[mutation] {name}: {res.line()}")
+    assert not res.unneeded, f"{len(res.unneeded)} deletions not caught:\n  " + "\n  ".join(res.unneeded)
+    assert res.caught == res.deleted > 0

@@ -1,0 +1,121 @@
+"""multi_buffer: rotate the buffers of a T.Pipelined loop through num_stages slots.
+
+Needs: a lowered body (Loops and AscOps), before insert_sync and plan_memory.
+Establishes: in every pipelined loop with num_stages = s > 1, each L1 or UB buffer that is
+private to one iteration (only touched inside the loop, and first written, not read, in each
+iteration) has s slots, and each such L0A/L0B/L0C buffer has 2 when its memory has room; the
+loop records them in ``Loop.slots``. Iteration k uses slot k % s, so the loads of iteration k + 1
+go to another slot while iteration k computes, and insert_sync gives the dependencies on these
+buffers one event id per slot. If s slots do not fit L1 or UB, a MemoryBudgetError says so and
+names the largest number of stages that fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ascend_backend.errors import InternalCompilerError, MemoryBudgetError
+from ascend_backend.ir import AscOp, Kernel, Loop, walk
+
+from .plan_memory import budget_table
+
+ROTATED = ("L1", "UB")
+DOUBLED = ("L0A", "L0B", "L0C")
+
+
+def _touched(body) -> set:
+    return {a.buffer for s in walk(body) if isinstance(s, AscOp) for a in s.reads + s.writes}
+
+
+def _private(loop: Loop, outside: set) -> list:
+    """Buffers whose every access is in ``loop`` and whose first access per iteration is a write."""
+    first: dict[str, str] = {}
+    for s in walk(loop.body):
+        if not isinstance(s, AscOp):
+            continue
+        reads = {a.buffer for a in s.reads}
+        for a in s.reads:
+            first.setdefault(a.buffer, "read")
+        for a in s.writes:
+            first.setdefault(a.buffer, "read" if a.buffer in reads else "write")
+    return [b for b, kind in first.items() if kind == "write" and b not in outside]
+
+
+def multi_buffer(kernel: Kernel) -> Kernel:
+    """Give the iteration-private buffers of pipelined loops their rotating slots."""
+    buffers = kernel.copy_buffers()
+
+    def rewrite(body: list, outer: list) -> list:
+        out = []
+        for n, s in enumerate(body):
+            if not isinstance(s, Loop):
+                out.append(s)
+                continue
+            siblings = outer + body[:n] + body[n + 1:]
+            inner = rewrite(s.body, siblings)
+            slots = {}
+            if s.kind == "pipelined" and s.num_stages > 1:
+                outside = _touched([x for x in siblings])
+                for name in _private(dataclasses.replace(s, body=inner), outside):
+                    b = buffers[name]
+                    if b.scope in ROTATED:
+                        slots[name] = s.num_stages
+                    elif b.scope in DOUBLED:
+                        slots[name] = 2
+            for name, k in slots.items():
+                buffers[name].slots = max(buffers[name].slots, k)
+            out.append(dataclasses.replace(s, body=inner, slots=slots))
+        return out
+
+    body = rewrite(kernel.body, [])
+    _fit(kernel, buffers, body)
+    out = kernel.replace(body=body, buffers=buffers)
+    verify_multi_buffer(out)
+    return out
+
+
+def _fit(kernel: Kernel, buffers: dict, body: list) -> None:
+    """L0 memories: fall back to one slot where two do not fit. L1/UB: fail naming the stages that fit."""
+    cap = kernel.arch.capacity
+    for mem in DOUBLED:
+        members = [b for b in buffers.values() if b.scope == mem]
+        if sum(b.nbytes for b in members) > cap[mem]:
+            for b in members:
+                b.slots = 1
+            for lp in (s for s in walk(body) if isinstance(s, Loop)):
+                for b in members:
+                    lp.slots.pop(b.name, None)
+    for mem in ROTATED:
+        members = [b for b in buffers.values() if b.scope == mem]
+        total = sum(b.nbytes for b in members)
+        if total <= cap[mem]:
+            continue
+        staged = [b for b in members if b.slots > 1]
+        if not staged:
+            continue  # plan_memory reports plain overflows
+        fixed = sum(b.nbytes for b in members if b.slots == 1)
+        unit = sum(b.nbytes // b.slots for b in staged)
+        fits = max(0, (cap[mem] - fixed) // unit) if unit else 0
+        stages = staged[0].slots
+        raise MemoryBudgetError(
+            f"{mem} cannot hold {stages} pipeline stages: it needs {total} bytes with {stages} slots per pipelined "
+            f"buffer, and holds {cap[mem]} bytes on {kernel.arch.name}",
+            table=budget_table(members, mem, cap[mem], kernel.arch.name),
+            loc=next((s.loc for s in walk(body) if isinstance(s, Loop) and s.slots), staged[0].loc),
+            hint=(f"use num_stages={fits} (the largest that fits)" if fits >= 1 else
+                  "even one stage does not fit: reduce the tile sizes") + f", or reduce the tile sizes",
+        )
+
+
+def verify_multi_buffer(kernel: Kernel) -> None:
+    """Every slotted buffer belongs to exactly one pipelined loop and is touched only there."""
+    owners: dict[str, int] = {}
+    for s in walk(kernel.body):
+        if isinstance(s, Loop):
+            for name in s.slots:
+                owners[name] = owners.get(name, 0) + 1
+                if kernel.buffers[name].slots < s.slots[name]:
+                    raise InternalCompilerError(f"{name} has fewer slots than its loop uses", stage="multi_buffer")
+    for name, n in owners.items():
+        if n != 1:
+            raise InternalCompilerError(f"{name} rotates in {n} loops", stage="multi_buffer")
