@@ -105,7 +105,8 @@ def generate(kernel: Kernel) -> str:
         if b.offset is None:
             raise InternalCompilerError(f"buffer {b.name} has no offset", stage="codegen")
         where = f", {b.loc.file.rsplit('/', 1)[-1]}:{b.loc.line}" if b.loc else ""
-        locals_.append({"name": f"{b.name}_slots" if b.slots > 1 else b.name, "ctype": CTYPE[b.dtype] if b.scope != "L0C" else "float",
+        locals_.append({"name": f"{b.name}_slots" if b.slots > 1 else b.name,
+                        "ctype": CTYPE[b.dtype] if b.scope != "L0C" else "float",
                         "mem_var": f"{b.scope.lower()}_buf", "count": b.slot_elems * b.slots,
                         "offset": b.offset, "desc": f"{b.describe()}{where}"})
     block_index = []

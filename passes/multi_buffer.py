@@ -102,8 +102,8 @@ def _fit(kernel: Kernel, buffers: dict, body: list) -> None:
             f"buffer, and holds {cap[mem]} bytes on {kernel.arch.name}",
             table=budget_table(members, mem, cap[mem], kernel.arch.name),
             loc=next((s.loc for s in walk(body) if isinstance(s, Loop) and s.slots), staged[0].loc),
-            hint=(f"use num_stages={fits} (the largest that fits)" if fits >= 1 else
-                  "even one stage does not fit: reduce the tile sizes") + f", or reduce the tile sizes",
+            hint=(f"use num_stages={fits} (the largest that fits), or reduce the tile sizes" if fits >= 1 else
+                  "even one stage does not fit: reduce the tile sizes"),
         )
 
 

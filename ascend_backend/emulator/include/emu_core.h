@@ -105,6 +105,10 @@ void cross_set(int mode, int pipe, int32_t id, const Loc& loc);
 void cross_wait(int mode, int pipe, int32_t id, const Loc& loc);
 void sync_all(bool aiv_only, const Loc& loc);
 void check_kernel_type(int type, const Loc& loc);
+// Implicit synchronisation of TQue: a flag keyed by an address (not an event id).
+void queue_signal(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc);
+void queue_wait(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc);
+void queue_forget(const void* begin, size_t bytes);
 int64_t block_idx();
 int64_t block_num();
 int64_t sub_block_idx();
@@ -299,6 +303,100 @@ private:
     uint32_t off_ = 0, bytes_ = 0;
 };
 
+// ---- TQue / TQueBind: queues with implicit synchronisation ----------------------------
+// EnQue signals producer pipe -> consumer pipe, DeQue waits for it; FreeTensor signals
+// consumer -> producer, and AllocTensor of a reused buffer waits for it. Pipes per position:
+// VECIN MTE2->V, VECOUT V->MTE3, A1/B1/C1 MTE2->MTE1, A2/B2 MTE1->M, CO1 M->FIX; a
+// TQueBind<src, dst> uses src's producer and dst's consumer; VECCALC queues do not sync.
+constexpr int que_producer(TPosition p) {
+    switch (p) {
+        case TPosition::VECIN: case TPosition::A1: case TPosition::B1: case TPosition::C1: return (int)emu::Pipe::MTE2;
+        case TPosition::VECOUT: return (int)emu::Pipe::V;
+        case TPosition::A2: case TPosition::B2: return (int)emu::Pipe::MTE1;
+        case TPosition::CO1: return (int)emu::Pipe::M;
+        default: return -1;
+    }
+}
+constexpr int que_consumer(TPosition p) {
+    switch (p) {
+        case TPosition::VECIN: return (int)emu::Pipe::V;
+        case TPosition::VECOUT: return (int)emu::Pipe::MTE3;
+        case TPosition::A1: case TPosition::B1: case TPosition::C1: return (int)emu::Pipe::MTE1;
+        case TPosition::A2: case TPosition::B2: return (int)emu::Pipe::M;
+        case TPosition::CO1: return (int)emu::Pipe::FIX;
+        default: return -1;
+    }
+}
+
+template <TPosition src, TPosition dst, int32_t depth = 1, auto... cfg>
+class TQueBind {
+public:
+    static constexpr int kMax = 32;
+    TQueBind() = default;
+    TQueBind(const TQueBind&) = delete;
+    TQueBind& operator=(const TQueBind&) = delete;
+    ~TQueBind() { emu::queue_forget(this, sizeof(*this)); }
+    template <class T> LocalTensor<T> AllocTensor(const emu::Loc& loc = emu::Loc::current()) {
+        check_init(loc);
+        int i = (int)(allocs_ % num_);
+        if (allocs_ >= num_ && sync()) emu::queue_wait(cons(), prod(), &free_key_[i], "AllocTensor", loc);
+        ++allocs_;
+        return LocalTensor<T>(mem_of(src), off_ + (uint32_t)i * stride_, len_ / sizeof(T), src);
+    }
+    template <class T> bool EnQue(const LocalTensor<T>& t, const emu::Loc& loc = emu::Loc::current()) {
+        int i = index_of(t.emu_offset(), "EnQue", loc);
+        if (count_ >= num_) emu::fail("invalid_param", "TQue::EnQue: the queue is full", loc);
+        if (sync()) emu::queue_signal(prod(), cons(), &data_key_[i], "EnQue", loc);
+        fifo_[(head_ + count_) % kMax] = i;
+        ++count_;
+        return true;
+    }
+    template <class T> LocalTensor<T> DeQue(const emu::Loc& loc = emu::Loc::current()) {
+        if (count_ == 0) emu::fail("invalid_param", "TQue::DeQue on an empty queue (no EnQue before it; would hang)", loc);
+        int i = fifo_[head_];
+        head_ = (head_ + 1) % kMax;
+        --count_;
+        if (sync()) emu::queue_wait(prod(), cons(), &data_key_[i], "DeQue", loc);
+        return LocalTensor<T>(mem_of(dst), off_ + (uint32_t)i * stride_, len_ / sizeof(T), dst);
+    }
+    template <class T> void FreeTensor(const LocalTensor<T>& t, const emu::Loc& loc = emu::Loc::current()) {
+        int i = index_of(t.emu_offset(), "FreeTensor", loc);
+        if (sync()) emu::queue_signal(cons(), prod(), &free_key_[i], "FreeTensor", loc);
+    }
+    bool VacantInQue() const { return count_ < num_; }
+    bool HasTensorInQue() const { return count_ > 0; }
+    int32_t GetTensorCountInQue() const { return (int32_t)count_; }
+    void emu_init(uint32_t off, uint32_t num, uint32_t len, uint32_t stride, const emu::Loc& loc) {
+        if (num == 0 || num > kMax) emu::fail("invalid_param", "TPipe::InitBuffer(queue): num must be 1..32", loc);
+        off_ = off;
+        num_ = num;
+        len_ = len;
+        stride_ = stride;
+    }
+
+private:
+    static constexpr bool sync() { return que_producer(src) >= 0 && que_consumer(dst) >= 0; }
+    static constexpr emu::Pipe prod() { return (emu::Pipe)que_producer(src); }
+    static constexpr emu::Pipe cons() { return (emu::Pipe)que_consumer(dst); }
+    void check_init(const emu::Loc& loc) const {
+        if (num_ == 0) emu::fail("invalid_param", "TQue used before TPipe::InitBuffer", loc);
+    }
+    int index_of(uint64_t off, const char* what, const emu::Loc& loc) const {
+        check_init(loc);
+        if (off < off_ || (off - off_) % stride_ != 0 || (off - off_) / stride_ >= num_)
+            emu::fail("invalid_param", std::string("TQue::") + what + ": tensor is not a buffer of this queue", loc);
+        return (int)((off - off_) / stride_);
+    }
+    uint32_t off_ = 0, num_ = 0, len_ = 0, stride_ = 1;
+    uint64_t allocs_ = 0;
+    uint32_t head_ = 0, count_ = 0;
+    int fifo_[kMax] = {};
+    char data_key_[kMax] = {};
+    char free_key_[kMax] = {};
+};
+template <TPosition pos, int32_t depth = 1, auto... cfg>
+using TQue = TQueBind<pos, pos, depth, cfg...>;
+
 class TPipe;
 namespace emu_detail {
 TPipe*& current_pipe();
@@ -322,6 +420,21 @@ public:
         buf.emu_set((uint32_t)start, bytes);
         used_[(int)m] = start + bytes;
         detail_[(int)m] += std::to_string(bytes) + " B at line " + std::to_string(loc.line()) + "; ";
+        return true;
+    }
+    template <TPosition src, TPosition dst, int32_t depth, auto... cfg>
+    bool InitBuffer(TQueBind<src, dst, depth, cfg...>& que, uint8_t num, uint32_t len,
+                    const emu::Loc& loc = emu::Loc::current()) {
+        constexpr emu::Mem m = mem_of(src);
+        uint64_t a = align_of(m);
+        uint64_t stride = ((uint64_t)len + a - 1) / a * a;
+        uint64_t start = (used_[(int)m] + a - 1) / a * a;
+        uint64_t bytes = stride * num;
+        if (start + bytes > emu::mem_size(m)) emu::note_capacity(m, start, bytes, detail_[(int)m].c_str(), loc);
+        que.emu_init((uint32_t)start, num, len, (uint32_t)stride, loc);
+        used_[(int)m] = start + bytes;
+        detail_[(int)m] += "queue " + std::to_string(num) + " x " + std::to_string(len) + " B at line " +
+                           std::to_string(loc.line()) + "; ";
         return true;
     }
     void Destroy() { Reset(); }

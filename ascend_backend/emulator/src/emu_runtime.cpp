@@ -142,6 +142,7 @@ struct Core {
     VC clk[kNumPipes]{};
     uint32_t cnt[kNumPipes]{};
     std::vector<FlagSlot> flags;  // event code (<128) x 8 ids
+    std::map<const void*, FlagSlot> qflags;  // TQue implicit flags, keyed by address
     std::vector<OpRec> trace;
     std::vector<Dep> deps;
     uint32_t x0_set = 0, x0_wait = 0;
@@ -714,6 +715,60 @@ void wait_flag(Pipe src, Pipe dst, int32_t id, const Loc& loc) {
         join(c->clk[(int)dst], f.clk);
     }
     f.set = false;
+}
+
+void queue_signal(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc) {
+    Core* c = cur_core(loc, what);
+    if (!c) return;
+    note_last(c, what, loc);
+    if (!pipe_on(c->kind, src) || !pipe_on(c->kind, dst))
+        fail_op("invalid_pipe", std::string(what) + ": this queue's pipes " + kPipeNames[(int)src] + " -> " + kPipeNames[(int)dst] +
+                                    " are not on the " + c->name(), what, loc);
+    OpRec r{what, loc.line(), R_SET, (uint8_t)src, (uint8_t)src, (uint8_t)dst, 0, 0, 0, 0, 0, 0};
+    uint32_t idx = push_rec(c, r);
+    FlagSlot& f = c->qflags[key];
+    VC v = pipe_done_clock(c, src);
+    if (f.set) join(f.clk, v);  // a newer signal supersedes (queues never hang on it)
+    else f.clk = v;
+    f.set = true;
+    f.idx = idx;
+    f.line = loc.line();
+}
+
+void queue_wait(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc) {
+    Core* c = cur_core(loc, what);
+    if (!c) return;
+    note_last(c, what, loc);
+    OpRec r{what, loc.line(), R_WAIT, (uint8_t)dst, (uint8_t)src, (uint8_t)dst, 0, 0, 0, 0, 0, 0};
+    auto it = c->qflags.find(key);
+    if (it == c->qflags.end() || !it->second.set) {
+        add_flag_error("wait_without_set", "TQue", -1,
+                       std::string(what) + ": nothing to wait for (" +
+                           (std::string(what) == "AllocTensor" ? "the buffer was never released with FreeTensor" : "no EnQue") +
+                           "; would hang on hardware)",
+                       loc);
+        push_rec(c, r);
+        return;
+    }
+    FlagSlot& f = it->second;
+    r.dep_off = (uint32_t)c->deps.size();
+    r.dep_n = 1;
+    c->deps.push_back({c->gt, f.idx});
+    push_rec(c, r);
+    if (dst == Pipe::S) {
+        for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], f.clk);
+    } else {
+        join(c->clk[(int)dst], f.clk);
+    }
+    f.set = false;
+}
+
+void queue_forget(const void* begin, size_t bytes) {
+    Core* c = tls;
+    if (!c) return;
+    auto lo = c->qflags.lower_bound(begin);
+    auto hi = c->qflags.lower_bound((const char*)begin + bytes);
+    c->qflags.erase(lo, hi);
 }
 
 void pipe_barrier(int pipe, const Loc& loc) {
