@@ -88,18 +88,10 @@ class Report:
             errors=list(d.get("errors") or []),
             _trace=trace,
         )
-        if trace:
-            counts = {p: 0 for p in PIPES}
-            by_name: dict[str, int] = {}
-            names = trace["names"]
-            for th in trace["threads"]:
-                for rec in th["ops"]:
-                    if rec[0] == 0:
-                        counts[PIPES[rec[1]]] += 1
-                        n = names[rec[2]]
-                        by_name[n] = by_name.get(n, 0) + 1
-            r.op_counts = {k: v for k, v in counts.items() if v}
-            r.op_counts_by_name = dict(sorted(by_name.items(), key=lambda kv: -kv[1]))
+        counts = d.get("op_counts") or {}
+        r.op_counts = {p: int(counts[p]) for p in PIPES if counts.get(p)}
+        r.op_counts_by_name = dict(sorted((d.get("op_counts_by_name") or {}).items(), key=lambda kv: -kv[1]))
+        if trace and any(th["ops"] for th in trace["threads"]):
             if timing_enabled:
                 r.timing, r._timeline = timing_mod.model(trace, r.arch, r.block_dim)
         r.ok = not (r.races or r.races_total or r.flag_errors or r.deadlock or r.errors)

@@ -234,7 +234,8 @@ def run_source(
     keep: list[Any] = []
     ptrs = (ctypes.c_void_p * max(1, len(args)))()
     cfg = [f"block_dim {block_dim}", f"kernel_type {kt}", f"checks {int(bool(checks))}", f"pool {pool}",
-           f"mode0 {int(mode0)}"]
+           f"mode0 {int(mode0)}",
+           f"trace_cap {int(os.environ.get('TL_ASCEND_EMU_TRACE_CAP', '1000000')) if timing else 0}"]
     copies: list[tuple[torch.Tensor, torch.Tensor]] = []  # (user tensor, contiguous stand-in)
     for i, (p, a) in enumerate(zip(sig.params, args, strict=True)):
         if p.pointer:

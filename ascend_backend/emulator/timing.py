@@ -159,7 +159,7 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
                 blocked = False
                 for k in range(0, len(deps), 2):
                     dg, di = deps[k], deps[k + 1]
-                    if dg in gtset:
+                    if dg in gtset and di < len(times[dg]):
                         if dg != gt and state[dg]["i"] <= di:
                             blocked = True
                             break

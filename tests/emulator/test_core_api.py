@@ -155,3 +155,13 @@ extern "C" __global__ __aicore__ void vadd(GM_ADDR x, GM_ADDR z) {
     rep.write_timeline_svg(str(svg))
     body = svg.read_text()
     assert body.startswith("<svg") and "MODELLED" in body and "Muls" in body
+
+
+def test_trace_cap_keeps_counts_and_marks_timing(monkeypatch):
+    out = torch.zeros(8)
+    monkeypatch.setenv("TL_ASCEND_EMU_TRACE_CAP", "3")
+    rep = run_source(SCAL, "scal", [out, 1, 2, 3.0, 4.0, True], 2)
+    assert rep.op_counts == {"S": 10} and rep.op_counts_by_name == {"SetValue": 10}
+    assert rep.timing["truncated_trace"] is True
+    rep = run_source(SCAL, "scal", [out, 1, 2, 3.0, 4.0, True], 2, timing=False)
+    assert rep.op_counts == {"S": 10} and rep.timing == {}

@@ -153,6 +153,7 @@ struct Core {
     uint32_t wait_line = 0;
     const char* wait_file = "";
     uint64_t ops = 0;
+    std::unordered_map<const char*, uint64_t> op_names;  // op count per API name
     std::condition_variable cv;  // this thread sleeps here (slot grant, cross-core wait)
     std::string name() const {
         if (kind == CoreKind::AIC) return "AIC";
@@ -206,7 +207,9 @@ struct Global {
     int block_dim = 1, ktype = 0;
     bool checks = true, mode0_hint = false;
     int pool = 2;
-    uint64_t trace_cap = 4'000'000;
+    uint64_t trace_cap = 1'000'000;  // trace records kept for the timing model, all cores together
+    std::atomic<uint64_t> trace_used{0};
+    std::atomic<bool> trace_truncated{false};
     bool has_aic = false;
     int naiv = 1, per_block = 1;
     std::deque<Region> gm;
@@ -472,7 +475,8 @@ Resolved check_span(Core* c, const Span& s, const char* op, const Loc& loc) {
 
 uint32_t push_rec(Core* c, OpRec r) {
     uint32_t idx = (uint32_t)c->trace.size();
-    if (c->trace.size() < G->trace_cap) c->trace.push_back(r);
+    if (G->trace_used.fetch_add(1, std::memory_order_relaxed) < G->trace_cap) c->trace.push_back(r);
+    else G->trace_truncated.store(true, std::memory_order_relaxed);
     return idx;
 }
 
@@ -625,6 +629,7 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     int tid = c->slot * kNumPipes + p;
     if (pipe_in_order(pipe)) c->clk[p][tid] = e;
     c->ops++;
+    c->op_names[op]++;
     if (G->checks) {
         Acc cur{op, loc.file_name(), loc.line(), c->gt, c->block, (uint8_t)tid, (uint8_t)c->kind, e, c->x0_set, c->x0_wait};
         const VC& clk = c->clk[p];
@@ -1120,7 +1125,6 @@ std::string build_report() {
         Core* c = G->cores[ci].get();
         if (ci) th += ",";
         th += "{\"block\":" + std::to_string(c->block) + ",\"core\":" + jstr(c->name()) + ",\"ops\":[";
-        if (c->trace.size() >= G->trace_cap) truncated = true;
         char buf[256];
         for (size_t i = 0; i < c->trace.size(); ++i) {
             const OpRec& r = c->trace[i];
@@ -1136,6 +1140,30 @@ std::string build_report() {
         }
         th += "]}";
     }
+    // op counts (independent of the trace cap)
+    {
+        uint64_t per_pipe[kNumPipes] = {};
+        std::map<std::string, uint64_t> per_name;
+        for (auto& c : G->cores) {
+            for (int p = 0; p < kNumPipes; ++p) per_pipe[p] += c->cnt[p];
+            for (auto& [n, k] : c->op_names) per_name[n] += k;
+        }
+        o += ",\"op_counts\":{";
+        bool f = true;
+        for (int p = 0; p < kNumPipes; ++p)
+            if (per_pipe[p]) {
+                o += (f ? "" : ",") + jstr(kPipeNames[p]) + ":" + std::to_string(per_pipe[p]);
+                f = false;
+            }
+        o += "},\"op_counts_by_name\":{";
+        f = true;
+        for (auto& [n, k] : per_name) {
+            o += (f ? "" : ",") + jstr(n) + ":" + std::to_string(k);
+            f = false;
+        }
+        o += "}";
+    }
+    truncated = G->trace_truncated.load();
     o += ",\"trace\":{\"truncated\":" + std::string(truncated ? "true" : "false") + ",\"names\":[";
     for (size_t i = 0; i < name_list.size(); ++i) o += (i ? "," : "") + jstr(name_list[i]);
     o += "],\"threads\":[" + th + "]}}";
