@@ -86,12 +86,23 @@ def _sha_file(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
+_verified: dict[tuple, str] = {}  # (path, size, mtime, meta size, meta mtime) -> sha256 verified
+
+
 def _valid(binary: Path) -> str:
-    """The binary's SHA-256 when its meta file vouches for its exact content, else ''."""
+    """The binary's SHA-256 when its meta file vouches for its exact content, else ''.
+    A successful check is remembered while the two files' size and mtime stay the same."""
     meta = binary.with_suffix(".meta")
     try:
+        st, sm = binary.stat(), meta.stat()
+        key = (str(binary), st.st_size, st.st_mtime_ns, st.st_ino, sm.st_size, sm.st_mtime_ns, sm.st_ino)
+        if key in _verified:
+            return _verified[key]
         want = json.loads(meta.read_text())["sha256"]
-        return want if binary.is_file() and _sha_file(binary) == want else ""
+        if _sha_file(binary) != want:
+            return ""
+        _verified[key] = want
+        return want
     except (OSError, ValueError, KeyError, TypeError):
         return ""
 
@@ -194,8 +205,25 @@ def pch_dir(arch: str) -> Path | None:
             tmp.unlink(missing_ok=True)
             return None
         _publish(tmp, gch)
+        _gc_pch(keep=d)
     _pch_checked[key] = True
     return d
+
+
+def _gc_pch(keep: Path, min_age_s: float = 600.0) -> None:
+    """Remove precompiled headers of other emulator versions (about 45 MB each) that have not
+    been touched for `min_age_s`. They are only accelerators: a compile that loses its PCH
+    still works (g++ falls back to the headers)."""
+    import time
+
+    now = time.time()
+    for d in cache_dir().glob("pch_*"):
+        try:
+            if d == keep or not d.is_dir() or now - d.stat().st_mtime < min_age_s:
+                continue
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass
 
 
 @dataclass
