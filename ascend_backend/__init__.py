@@ -10,6 +10,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import os as _os
+
+# In a source checkout (not an installed wheel) passes/ and templates/ sit beside this package;
+# make them importable as ascend_backend.passes / ascend_backend.templates, as in the wheel.
+_top = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "passes")) and _os.path.isfile(
+        _os.path.join(_top, "passes", "__init__.py")):
+    __path__.append(_top)  # noqa: F821 - the package's own __path__
+
 # Statement spans (the DSL line of every op) are recorded only when this is set before a
 # kernel is built; errors point at the user's line with it.
 from tilelang.env import env as _tl_env  # noqa: E402
