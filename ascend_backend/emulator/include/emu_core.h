@@ -7,6 +7,7 @@
 // Keep this header light: every kernel translation unit includes it.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <source_location>
 #include <string>
@@ -511,10 +512,12 @@ inline int64_t GetBlockNum() { return emu::block_num(); }
 inline int64_t GetSubBlockIdx() { return emu::sub_block_idx(); }
 inline int64_t GetTaskRation() { return emu::task_ration(); }
 inline int64_t GetSubBlockNum() { return emu::task_ration(); }
+using ::printf;  // AscendC::printf / PRINTF print from the core (stdout of the run)
 
 }  // namespace AscendC
 
 #define KERNEL_TASK_TYPE_DEFAULT(t) ::emu::check_kernel_type((int)(t), ::emu::Loc::current())
+#define PRINTF printf
 #define ASCEND_IS_AIC (::emu::core_kind() == ::emu::CoreKind::AIC)
 #define ASCEND_IS_AIV (::emu::core_kind() == ::emu::CoreKind::AIV)
 #define ASCEND_IS_NOT_AIC (!ASCEND_IS_AIC)
