@@ -47,7 +47,8 @@ class Report:
     """Result of one emulated launch.
 
     ``timing`` comes from the timing model (docs/timing-model.md): every figure in it is
-    modelled, not measured; it says so in ``timing['modelled']``.
+    modelled, not measured; it says so in ``timing['modelled']``. It is computed on first
+    use (replaying a big trace takes a while), so runs that never look at it pay nothing.
     """
 
     ok: bool
@@ -62,17 +63,16 @@ class Report:
     errors: list[dict[str, Any]] = field(default_factory=list)
     op_counts: dict[str, int] = field(default_factory=dict)
     op_counts_by_name: dict[str, int] = field(default_factory=dict)
-    timing: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
     compiled: bool = False
     _trace: dict[str, Any] | None = field(default=None, repr=False)
-    _timeline: list[tuple] = field(default_factory=list, repr=False)
+    _trace_text: str | None = field(default=None, repr=False)  # raw JSON of the trace, parsed lazily
+    _timing: dict[str, Any] | None = field(default=None, repr=False)
+    _timeline_data: list[tuple] | None = field(default=None, repr=False)
 
     # ---- construction -------------------------------------------------------------
     @classmethod
     def from_json(cls, d: dict[str, Any], timing_enabled: bool = True) -> Report:
-        from . import timing as timing_mod
-
         trace = d.get("trace")
         kt = KERNEL_TYPES.get(int(d.get("kernel_type_id", 0)), str(d.get("kernel_type_id")))
         r = cls(
@@ -91,11 +91,38 @@ class Report:
         counts = d.get("op_counts") or {}
         r.op_counts = {p: int(counts[p]) for p in PIPES if counts.get(p)}
         r.op_counts_by_name = dict(sorted((d.get("op_counts_by_name") or {}).items(), key=lambda kv: -kv[1]))
-        if trace and any(th["ops"] for th in trace["threads"]):
-            if timing_enabled:
-                r.timing, r._timeline = timing_mod.model(trace, r.arch, r.block_dim)
+        r._trace_text = d.get("_trace_text")
+        if not timing_enabled or not (trace or r._trace_text):
+            r._trace, r._trace_text, r._timing, r._timeline_data = None, None, {}, []
         r.ok = not (r.races or r.races_total or r.flag_errors or r.deadlock or r.errors)
         return r
+
+    # ---- timing model (lazy) ---------------------------------------------------------
+    def _model(self) -> None:
+        if self._timing is None:
+            from . import timing as timing_mod
+
+            if self._trace is None and self._trace_text:
+                import json
+
+                self._trace = json.loads(self._trace_text)
+                self._trace_text = None
+            if self._trace and any(th["ops"] for th in self._trace["threads"]):
+                self._timing, self._timeline_data = timing_mod.model(self._trace, self.arch, self.block_dim)
+            else:
+                self._timing, self._timeline_data = {}, []
+
+    @property
+    def timing(self) -> dict[str, Any]:
+        """MODELLED timing: total_cycles, time_us, clock_ghz, busy_percent, block_cycles, note
+        ({} when the run was made with timing=False or recorded no ops)."""
+        self._model()
+        return self._timing or {}
+
+    @property
+    def _timeline(self) -> list[tuple]:
+        self._model()
+        return self._timeline_data or []
 
     # ---- views ----------------------------------------------------------------------
     @property

@@ -279,8 +279,17 @@ def run_source(
         rt.emu_free(raw)
     for user, src in copies:  # results of non-contiguous arguments
         user.copy_(src)
+    # The trace (last key, possibly megabytes) is parsed only if the timing model is used.
+    marker = ',"trace":'
+    cut = text_out.rfind(marker)
+    trace_text = None
+    if cut >= 0 and text_out.endswith("}"):
+        trace_text = text_out[cut + len(marker):-1]
+        text_out = text_out[:cut] + "}"
     try:
         d = json.loads(text_out)
+        if trace_text is not None and trace_text != "null":
+            d["_trace_text"] = trace_text
     except ValueError as e:
         raise EmulatorError(f"emulator returned an unreadable report: {text_out[:500]}") from e
     if "fatal" in d:
