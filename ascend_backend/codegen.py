@@ -75,23 +75,8 @@ def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
             raise InternalCompilerError(f"cannot render {type(s).__name__}", stage="codegen")
 
 
-def generate(kernel: Kernel) -> str:
-    """Ascend C source of ``kernel`` (after every pass)."""
-    from ascend_backend import __version__
-
-    params = []
-    for p in kernel.params:
-        if p.kind == "tensor":
-            params.append(f"GM_ADDR {p.name}")
-        else:
-            params.append(f"{SCALAR_CTYPE.get(p.dtype, 'float')} {cname(p.name)}")
-    if kernel.attrs.get("workspace"):
-        params.append("GM_ADDR workspace")
-    globals_ = [
-        {"name": b.name, "ctype": CTYPE[b.dtype], "numel": b.numel, "dtype": b.dtype,
-         "shape": "x".join(map(str, b.shape))}
-        for b in kernel.buffers.values() if b.scope == "GM"
-    ]
+def _section(kernel: Kernel, indent: int, block_expr: str) -> dict:
+    """Memories, local tensors, block indices and body of one core's program."""
     used = kernel.attrs.get("memory_used", {})
     memories = []
     for mem in ("L1", "L0A", "L0B", "L0C", "UB"):
@@ -114,16 +99,69 @@ def generate(kernel: Kernel) -> str:
     grid = kernel.grid
     for n, (var, ext, *_rest) in enumerate(grid):
         v = cname(var)
-        expr = "GetBlockIdx()" if stride == 1 else f"(GetBlockIdx() / {stride})"
+        expr = block_expr if stride == 1 else f"({block_expr} / {stride})"
         if n < len(grid) - 1:
             expr = f"{expr} % {ext}"
         block_index.append(f"const int32_t {v} = {expr};")
         stride *= int(ext)
+    if kernel.attrs.get("sub_var") is not None:
+        block_index.append(f"const int32_t {cname(kernel.attrs['sub_var'])} = GetSubBlockIdx();  "
+                           f"// this AIV's half of the rows: [{cname(kernel.attrs['sub_var'])} * "
+                           f"{kernel.attrs['row_split']}, +{kernel.attrs['row_split']})")
     body: list = []
-    _body(kernel.body, 1, kernel, body)
+    _body(kernel.body, indent, kernel, body)
+    return {"memories": memories, "locals": locals_, "block_index": block_index, "body": "\n".join(body)}
+
+
+def _globals(kernel: Kernel) -> list:
+    out = []
+    for b in kernel.buffers.values():
+        if b.scope != "GM":
+            continue
+        g = {"name": b.name, "ctype": CTYPE[b.dtype], "numel": b.numel, "dtype": b.dtype,
+             "shape": "x".join(map(str, b.shape)), "ptr": b.name}
+        if b.kind == "workspace":
+            g["ptr"] = f"(workspace + {kernel.attrs['workspace'][b.name]})"
+        out.append(g)
+    return out
+
+
+def _params(kernel: Kernel) -> list:
+    params = []
+    for p in kernel.params:
+        if p.kind == "tensor":
+            params.append(f"GM_ADDR {p.name}")
+        else:
+            params.append(f"{SCALAR_CTYPE.get(p.dtype, 'float')} {cname(p.name)}")
+    if kernel.attrs.get("workspace_bytes"):
+        params.append("GM_ADDR workspace")
+    return params
+
+
+def generate(kernel: Kernel) -> str:
+    """Ascend C source of a single-core-kind ``kernel`` (after every pass)."""
+    from ascend_backend import __version__
+
     src = kernel.source_file.rsplit("/", 1)[-1] if kernel.source_file else None
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=kernel.arch.name, source=src, name=kernel.name, kernel_type=kernel.kernel_type,
-        block_dim=kernel.block_dim, params=params, globals=globals_, memories=memories, locals=locals_,
-        block_index=block_index, body="\n".join(body),
+        block_dim=kernel.block_dim, params=_params(kernel), globals=_globals(kernel),
+        sections=[{"guard": None, **_section(kernel, 1, "GetBlockIdx()")}], workspace_bytes=0,
+    )
+
+
+def generate_mix(aic: Kernel, aiv: Kernel) -> str:
+    """Ascend C of a kernel split into an AIC part and an AIV part (KERNEL_TYPE_MIX_AIC_1_2)."""
+    from ascend_backend import __version__
+
+    src = aic.source_file.rsplit("/", 1)[-1] if aic.source_file else None
+    merged = dict(aic.buffers)
+    merged.update({n: b for n, b in aiv.buffers.items() if b.scope == "GM"})
+    gl = _globals(aic.replace(buffers={n: b for n, b in merged.items() if b.scope == "GM"}))
+    return _env().get_template("kernel.cpp.j2").render(
+        version=__version__, arch=aic.arch.name, source=src, name=aic.name, kernel_type="MIX_AIC_1_2",
+        block_dim=aic.block_dim, params=_params(aic), globals=gl,
+        sections=[{"guard": "ASCEND_IS_AIC", **_section(aic, 2, "GetBlockIdx()")},
+                  {"guard": "ASCEND_IS_AIV", **_section(aiv, 2, "(GetBlockIdx() / GetTaskRation())")}],
+        workspace_bytes=aic.attrs.get("workspace_bytes", 0),
     )

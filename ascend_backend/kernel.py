@@ -84,6 +84,11 @@ class AscendKernel:
             else:
                 full.append(next(it))
         self._check_args(full)
+        ws_bytes = self.kernel.attrs.get("workspace_bytes", 0)
+        if ws_bytes:
+            # The GM workspace through which tiles cross between the Cube and Vector cores.
+            device = next((a.device for a in full if isinstance(a, torch.Tensor)), "cpu")
+            full = full + [torch.zeros(ws_bytes, dtype=torch.uint8, device=device)]
         if self.runtime == "npu":
             self._run_npu(full)
         else:
@@ -120,7 +125,8 @@ class AscendKernel:
         from .npu import NpuLauncher
 
         if self._npu is None:
-            self._npu = NpuLauncher(self.kernel_source, self.name, self.kernel.params, self.arch)
+            self._npu = NpuLauncher(self.kernel_source, self.name, self.kernel.params, self.arch,
+                                    workspace=bool(self.kernel.attrs.get("workspace_bytes")))
         self._npu(self.block_dim, args)
 
     def __repr__(self) -> str:

@@ -48,7 +48,7 @@ def bisheng_command(source_path: str, out_path: str, arch) -> list[str]:
             *inc, source_path, "-o", out_path, *libs, "-lascendcl", "-lruntime"]
 
 
-def host_wrapper(name: str, params: list) -> str:
+def host_wrapper(name: str, params: list, workspace: bool = False) -> str:
     decl, call = [], []
     for p in params:
         if p.kind == "tensor":
@@ -56,6 +56,9 @@ def host_wrapper(name: str, params: list) -> str:
         else:
             decl.append(f"{'float' if 'float' in p.dtype else 'int32_t'} {p.name}")
         call.append(p.name)
+    if workspace:
+        decl.append("uint8_t* workspace")
+        call.append("workspace")
     return (f'\nextern "C" void launch_{name}(uint32_t block_dim, void* stream{", " if decl else ""}'
             f'{", ".join(decl)}) {{\n    {name}<<<block_dim, nullptr, stream>>>({", ".join(call)});\n}}\n')
 
@@ -63,12 +66,13 @@ def host_wrapper(name: str, params: list) -> str:
 class NpuLauncher:
     """Builds a kernel with bisheng once and launches it on the current NPU stream."""
 
-    def __init__(self, source: str, name: str, params: list, arch) -> None:
+    def __init__(self, source: str, name: str, params: list, arch, workspace: bool = False) -> None:
         reason = npu_unavailable_reason()
         if reason:
             raise RuntimeUnavailableError(f"cannot run on an NPU: {reason}", hint="use runtime='emulator'")
         self.name, self.params, self.arch = name, params, arch
-        full = source + host_wrapper(name, params)
+        self.workspace = workspace
+        full = source + host_wrapper(name, params, workspace)
         digest = hashlib.sha256((full + arch.name).encode()).hexdigest()[:16]
         root = os.path.join(os.path.expanduser(os.environ.get("TL_ASCEND_CACHE_DIR", "~/.cache/tilelang-ascendc")),
                             "npu")
@@ -92,7 +96,11 @@ class NpuLauncher:
 
         stream = torch.npu.current_stream().npu_stream
         cargs = [ctypes.c_uint32(block_dim), ctypes.c_void_p(stream)]
-        for p, a in zip(self.params, args, strict=True):
+        if self.workspace:
+            params = [*self.params, type("P", (), {"kind": "tensor"})()]
+        else:
+            params = self.params
+        for p, a in zip(params, args, strict=True):
             if p.kind == "tensor":
                 cargs.append(ctypes.c_void_p(a.data_ptr()))
             else:

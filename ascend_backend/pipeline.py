@@ -1,6 +1,6 @@
 """The compiler driver: a visible, ordered list of stages, with IR dumps after any of them.
 
-    frontend -> infer_scope -> assign_layout -> lower_tile_ops -> multi_buffer -> insert_sync
+    frontend -> split_cores -> infer_scope -> assign_layout -> lower_tile_ops -> multi_buffer -> insert_sync
              -> plan_memory -> codegen
 
 ``compile_kernel(func, arch, dump=...)`` runs them in order; each pass is a pure function
@@ -36,7 +36,7 @@ def _stages() -> list[tuple[str, Callable[[Kernel], Kernel]]]:
     ]
 
 
-STAGES = ["frontend", "infer_scope", "assign_layout", "lower_tile_ops", "multi_buffer", "insert_sync", "plan_memory",
+STAGES = ["frontend", "split_cores", "infer_scope", "assign_layout", "lower_tile_ops", "multi_buffer", "insert_sync", "plan_memory",
           "codegen"]
 
 
@@ -46,6 +46,7 @@ class CompileResult:
     source: str
     dumps: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    cores: dict = field(default_factory=dict)  # "AIC"/"AIV" programs of a split kernel
 
 
 def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | None = None) -> CompileResult:
@@ -57,23 +58,39 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
     keep_all = "all" in want
     dumps: dict[str, str] = {}
     timings: dict[str, float] = {}
+    from ascend_backend.passes.split_cores import split_cores
+
+    from .codegen import generate_mix
+    from .mix import merge_for_reports
+
     t0 = time.perf_counter()
     kernel = _guard("frontend", lambda: import_primfunc(func, arch, name))
     timings["frontend"] = time.perf_counter() - t0
     if keep_all or "frontend" in want:
         dumps["frontend"] = kernel.dump()
+    t0 = time.perf_counter()
+    split = _guard("split_cores", lambda: split_cores(kernel))
+    timings["split_cores"] = time.perf_counter() - t0
+    cores = {"": kernel} if split is None else {"AIC": split[0], "AIV": split[1]}
+    if split is not None and (keep_all or "split_cores" in want):
+        dumps["split_cores"] = "\n".join(f"== {c} ==\n{k.dump()}" for c, k in cores.items())
     for stage, fn in _stages():
         t0 = time.perf_counter()
-        kernel = _guard(stage, lambda fn=fn, k=kernel: fn(k))
+        cores = {c: _guard(stage, lambda fn=fn, k=k: fn(k)) for c, k in cores.items()}
         timings[stage] = time.perf_counter() - t0
         if keep_all or stage in want:
-            dumps[stage] = kernel.dump()
+            dumps[stage] = "\n".join((f"== {c} ==\n" if c else "") + k.dump() for c, k in cores.items())
     t0 = time.perf_counter()
-    source = _guard("codegen", lambda: generate(kernel))
+    if split is None:
+        kernel = cores[""]
+        source = _guard("codegen", lambda: generate(kernel))
+    else:
+        source = _guard("codegen", lambda: generate_mix(cores["AIC"], cores["AIV"]))
+        kernel = merge_for_reports(cores["AIC"], cores["AIV"])
     timings["codegen"] = time.perf_counter() - t0
     if keep_all or "codegen" in want:
         dumps["codegen"] = source
-    return CompileResult(kernel=kernel, source=source, dumps=dumps, timings=timings)
+    return CompileResult(kernel=kernel, source=source, dumps=dumps, timings=timings, cores=cores)
 
 
 def _guard(stage: str, fn):

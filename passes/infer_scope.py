@@ -31,6 +31,9 @@ def _uses(kernel: Kernel) -> dict:
         elif s.op == "reduce":
             uses[a["src"]["buffer"]].append(("vector", s))
             uses[a["dst"]["buffer"]].append(("vector", s))
+        elif s.op == "accumulate":
+            uses[a["src"]].append(("vector", s))
+            uses[a["dst"]].append(("vector", s))
         elif s.op == "parallel":
             from tvm import tirx
 
@@ -56,6 +59,9 @@ def infer_scope(kernel: Kernel) -> Kernel:
     for name, buf in buffers.items():
         if buf.kind == "param":
             buf.scope, buf.role = "GM", "kernel argument"
+            continue
+        if buf.kind == "workspace":
+            buf.scope = "GM"
             continue
         kinds = {u for u, _ in uses[name]}
         cube = kinds & {"cube-operand", "accumulator"}

@@ -133,6 +133,8 @@ class TileLowerer:
                     if op.loc is None:
                         op.loc = s.loc
                     self._track_valid(op)
+                    if op.kind.startswith("cross_core"):
+                        continue
                     if op.pipe in ("M", "MTE1", "FIX") or (op.pipe == "MTE2" and self.buffers[
                             op.writes[0].buffer].scope in ("L1", "L0A", "L0B")):
                         self.uses_cube = True
@@ -334,6 +336,23 @@ class TileLowerer:
                                    hint="T.copy the tile into a float32 fragment first")
         return self.vec.row_reduce(a["type"], dst.name, src.name, a["clear"], s.loc,
                                    valid_cols=self.ub_valid_cols.get(src.name))
+
+    # ------------------------------------------------------------ cross-core (from split_cores)
+    def lower_cc_set(self, s: TileOp) -> list:
+        return [self._cc("cross_core_set", s)]
+
+    def lower_cc_wait(self, s: TileOp) -> list:
+        return [self._cc("cross_core_wait", s)]
+
+    def _cc(self, kind: str, s: TileOp) -> AscOp:
+        a = s.args
+        verb = "set" if kind.endswith("set") else "wait"
+        return AscOp(kind=kind, pipe=a["pipe"], reads=[], writes=[],
+                     params={"id": a["id"], "pipe": a["pipe"], "mode": 2, "reason": a["reason"]},
+                     text=f"CrossCore{verb.capitalize()}Flag {a['id']} ({a['reason']})", loc=s.loc)
+
+    def lower_accumulate(self, s: TileOp) -> list:
+        return self.vec.binary("Add", s.args["dst"], s.args["dst"], s.args["src"], s.loc)
 
     # ------------------------------------------------------------ parallel
     def lower_parallel(self, s: TileOp) -> list:

@@ -1,0 +1,470 @@
+"""split_cores: split a kernel that needs both the Cube and the Vector cores into an AIC program
+and an AIV program, with every tile that crosses cores routed through a GM workspace and ordered
+by cross-core flags.
+
+Needs: a fresh frontend kernel (tile ops, no scopes).
+Establishes: either ``None`` (the kernel is Cube-only or Vector-only: nothing to split) or a pair
+(aic, aiv) of kernels, each with only its own side's ops, the loops around them and the
+cross-core sync tile ops (``cc_set`` / ``cc_wait``). In both, every crossing of a tile has:
+
+* Cube -> Vector (a gemm accumulator read by vector code): the AIC waits for the workspace slot to
+  be free, Fixpipes the accumulator into the workspace and sets "ready"; each AIV waits "ready",
+  copies its half of the rows into UB and sets "free" (primed once at the start, drained once at
+  the end, so every set is waited);
+* Vector -> Cube (a vector-produced tile used as a gemm operand): each AIV waits "free", copies its
+  half into the workspace and sets "ready"; the AIC waits for both AIVs, loads the tile into L1
+  (Nd2Nz) and sets "free".
+
+Accumulators: while only the Cube touches a gemm accumulator it stays in L0C (a T.clear before
+the loop becomes the first Mmad's overwrite); once vector code has touched it, later gemms
+compute a fresh product that the AIVs add into their copy (``acc += partial``), which is how an
+accumulator that the vector side rescales (FlashAttention's acc_o) or initialises (a causal mask)
+works. The AIV program holds half of the rows of every row-block tile: AIV ``sub`` takes rows
+[sub * R/2, (sub + 1) * R/2) (GetSubBlockIdx()).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tvm import tirx
+
+from ascend_backend.errors import UnsupportedError
+from ascend_backend.ir import Buffer, Kernel, Loop, TileOp, walk
+
+SUB = "sub_idx"
+
+
+def _regions(op: TileOp) -> list:
+    a = op.args
+    if op.op == "copy":
+        return [a["src"], a["dst"]]
+    if op.op == "fill":
+        return [a["dst"]]
+    if op.op == "gemm":
+        return [a["A"], a["B"], a["C"]]
+    if op.op == "reduce":
+        return [a["src"], a["dst"]]
+    return []
+
+
+def _parallel_buffers(op: TileOp) -> set:
+    names = set()
+    for st, _ in op.args["stores"]:
+        names.add(st.buffer.name)
+
+        def visit(n, names=names):
+            if isinstance(n, tirx.BufferLoad):
+                names.add(n.buffer.name)
+
+        tirx.stmt_functor.post_order_visit(st.value, visit)
+    return names
+
+
+def _touches(op: TileOp) -> set:
+    if op.op == "parallel":
+        return _parallel_buffers(op)
+    return {r["buffer"] for r in _regions(op)}
+
+
+class _Splitter:
+    def __init__(self, kernel: Kernel) -> None:
+        self.k = kernel
+        self.ops = [s for s in walk(kernel.body) if isinstance(s, TileOp)]
+        self.operands: set = set()
+        self.accs: set = set()
+        for s in self.ops:
+            if s.op == "gemm":
+                self.operands |= {s.args["A"]["buffer"], s.args["B"]["buffer"]}
+                self.accs.add(s.args["C"]["buffer"])
+        self.vector_bufs: set = set()
+        for s in self.ops:
+            if s.op in ("parallel", "reduce"):
+                self.vector_bufs |= _touches(s)
+            elif s.op == "copy":
+                src, dst = s.args["src"]["buffer"], s.args["dst"]["buffer"]
+                gm = {n for n in (src, dst) if kernel.buffers[n].kind == "param"}
+                local = {src, dst} - gm
+                if len(local) == 2 or (local and not (local & (self.operands | self.accs))):
+                    self.vector_bufs |= local
+            elif s.op == "fill" and s.args["dst"]["buffer"] not in self.accs:
+                self.vector_bufs.add(s.args["dst"]["buffer"])
+        self.mixed_accs = self.accs & self.vector_bufs
+        self.mixed_operands = self.operands & self.vector_bufs
+        self.next_id = 0
+        self.transfers: list = []  # (name, ready_id, free_id, direction, ws buffer)
+        self.ws_offset = 0
+
+    @property
+    def mixed(self) -> bool:
+        return bool(self.mixed_accs or self.mixed_operands)
+
+    # -------------------------------------------------------------- side of an op
+    def side(self, op: TileOp) -> str:
+        if op.op == "gemm":
+            return "cube"
+        if op.op in ("parallel", "reduce"):
+            return "vector"
+        if op.op == "fill":
+            return "cube" if op.args["dst"]["buffer"] in self.accs - self.mixed_accs else "vector"
+        src, dst = op.args["src"]["buffer"], op.args["dst"]["buffer"]
+        local = [n for n in (src, dst) if self.k.buffers[n].kind != "param"]
+        if all(n in (self.operands - self.mixed_operands) or n in (self.accs - self.mixed_accs) for n in local):
+            return "cube"
+        return "vector"
+
+    # -------------------------------------------------------------- workspace
+    def block_index(self):
+        idx = None
+        stride = 1
+        for var, ext, *_ in self.k.grid:
+            term = var if stride == 1 else var * stride
+            idx = term if idx is None else idx + term
+            stride *= int(ext)
+        return idx
+
+    def workspace(self, name: str, buf: Buffer) -> Buffer:
+        ws_name = f"ws_{name}"
+        if ws_name not in self.ws:
+            rows, cols = buf.shape
+            self.ws[ws_name] = Buffer(name=ws_name, shape=(self.k.block_dim * rows, cols), dtype=buf.dtype,
+                                      kind="workspace", loc=buf.loc, scope="GM",
+                                      role=f"GM workspace carrying {name} between the Cube and the Vector cores")
+            self.ws_offsets[ws_name] = self.ws_offset
+            self.ws_offset += (self.k.block_dim * rows * cols * buf.elem_bytes + 511) // 512 * 512
+        return self.ws[ws_name]
+
+    def ids(self, name: str, direction: str) -> tuple[int, int]:
+        for t in self.transfers:
+            if t[0] == name and t[3] == direction:
+                return t[1], t[2]
+        ready, free = self.next_id, self.next_id + 1
+        self.next_id += 2
+        if self.next_id > 11:
+            raise UnsupportedError("the kernel needs more than 11 cross-core flag ids (0-10)",
+                                   hint="reduce the number of tiles that cross between Cube and Vector code")
+        self.transfers.append((name, ready, free, direction))
+        return ready, free
+
+    # -------------------------------------------------------------- routes
+    def _cc(self, action: str, fid: int, pipe: str, reason: str, loc) -> TileOp:
+        return TileOp(op=f"cc_{action}", args={"id": fid, "pipe": pipe, "reason": reason}, loc=loc)
+
+    def route_to_vector(self, name: str, loc, accumulate: bool) -> tuple[list, list]:
+        """AIC: wait free, Fixpipe C -> ws, set ready. AIV: wait ready, ws -> UB (or partial), set free."""
+        buf = self.k.buffers[name]
+        ws = self.workspace(name, buf)
+        ready, free = self.ids(name, "c2v")
+        rows = buf.shape[0]
+        base = [self.block_index() * rows, tirx.IntImm("int32", 0)]
+        region = {"buffer": ws.name, "base": base, "extents": list(buf.shape)}
+        full = {"buffer": name, "base": [tirx.IntImm("int32", 0)] * 2, "extents": list(buf.shape)}
+        why = f"{name} from the Cube to the Vector cores"
+        aic = [self._cc("wait", free, "FIX", f"workspace of {name} is free (the AIVs have read it)", loc),
+               TileOp(op="copy", args={"src": full, "dst": region}, loc=loc),
+               self._cc("set", ready, "FIX", f"{why}: written", loc)]
+        target = f"{name}_part" if accumulate else name
+        if accumulate and target not in self.extra_aiv:
+            self.extra_aiv[target] = Buffer(name=target, shape=buf.shape, dtype=buf.dtype, kind="fragment",
+                                            loc=buf.loc, role=f"fresh gemm product added into {name}")
+        aiv = [self._cc("wait", ready, "MTE2", f"{why}: ready in the workspace", loc),
+               TileOp(op="copy", args={"src": dict(region), "dst": {**full, "buffer": target}}, loc=loc),
+               self._cc("set", free, "MTE2", f"workspace of {name} read", loc)]
+        if accumulate:
+            aiv.append(TileOp(op="accumulate", args={"dst": name, "src": target}, loc=loc))
+        return aic, aiv
+
+    def route_to_cube(self, name: str, loc) -> tuple[list, list]:
+        buf = self.k.buffers[name]
+        ws = self.workspace(name, buf)
+        ready, free = self.ids(name, "v2c")
+        rows = buf.shape[0]
+        base = [self.block_index() * rows, tirx.IntImm("int32", 0)]
+        region = {"buffer": ws.name, "base": base, "extents": list(buf.shape)}
+        full = {"buffer": name, "base": [tirx.IntImm("int32", 0)] * 2, "extents": list(buf.shape)}
+        why = f"{name} from the Vector cores to the Cube"
+        aiv = [self._cc("wait", free, "MTE3", f"workspace of {name} is free (the AIC has loaded it)", loc),
+               TileOp(op="copy", args={"src": full, "dst": region}, loc=loc),
+               self._cc("set", ready, "MTE3", f"{why}: written", loc)]
+        aic = [self._cc("wait", ready, "MTE2", f"{why}: ready in the workspace (both AIVs)", loc),
+               TileOp(op="copy", args={"src": dict(region), "dst": full}, loc=loc),
+               self._cc("set", free, "MTE2", f"workspace of {name} read", loc)]
+        return aic, aiv
+
+    # -------------------------------------------------------------- walk
+    def split(self):
+        self.ws: dict = {}
+        self.ws_offsets: dict = {}
+        self.extra_aiv: dict = {}
+        state = {n: "vec" for n in self.mixed_accs}  # where the current value of each mixed acc lives
+        aic, aiv, state = self.body(self.k.body, state)
+        # Prime "free" (the consumer frees the workspace once up front) and drain it at the end.
+        aic_pre, aiv_pre, aic_post, aiv_post = [], [], [], []
+        for name, ready, free, direction in self.transfers:
+            if direction == "c2v":
+                aiv_pre.append(self._cc("set", free, "MTE2", f"prime: workspace of {name} starts free", None))
+                aic_post.append(self._cc("wait", free, "FIX", f"drain: the last read of {name}'s workspace", None))
+            else:
+                aic_pre.append(self._cc("set", free, "MTE2", f"prime: workspace of {name} starts free", None))
+                aiv_post.append(self._cc("wait", free, "MTE3", f"drain: the last load of {name}'s workspace", None))
+        return aic_pre + aic + aic_post, aiv_pre + aiv + aiv_post
+
+    def body(self, items: list, state: dict):
+        aic: list = []
+        aiv: list = []
+        for s in items:
+            if isinstance(s, Loop):
+                before = dict(state)
+                _, _, after = self.body(s.body, dict(state))  # dry run: the state the loop carries
+                # Bring each accumulator into the state the loop body carries before the loop.
+                for name in self.mixed_accs:
+                    if before[name] != after[name]:
+                        if before[name] == "zero" and after[name] == "vec":
+                            aiv.append(TileOp(op="fill", args={"dst": self._full(name), "value": 0.0}, loc=s.loc))
+                            if self._first_is_gemm(s.body, name):
+                                aic.append(TileOp(op="fill", args={"dst": self._full(name), "value": 0.0},
+                                                  loc=s.loc))
+                        elif before[name] == "cube" and after[name] == "vec":
+                            a1, v1 = self.route_to_vector(name, s.loc, accumulate=False)
+                            aic += a1
+                            aiv += v1
+                        elif before[name] == "zero" and after[name] == "cube":
+                            aic.append(TileOp(op="fill", args={"dst": self._full(name), "value": 0.0}, loc=s.loc))
+                        state[name] = after[name]
+                saved = (self.next_id, list(self.transfers))
+                del saved
+                a_body, v_body, state = self.body(s.body, state)
+                if a_body:
+                    aic.append(dataclasses.replace(s, body=a_body))
+                if v_body:
+                    aiv.append(dataclasses.replace(s, body=v_body))
+                continue
+            a, v = self.op(s, state)
+            aic += a
+            aiv += v
+        return aic, aiv, state
+
+    def _full(self, name: str) -> dict:
+        buf = self.k.buffers[name]
+        return {"buffer": name, "base": [tirx.IntImm("int32", 0)] * len(buf.shape), "extents": list(buf.shape)}
+
+    @staticmethod
+    def _first_is_gemm(body: list, name: str) -> bool:
+        for s in walk(body):
+            if isinstance(s, TileOp) and name in _touches(s):
+                return s.op == "gemm"
+        return False
+
+    def op(self, s: TileOp, state: dict) -> tuple[list, list]:
+        touched = _touches(s)
+        accs = touched & self.mixed_accs
+        if s.op == "gemm":
+            aic, aiv = [], []
+            A, B, C = (s.args[k]["buffer"] for k in ("A", "B", "C"))
+            for opnd in (A, B):
+                if opnd in self.mixed_operands:
+                    a1, v1 = self.route_to_cube(opnd, s.loc)
+                    aic += a1
+                    aiv += v1
+            if C in self.mixed_accs:
+                if state[C] == "vec":
+                    # The vector side owns the value: compute a fresh product and add it there.
+                    aic.append(dataclasses.replace(s, args={**s.args, "clear_accum": True}))
+                    a1, v1 = self.route_to_vector(C, s.loc, accumulate=True)
+                    return aic + a1, aiv + v1
+                aic.append(s)
+                state[C] = "cube"
+                return aic, aiv
+            aic.append(s)
+            return aic, aiv
+        if s.op == "fill" and s.args["dst"]["buffer"] in self.mixed_accs:
+            name = s.args["dst"]["buffer"]
+            if const_zero(s.args["value"]):
+                state[name] = "zero"
+                return [s], []
+            state[name] = "vec"
+            return [], [s]
+        if self.side(s) == "cube":
+            return [s], []
+        aic, aiv = [], []
+        for name in sorted(accs):
+            if state[name] == "cube":
+                a1, v1 = self.route_to_vector(name, s.loc, accumulate=False)
+                aic += a1
+                aiv += v1
+            elif state[name] == "zero":
+                aiv.append(TileOp(op="fill", args={"dst": self._full(name), "value": 0.0}, loc=s.loc))
+            state[name] = "vec"
+        return aic, aiv + [s]
+
+
+def const_zero(v) -> bool:
+    from .lower_parallel import const_value
+
+    return const_value(v) == 0.0
+
+
+def split_cores(kernel: Kernel):
+    """(aic, aiv) kernels for a kernel that needs both core kinds, else None."""
+    sp = _Splitter(kernel)
+    if not sp.mixed:
+        return None
+    aic_body, aiv_body = sp.split()
+    common = {n: dataclasses.replace(b) for n, b in kernel.buffers.items() if b.kind == "param"}
+    ws = {n: dataclasses.replace(b) for n, b in sp.ws.items()}
+    used_aic = {n for s in walk(aic_body) if isinstance(s, TileOp) for n in _touches(s)}
+    used_aiv = {n for s in walk(aiv_body) if isinstance(s, TileOp) for n in _touches(s)}
+    aic_bufs = {**common, **ws, **{n: dataclasses.replace(b) for n, b in kernel.buffers.items()
+                                   if b.kind != "param" and n in used_aic}}
+    aiv_bufs = {**common, **ws, **{n: dataclasses.replace(b) for n, b in kernel.buffers.items()
+                                   if b.kind != "param" and n in used_aiv},
+                **{n: dataclasses.replace(b) for n, b in sp.extra_aiv.items()}}
+    attrs = {"workspace": dict(sp.ws_offsets), "workspace_bytes": sp.ws_offset,
+             "cross_core": [{"name": t[0], "ready": t[1], "free": t[2], "direction": t[3]} for t in sp.transfers]}
+    aic = kernel.replace(name=kernel.name, buffers=aic_bufs, body=aic_body, attrs={**attrs, "core": "AIC"})
+    aiv = kernel.replace(name=kernel.name, buffers=aiv_bufs, body=aiv_body, attrs={**attrs, "core": "AIV"})
+    return aic, split_rows(aiv)
+
+
+# ------------------------------------------------------------------ the two AIVs share the rows
+
+
+def split_rows(aiv: Kernel) -> Kernel:
+    """Give each AIV half of the rows of every row-block tile (rows R of the crossing tiles)."""
+    crossing = [b for b in aiv.buffers.values() if b.kind == "workspace"]
+    rows = {b.shape[0] // aiv.block_dim for b in crossing}
+    if len(rows) != 1:
+        return aiv.replace(attrs={**aiv.attrs, "row_split": None})
+    R = rows.pop()
+    if R % 2:
+        return aiv.replace(attrs={**aiv.attrs, "row_split": None})
+    half = R // 2
+    sub = tirx.Var(SUB, "int32")
+    buffers = {}
+    split = set()
+    rowvecs = _row_vectors(aiv, R)
+    for n, b in aiv.buffers.items():
+        b = dataclasses.replace(b)
+        if b.kind in ("shared", "fragment") and b.shape and b.shape[0] == R and (len(b.shape) == 2 or n in rowvecs):
+            b.shape = (half, *b.shape[1:])
+            split.add(n)
+        buffers[n] = b
+
+    def region(r: dict, tile: str | None) -> dict:
+        if tile not in split or buffers[r["buffer"]].kind not in ("param", "workspace"):
+            if r["buffer"] in split:
+                return {**r, "extents": [half, *r["extents"][1:]]}
+            return r
+        ext = [int(e) for e in r["extents"]]
+        # the tile's row dimension: the last non-unit extent before the columns (or the only one)
+        dims = [d for d in range(len(ext)) if ext[d] == R]
+        d = dims[0] if len(ext) == 1 or dims[0] != len(ext) - 1 or len(dims) == 1 else dims[0]
+        base = list(r["base"])
+        base[d] = base[d] + sub * half
+        ext[d] = half
+        return {**r, "base": base, "extents": ext}
+
+    def fix(op: TileOp) -> TileOp:
+        a = op.args
+        if op.op == "copy":
+            src, dst = a["src"], a["dst"]
+            return dataclasses.replace(op, args={**a, "src": region(src, dst["buffer"]),
+                                                 "dst": region(dst, src["buffer"])})
+        if op.op == "fill":
+            return dataclasses.replace(op, args={**a, "dst": region(a["dst"], None)})
+        if op.op == "reduce":
+            return dataclasses.replace(op, args={**a, "src": region(a["src"], None), "dst": region(a["dst"], None)})
+        if op.op == "parallel":
+            return _split_parallel(op, split, R, half, sub)
+        return op
+
+    def walk_fix(body):
+        out = []
+        for s in body:
+            if isinstance(s, Loop):
+                out.append(dataclasses.replace(s, body=walk_fix(s.body)))
+            elif isinstance(s, TileOp):
+                out.append(fix(s))
+            else:
+                out.append(s)
+        return out
+
+    return aiv.replace(buffers=buffers, body=walk_fix(aiv.body),
+                       attrs={**aiv.attrs, "row_split": half, "sub_var": sub})
+
+
+def _row_vectors(k: Kernel, R: int) -> set:
+    """1-D buffers of length R that hold one value per row (not per column)."""
+    one_d = {n for n, b in k.buffers.items() if len(b.shape) == 1 and b.shape[0] == R and b.kind != "param"}
+    rows: set = set()
+    links: list = []
+    for s in walk(k.body):
+        if not isinstance(s, TileOp):
+            continue
+        if s.op == "reduce" and s.args["dst"]["buffer"] in one_d:
+            rows.add(s.args["dst"]["buffer"])
+        if s.op == "copy":
+            a, b = s.args["src"]["buffer"], s.args["dst"]["buffer"]
+            if a in one_d and b in one_d:
+                links.append((a, b))
+        if s.op == "parallel":
+            vs = s.args["vars"]
+            for st, _ in s.args["stores"]:
+                names = []
+
+                def visit(n, names=names, vs=vs):
+                    if isinstance(n, tirx.BufferLoad) and len(n.indices) == 1:
+                        names.append((n.buffer.name, n.indices[0]))
+
+                tirx.stmt_functor.post_order_visit(st.value, visit)
+                names.append((st.buffer.name, st.indices[0] if len(st.indices) == 1 else None))
+                for name, idx in names:
+                    if name in one_d and len(vs) == 2 and isinstance(idx, tirx.Var) and idx.same_as(vs[0]):
+                        rows.add(name)
+                if len(vs) == 1:
+                    ones = [n for n, _ in names if n in one_d]
+                    links.extend((a, b) for a in ones for b in ones if a != b)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in links:
+            if (a in rows) != (b in rows):
+                rows |= {a, b}
+                changed = True
+    return rows
+
+
+def _split_parallel(op: TileOp, split: set, R: int, half: int, sub) -> TileOp:
+    a = op.args
+    ext = list(a["extents"])
+    if not ext or ext[0] != R:
+        return op
+    i = a["vars"][0]
+    ext[0] = half
+    shifted = i + sub * half
+
+    def rw(e):
+        """Tile indices stay local (i); every other use of i is a global row (i + sub * half)."""
+        if isinstance(e, tirx.BufferLoad):
+            if e.buffer.name in split:
+                return e
+            return tirx.BufferLoad(e.buffer, [rw(x) for x in e.indices])
+        if isinstance(e, tirx.Var):
+            return shifted if e.same_as(i) else e
+        if isinstance(e, tirx.Cast):
+            return tirx.Cast(e.dtype, rw(e.value))
+        if isinstance(e, tirx.Call):
+            return tirx.Call(e.dtype, e.op, [rw(x) for x in e.args])
+        if isinstance(e, tirx.Select):
+            return tirx.Select(rw(e.condition), rw(e.true_value), rw(e.false_value))
+        if isinstance(e, tirx.Not):
+            return tirx.Not(rw(e.a))
+        if hasattr(e, "a") and hasattr(e, "b"):
+            return type(e)(rw(e.a), rw(e.b))
+        return e
+
+    stores = []
+    for st, loc in a["stores"]:
+        indices = list(st.indices) if st.buffer.name in split else [rw(x) for x in st.indices]
+        stores.append((tirx.BufferStore(st.buffer, rw(st.value), indices), loc))
+    return dataclasses.replace(op, args={**a, "extents": ext, "stores": stores})
