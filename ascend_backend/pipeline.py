@@ -36,8 +36,8 @@ def _stages() -> list[tuple[str, Callable[[Kernel], Kernel]]]:
     ]
 
 
-STAGES = ["frontend", "split_cores", "infer_scope", "assign_layout", "lower_tile_ops", "multi_buffer", "insert_sync", "plan_memory",
-          "codegen"]
+STAGES = ["frontend", "split_cores", "infer_scope", "assign_layout", "lower_tile_ops", "multi_buffer", "insert_sync",
+          "plan_memory", "codegen"]
 
 
 @dataclass

@@ -200,7 +200,7 @@ class _Splitter:
         aic, aiv, state = self.body(self.k.body, state)
         # Prime "free" (the consumer frees the workspace once up front) and drain it at the end.
         aic_pre, aiv_pre, aic_post, aiv_post = [], [], [], []
-        for name, ready, free, direction in self.transfers:
+        for name, _ready, free, direction in self.transfers:
             if direction == "c2v":
                 aiv_pre.append(self._cc("set", free, "MTE2", f"prime: workspace of {name} starts free", None))
                 aic_post.append(self._cc("wait", free, "FIX", f"drain: the last read of {name}'s workspace", None))
@@ -231,8 +231,6 @@ class _Splitter:
                         elif before[name] == "zero" and after[name] == "cube":
                             aic.append(TileOp(op="fill", args={"dst": self._full(name), "value": 0.0}, loc=s.loc))
                         state[name] = after[name]
-                saved = (self.next_id, list(self.transfers))
-                del saved
                 a_body, v_body, state = self.body(s.body, state)
                 if a_body:
                     aic.append(dataclasses.replace(s, body=a_body))
