@@ -35,6 +35,34 @@ class EmulatorCompileError(EmulatorError):
         self.source_line = source_line
 
 
+HARD_EVENTS = {
+    "MTE2_MTE1", "MTE1_MTE2", "MTE1_M", "M_MTE1", "MTE2_V", "V_MTE2", "MTE3_V", "V_MTE3", "M_V", "V_M", "V_V",
+    "MTE3_MTE1", "MTE1_MTE3", "MTE1_V", "MTE2_M", "M_MTE2", "V_MTE1", "M_FIX", "FIX_M", "MTE3_MTE2", "MTE2_MTE3",
+    "S_V", "V_S", "S_MTE2", "MTE2_S", "S_MTE3", "MTE3_S", "MTE2_FIX", "FIX_MTE2", "FIX_S", "M_S", "FIX_MTE3",
+    "MTE1_FIX", "FIX_MTE1", "FIX_FIX",
+}
+
+
+def race_hint(race: dict[str, Any], arch: str) -> str:
+    """What would order the two ops of a race (a suggestion, not a proof)."""
+    a, b = race["first"], race["second"]
+    if a.get("block") != b.get("block"):
+        return ("different blocks never synchronise: give each block its own range, or separate the "
+                "accesses with a mode-0 barrier (CrossCoreSetFlag<0, pipe> + CrossCoreWaitFlag / SyncAll)")
+    if a.get("core") != b.get("core"):
+        return (f"{a.get('core')} and {b.get('core')} are different cores: order them with "
+                f"CrossCoreSetFlag<mode, PIPE_{a.get('pipe')}>(id) on the {a.get('core')} and "
+                f"CrossCoreWaitFlag(id) on the {b.get('core')}")
+    pa, pb = a.get("pipe"), b.get("pipe")
+    if pa == pb == "V" and arch == "dav-c220":
+        return "dependent vector ops on dav-c220: put PipeBarrier<PIPE_V>() between them"
+    ev = f"{pa}_{pb}"
+    if ev in HARD_EVENTS:
+        return (f"SetFlag<HardEvent::{ev}>(id) after line {a.get('line')} and "
+                f"WaitFlag<HardEvent::{ev}>(id) before line {b.get('line')}")
+    return f"no direct {ev} event exists: order them through an intermediate pipe or PipeBarrier<PIPE_ALL>()"
+
+
 def _op(o: dict[str, Any]) -> str:
     where = f"line {o.get('line')}"
     if o.get("file") and o.get("file") != "kernel.cpp":
@@ -91,6 +119,8 @@ class Report:
         counts = d.get("op_counts") or {}
         r.op_counts = {p: int(counts[p]) for p in PIPES if counts.get(p)}
         r.op_counts_by_name = dict(sorted((d.get("op_counts_by_name") or {}).items(), key=lambda kv: -kv[1]))
+        for race in r.races:
+            race.setdefault("hint", race_hint(race, r.arch))
         r._trace_text = d.get("_trace_text")
         if not timing_enabled or not (trace or r._trace_text):
             r._trace, r._trace_text, r._timing, r._timeline_data = None, None, {}, []
@@ -171,6 +201,7 @@ class Report:
                 out.append(f"  {r['kind']} race on {r['where']} ({r['count']}x)")
                 out.append(f"    first : {_op(r['first'])}")
                 out.append(f"    second: {_op(r['second'])}")
+                out.append(f"    fix?  : {r['hint']}")
         for f in self.flag_errors:
             out.append(f"flag error [{f.get('kind')}] {f.get('event')} id {f.get('id')}, "
                        f"block {f.get('block')} {f.get('core')}, line {f.get('line')}: {f.get('message')}")

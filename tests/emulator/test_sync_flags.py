@@ -72,6 +72,7 @@ def test_missing_flag_reports_race_with_both_ops_and_lines():
     first = (r["first"]["op"], r["first"]["pipe"], r["first"]["line"])
     assert first == ("DataCopy", "MTE2", line_of(src, "@LOADX"))
     assert (r["second"]["op"], r["second"]["pipe"], r["second"]["line"]) == ("Add", "V", line_of(src, "@ADD"))
+    assert r["hint"].startswith("SetFlag<HardEvent::MTE2_V>(id) after line")
     text = rep.summary()
     assert f"line {line_of(src, '@LOADX')}" in text and f"line {line_of(src, '@ADD')}" in text
 
@@ -177,6 +178,7 @@ def test_pipe_v_barrier_per_arch(arch, barrier, expect_race):
     if expect_race:
         r = rep.races[0]
         assert {r["first"]["line"], r["second"]["line"]} == {line_of(src, "@V1"), line_of(src, "@V2")}
+        assert "PipeBarrier<PIPE_V>" in r["hint"]
 
 
 # --- scalar accesses need flags too -------------------------------------------------------
