@@ -147,7 +147,12 @@ class _Importer:
     def _stmts(self, stmt) -> list:
         if isinstance(stmt, tirx.SeqStmt):
             out = []
-            for s in stmt.seq:
+            seq = list(stmt.seq)
+            for n, s in enumerate(seq):
+                if isinstance(s, tirx.Bind):
+                    # A scalar let (e.g. `loop_range = T.min(...)`): inline it into what follows.
+                    seq[n + 1:] = [tirx.stmt_functor.substitute(x, {s.var: s.value}) for x in seq[n + 1:]]
+                    continue
                 out.extend(self._stmts(s))
             return out
         loc = self._user_loc(stmt)
@@ -211,7 +216,11 @@ class _Importer:
 
         def collect(s):
             if isinstance(s, tirx.SeqStmt):
-                for x in s.seq:
+                seq = list(s.seq)
+                for n, x in enumerate(seq):
+                    if isinstance(x, tirx.Bind):  # a scalar let inside the loop body: inline it
+                        seq[n + 1:] = [tirx.stmt_functor.substitute(y, {x.var: x.value}) for y in seq[n + 1:]]
+                        continue
                     collect(x)
             elif isinstance(s, tirx.BufferStore):
                 stores.append((s, stmt_loc(s) or loc))

@@ -239,11 +239,21 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
         return False
 
     for j in range(n):
+        if self.vector_barrier and j not in barriers:
+            # Same-pipe vector order: every earlier conflicting vector op needs a barrier between it and
+            # this item, unless one already sits between them (here, or inside a loop on either side).
+            for i in range(j - 1, -1, -1):
+                if any(i < b <= j for b in barriers):
+                    break
+                hit = next((p for p in evs[i] for c in evs[j]
+                            if p.pipe == c.pipe == "V" and _conflict(p, c) is not None
+                            and not _barrier_inside(items[i], p, last=True) and not _barrier_inside(items[j], p)),
+                           None)
+                if hit is not None:
+                    barriers.add(j)
+                    break
         for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j), j).items(), key=lambda kv: -kv[1][0]):
             if sp == dp:
-                if (sp == "V" and self.vector_barrier and not any(i < b <= j for b in barriers)
-                        and not _barrier_inside(items[i], p, last=True) and not _barrier_inside(items[j], p)):
-                    barriers.add(j)
                 continue
             if covered(sp, i, dp, j):
                 continue

@@ -446,6 +446,9 @@ class ParallelLowerer:
         for cls, name in _BINARY.items():
             if isinstance(e, cls):
                 return self._binary(name, e.a, e.b, dtype, out)
+        if isinstance(e, tirx.Call | tirx.Select) and (isinstance(e, tirx.Select) or str(e.op.name).endswith(
+                "if_then_else")):
+            return self._select(e, dtype, out)
         if isinstance(e, tirx.Call):
             fname = str(e.op.name).split(".")[-1] if hasattr(e.op, "name") else str(e.op)
             if fname in _UNARY and len(e.args) == 1:
@@ -462,6 +465,53 @@ class ParallelLowerer:
                 hint="supported: + - * / max min, exp, exp2, log, log2, sqrt, rsqrt, abs, casts")
         raise UnsupportedError(f"expression '{e}' ({type(e).__name__}) is not supported inside T.Parallel",
                                loc=self.loc)
+
+    def _select(self, e, dtype: str, out: str | None) -> Opnd:
+        """T.if_then_else(cond, a, b) with scalar a, b and cond linear in (i, j) with opposite unit
+        coefficients (a causal mask): each row is a prefix of one value and a rest of the other."""
+        from tvm import arith
+
+        cond, a, b = (e.condition, e.true_value, e.false_value) if isinstance(e, tirx.Select) else e.args
+        hint = ("supported: T.if_then_else(<i and j compared, e.g. q_idx >= k_idx>, scalar, scalar), as in a "
+                "causal mask")
+        if len(self.vars) != 2:
+            raise UnsupportedError("T.if_then_else inside a 1-D T.Parallel is not supported", loc=self.loc, hint=hint)
+        va, vb = self.expr(a), self.expr(b)
+        if va.kind != "scalar" or vb.kind != "scalar":
+            raise UnsupportedError("T.if_then_else with tile-valued branches is not supported", loc=self.loc,
+                                   hint=hint)
+        if isinstance(cond, tirx.GE):
+            diff = cond.a - cond.b
+        elif isinstance(cond, tirx.GT):
+            diff = cond.a - cond.b - 1
+        elif isinstance(cond, tirx.LE):
+            diff = cond.b - cond.a
+        elif isinstance(cond, tirx.LT):
+            diff = cond.b - cond.a - 1
+        else:
+            raise UnsupportedError(f"condition '{cond}' of T.if_then_else is not a comparison", loc=self.loc, hint=hint)
+        i, j = self.vars
+        coef = arith.detect_linear_equation(diff, [i, j])
+        ana = arith.Analyzer()
+        if len(coef) != 3 or not all(isinstance(ana.simplify(c), tirx.IntImm) for c in coef[:2]):
+            raise UnsupportedError(f"condition '{cond}' of T.if_then_else is not linear in {i} and {j}",
+                                   loc=self.loc, hint=hint)
+        ci, cj = (int(ana.simplify(c)) for c in coef[:2])
+        c0 = cexpr(ana.simplify(coef[2]))
+        if (ci, cj) == (1, -1):  # j <= i + c0: the first i + c0 + 1 columns take a
+            prefix, first, rest = f"({c0}) + 1", va.expr, vb.expr
+        elif (ci, cj) == (-1, 1):  # j >= i - c0: the first i - c0 columns take b
+            prefix, first, rest = f"-({c0})", vb.expr, va.expr
+        else:
+            raise UnsupportedError(f"condition '{cond}' of T.if_then_else compares {i} and {j} with coefficients "
+                                   f"{ci}, {cj}; only i - j (a diagonal mask) is supported", loc=self.loc, hint=hint)
+        dst = self._dest(out, "tile", dtype)
+        d = self.buffers[dst]
+        self.pre.append(self.vec._op("vec_diag_fill", [], [dst], {
+            "dst": dst, "rows": self.rows, "cols": self.cols, "pitch": d.pitch, "prefix": prefix,
+            "first": first, "rest": rest, "barrier": self.vec.arch.needs_vector_barrier},
+            f"mask {dst}: per row, the first (row + {prefix}) columns {first}, the rest {rest}", self.loc))
+        return Opnd("tile", dtype, buffer=dst, temp=dst != out)
 
     def _dest(self, out: str | None, kind: str, dtype: str) -> str:
         if out is not None and self.buffers[out].dtype == dtype and self._kind_shape(kind) == self.buffers[out].shape:
