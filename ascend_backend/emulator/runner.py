@@ -261,6 +261,11 @@ def run_source(
         else:
             if isinstance(a, torch.Tensor):
                 a = a.item()
+            if not isinstance(a, (int, float, bool)):  # numpy scalars and the like
+                if hasattr(a, "__index__"):
+                    a = int(a)
+                elif hasattr(a, "__float__"):
+                    a = float(a)
             if not isinstance(a, (int, float, bool)):
                 raise EmulatorError(f"argument {p.name!r} is a scalar ({p.ctype}): pass a Python number")
             ct = _SCALARS[p.ctype][0]
