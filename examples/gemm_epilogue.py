@@ -32,7 +32,8 @@ def matmul_epilogue(M=256, N=256, K=256, block_M=128, block_N=128, block_K=64, d
                     out[i, j] = T.max(C_local[i, j], 0.0) * scale
             else:  # GELU, tanh approximation
                 for i, j in T.Parallel(block_M, block_N):
-                    out[i, j] = C_local[i, j] * scale
+                    out[i, j] = 0.5 * C_local[i, j] * (1.0 + T.tanh(0.7978845608 * (
+                        C_local[i, j] + 0.044715 * C_local[i, j] * C_local[i, j] * C_local[i, j]))) * scale
             T.copy(out, C[by * block_M, bx * block_N])
 
     return gemm_epilogue
@@ -42,7 +43,7 @@ def reference(A, B, bias, scale=0.5, act="relu", out_dtype="float16"):
     import torch
 
     x = A.float() @ B.float() + bias.float()
-    x = torch.relu(x) if act == "relu" else x
+    x = torch.relu(x) if act == "relu" else torch.nn.functional.gelu(x, approximate="tanh")
     return (x * scale).to(getattr(torch, out_dtype))
 
 

@@ -74,7 +74,7 @@ class Opnd:
 
 
 _UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "fabs": "Abs", "abs": "Abs",
-          "exp2": "exp2", "log2": "log2"}
+          "exp2": "exp2", "log2": "log2", "tanh": "tanh", "sigmoid": "sigmoid"}
 _BINARY = {tirx.Add: "Add", tirx.Sub: "Sub", tirx.Mul: "Mul", tirx.Div: "Div", tirx.Max: "Max", tirx.Min: "Min"}
 _SCALAR_FORM = {"Add": "Adds", "Mul": "Muls", "Max": "Maxs", "Min": "Mins"}
 
@@ -150,6 +150,18 @@ class VectorEmitter:
         if fn == "exp2":  # 2^x = e^(x ln 2)
             return (self.scalar_op("Muls", dst, src, scalar_literal(LN2, b.dtype), loc)
                     + self.unary("Exp", dst, dst, loc))
+        if fn == "tanh":  # tanh(x) = 1 - 2 / (e^(2x) + 1): saturates to +-1 without overflow trouble
+            return (self.scalar_op("Muls", dst, src, scalar_literal(2.0, b.dtype), loc)
+                    + self.unary("Exp", dst, dst, loc)
+                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc)
+                    + self.unary("Reciprocal", dst, dst, loc)
+                    + self.scalar_op("Muls", dst, dst, scalar_literal(-2.0, b.dtype), loc)
+                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc))
+        if fn == "sigmoid":  # 1 / (1 + e^-x)
+            return (self.scalar_op("Muls", dst, src, scalar_literal(-1.0, b.dtype), loc)
+                    + self.unary("Exp", dst, dst, loc)
+                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc)
+                    + self.unary("Reciprocal", dst, dst, loc))
         if fn == "log2":
             return (self.unary("Ln", dst, src, loc)
                     + self.scalar_op("Muls", dst, dst, scalar_literal(1 / LN2, b.dtype), loc))
@@ -462,7 +474,8 @@ class ParallelLowerer:
                 return Opnd(src.kind, dtype, buffer=dst, temp=dst != out)
             raise UnsupportedError(
                 f"function T.{fname} is not supported inside T.Parallel on the ascendc target", loc=self.loc,
-                hint="supported: + - * / max min, exp, exp2, log, log2, sqrt, rsqrt, abs, casts")
+                hint="supported: + - * / max min, exp, exp2, log, log2, sqrt, rsqrt, abs, tanh, sigmoid, casts, "
+                "if_then_else (diagonal masks)")
         raise UnsupportedError(f"expression '{e}' ({type(e).__name__}) is not supported inside T.Parallel",
                                loc=self.loc)
 
