@@ -1,0 +1,210 @@
+"""FlashAttention forward on the emulator's timing model: MODELLED cycles, per-pipe busy %, Cube peak %.
+
+Run: python benchmarks/attention.py [--quick] [--arch dav-3510,dav-c220] [--no-causal] [--markdown]
+
+The kernel is examples/attention.flashattn (fp16 in/out, fp32 softmax state, num_stages=2,
+dim=128), seq_q = seq_kv = S for S in 1024..8192. Every figure is MODELLED by
+ascend_backend/emulator/timing.py with the assumptions in docs/timing-model.md; nothing is
+measured on an NPU.
+
+Heads: the grid is ceil(S / block_M) x heads x batch(=1); heads = max(1, 32 / ceil(S / block_M))
+so that even S=1024 fills one wave of the larger chip.
+
+Non-causal: every block runs the same schedule, so only the first wave of blocks is emulated
+(block_dim = min(grid, groups), `groups` from the timing model's ASSUMPTIONS; the GM bandwidth
+share of each core is then the same as in the full launch) and
+
+    modelled total = waves x (modelled cycles of the first wave),  waves = ceil(grid / groups).
+
+Causal: block bx processes ceil((bx+1) * block_M / block_N) K/V blocks, so blocks differ and the
+first wave is not representative: every block is emulated and the total is the model's own
+list schedule of them (no scaling).
+
+Fraction of Cube peak:
+  per core = MACs of the two gemms issued by the emulated blocks / (sum of their modelled block
+             cycles x cube_macs_per_cycle_16bit)
+  chip     = useful MACs of the whole launch (causal: only the unmasked half, S(S+1)/2 pairs) /
+             (modelled total x cube_macs_per_cycle_16bit x aic_cores)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ascend_backend  # noqa: E402
+from ascend_backend.emulator import run_source  # noqa: E402
+from ascend_backend.emulator.timing import ASSUMPTIONS  # noqa: E402
+from ascend_backend.errors import AscendCompileError  # noqa: E402
+from examples.attention import flashattn  # noqa: E402
+
+ARCHS = ("dav-3510", "dav-c220")
+SEQS = (1024, 2048, 4096, 8192)
+QUICK_SEQS = (1024, 4096)
+DIM = 128
+STAGES = 2
+# (block_M, block_N); 128x128 does not fit UB at dim=128 (MemoryBudgetError: 151 % of the 3510
+# UB, 203 % of the c220 one), so it is tried and reported but cannot win.
+BLOCKS = ((128, 128), (128, 64), (64, 128), (64, 64))
+QUICK_BLOCKS = ((128, 64),)
+
+console = Console(width=230)
+
+
+@dataclass
+class Run:
+    arch: str
+    seq: int
+    causal: bool
+    block: tuple[int, int]
+    heads: int = 1
+    grid: int = 0
+    emulated: int = 0
+    waves: int = 0
+    total_cycles: int = 0
+    time_us: float = 0.0
+    busy: dict[str, float] = field(default_factory=dict)
+    gm_bpc: float = 0.0
+    core_peak: float = 0.0
+    chip_peak: float = 0.0
+    wall: float = 0.0
+    skipped: str = ""
+
+
+def heads_for(seq: int, block_m: int) -> int:
+    return max(1, math.ceil(32 / math.ceil(seq / block_m)))
+
+
+def run_one(arch: str, seq: int, causal: bool, block: tuple[int, int]) -> Run:
+    bm, bn = block
+    r = Run(arch, seq, causal, block, heads=heads_for(seq, bm))
+    a = ASSUMPTIONS[arch]
+    groups = int(a["groups"])
+    rows = math.ceil(seq / bm)
+    r.grid = rows * r.heads
+    r.waves = math.ceil(r.grid / groups)
+    try:
+        kernel = ascend_backend.compile(flashattn(1, r.heads, seq, seq, DIM, causal, bm, bn, STAGES),
+                                        target={"kind": "ascendc", "arch": arch}, runtime="emulator")
+    except AscendCompileError as e:
+        r.skipped = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        return r
+    assert kernel.block_dim == r.grid, (kernel.block_dim, r.grid)
+    shape = (1, r.heads, seq, DIM)
+    args: list = [torch.zeros(shape, dtype=torch.float16) for _ in range(4)]
+    ws = kernel.kernel.attrs.get("workspace_bytes", 0)
+    if ws:  # the Cube <-> Vector GM workspace, appended as AscendKernel.__call__ does
+        args.append(torch.zeros(ws, dtype=torch.uint8))
+    r.emulated = r.grid if causal else min(r.grid, groups)
+    t0 = time.perf_counter()
+    rep = run_source(kernel.kernel_source, kernel.name, args, block_dim=r.emulated, arch=arch,
+                     strict=False, checks=False)
+    r.wall = time.perf_counter() - t0
+    t = rep.timing
+    assert t["modelled"] and not t["truncated_trace"]
+    r.total_cycles = int(t["total_cycles"]) if causal else r.waves * int(t["total_cycles"])
+    r.time_us = r.total_cycles / (t["clock_ghz"] * 1e3)
+    r.busy = dict(t["busy_percent"])
+    r.gm_bpc = float(t["gm_bytes_per_cycle_per_core"])
+    macs16 = a["cube_macs_per_cycle_16bit"]
+    # MACs issued by block b: 2 gemms of bm x bn x DIM per K/V block it visits.
+    issued = 0
+    for b in range(r.emulated):
+        bx = b % rows
+        kv = min(math.ceil(seq / bn), math.ceil((bx + 1) * bm / bn)) if causal else math.ceil(seq / bn)
+        issued += 2 * bm * bn * DIM * kv
+    block_cycles = sum(int(v) for v in t["block_cycles"].values())
+    r.core_peak = 100.0 * issued / (block_cycles * macs16)
+    pairs = seq * (seq + 1) // 2 if causal else seq * seq
+    useful = 2 * pairs * DIM * r.heads
+    r.chip_peak = 100.0 * useful / (r.total_cycles * macs16 * a["aic_cores"])
+    return r
+
+
+PIPE_COLS = ("M", "V", "MTE1", "MTE2", "MTE3", "FIX", "S")
+
+
+def _row(r: Run) -> list[str]:
+    head = [r.arch, "yes" if r.causal else "no", str(r.seq), f"{r.block[0]}x{r.block[1]}", str(r.heads), str(r.grid)]
+    if r.skipped:
+        return head + ["", "", f"skipped: {r.skipped}"] + [""] * (5 + len(PIPE_COLS))
+    return head + [str(r.emulated), str(r.waves), f"{r.total_cycles:,}", f"{r.time_us:,.1f}", f"{r.gm_bpc:.2f}"] + [
+        f"{r.busy.get(p, 0):.1f}" for p in PIPE_COLS] + [f"{r.core_peak:.1f}", f"{r.chip_peak:.1f}", f"{r.wall:.0f}"]
+
+
+HEAD = ["arch", "causal", "S", "block MxN", "heads", "grid", "blocks emulated", "waves", "cycles (total)", "time us",
+        "GM B/cyc/core"] + [f"{p} busy %" for p in PIPE_COLS] + ["Cube peak % (core)", "Cube peak % (chip)",
+                                                                  "wall s"]
+
+
+def table(runs: list[Run], title: str) -> Table:
+    tb = Table(title=title)
+    for col in HEAD:
+        tb.add_column(col, justify="left" if col in ("arch", "causal") else "right")
+    for r in runs:
+        tb.add_row(*_row(r))
+    return tb
+
+
+def markdown(runs: list[Run]) -> str:
+    head = [h for h in HEAD if h != "wall s"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in runs:
+        out.append("| " + " | ".join(_row(r)[:len(head)]) + " |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="S = 1024 and 4096, block 128x64, non-causal only")
+    ap.add_argument("--arch", default=",".join(ARCHS))
+    ap.add_argument("--no-causal", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    args = ap.parse_args()
+    archs = args.arch.split(",")
+    seqs = QUICK_SEQS if args.quick else SEQS
+    blocks = QUICK_BLOCKS if args.quick else BLOCKS
+    causals = (False,) if args.quick or args.no_causal else (False, True)
+    t_start = time.perf_counter()
+    console.print("[bold]FlashAttention forward on the emulator's timing model: every figure is MODELLED "
+                  "(docs/timing-model.md), not measured.[/bold]")
+    console.print(f"dim={DIM}, fp16, num_stages={STAGES}, batch=1. Non-causal: first wave emulated, total = waves x "
+                  "first-wave cycles. Causal: every block emulated (blocks differ), total = the model's list schedule.")
+    runs: list[Run] = []
+    best: list[Run] = []
+    for arch in archs:
+        for causal in causals:
+            for seq in seqs:
+                cands = []
+                for block in blocks:
+                    if causal and block not in [b.block for b in best if b.arch == arch and b.seq == seq]:
+                        continue  # causal: only the best non-causal block shape
+                    r = run_one(arch, seq, causal, block)
+                    runs.append(r)
+                    if not r.skipped:
+                        cands.append(r)
+                if cands:
+                    best.append(min(cands, key=lambda r: r.total_cycles / (r.heads * seq)))
+                console.print(f"  [dim]{arch} S={seq} causal={causal} ({time.perf_counter() - t_start:.0f} s)[/dim]")
+    console.print(table(runs, "FlashAttention forward, dim 128, all block shapes tried (MODELLED)"))
+    console.print(table(best, "Best block shape per (arch, S, causal) by modelled cycles per head (MODELLED)"))
+    if args.markdown:
+        print("\n### All runs\n")
+        print(markdown(runs))
+        print("\n### Best block shape per (arch, S, causal)\n")
+        print(markdown(best))
+    console.print(f"wall time {time.perf_counter() - t_start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
