@@ -28,8 +28,9 @@ def merge_for_reports(aic: Kernel, aiv: Kernel) -> Kernel:
             prod, cons = f"AIV: DataCopy {name} -> workspace", f"AIC: Nd2Nz workspace -> {name}"
         flags.append(FlagRecord(index=len(flags), event="CrossCore (ready)", event_id=t["ready"], producer=prod,
                                 consumer=cons, buffer=f"ws_{name}", kind="cross-core RAW, mode 2"))
-        flags.append(FlagRecord(index=len(flags), event="CrossCore (free)", event_id=t["free"], producer=cons,
-                                consumer=prod + " (next)", buffer=f"ws_{name}",
-                                kind="cross-core WAR, mode 2, primed and drained"))
+        if t["free"] is not None:
+            flags.append(FlagRecord(index=len(flags), event="CrossCore (free)", event_id=t["free"], producer=cons,
+                                    consumer=prod + " (next)", buffer=f"ws_{name}",
+                                    kind="cross-core WAR, mode 2, primed and drained"))
     return aic.replace(buffers=buffers, flags=flags, kernel_type="MIX_AIC_1_2", body=[],
                        attrs={**aic.attrs, "aiv_row_split": aiv.attrs.get("row_split")})

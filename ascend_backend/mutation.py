@@ -59,6 +59,40 @@ def mutants(kernel: Kernel):
         yield desc, kernel.replace(body=_without(kernel.body, lambda s, b=b: s is not b))
 
 
+def _without_cross_core(body: list, flag_id: int) -> list:
+    from .ir import AscOp
+
+    out = []
+    for s in body:
+        if isinstance(s, Loop):
+            out.append(dataclasses.replace(s, body=_without_cross_core(s.body, flag_id)))
+        elif isinstance(s, AscOp) and s.kind.startswith("cross_core") and s.params["id"] == flag_id:
+            continue
+        else:
+            out.append(s)
+    return out
+
+
+def mix_mutants(cores: dict):
+    """Mutants of a split kernel: each intra-core flag/barrier of either core, and each cross-core
+    flag id (its sets and waits on both cores, prime and drain included)."""
+    from .codegen import generate_mix
+
+    aic, aiv = cores["AIC"], cores["AIV"]
+    for core in ("AIC", "AIV"):
+        for desc, mk in mutants(cores[core]):
+            pair = {**cores, core: mk}
+            yield f"{core}: {desc}", generate_mix(pair["AIC"], pair["AIV"])
+    for t in aic.attrs.get("cross_core", []):
+        for kind in ("ready", "free"):
+            fid = t[kind]
+            if fid is None:
+                continue
+            yield (f"cross-core flag {fid} ({kind}, {t['name']}, {t['direction']})",
+                   generate_mix(aic.replace(body=_without_cross_core(aic.body, fid)),
+                                aiv.replace(body=_without_cross_core(aiv.body, fid))))
+
+
 def run_mutations(case, arch: str) -> MutationResult:
     """Compile ``case`` (an ascend_backend.testing.Case), then run every mutant of it."""
     import torch
@@ -71,11 +105,18 @@ def run_mutations(case, arch: str) -> MutationResult:
     base = compile_kernel(case.func, parse_target({"kind": "ascendc", "arch": arch}))
     expected = case.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs])
     res = MutationResult(kernel=base.kernel.name, arch=arch)
-    for desc, mk in mutants(base.kernel):
+    ws = base.kernel.attrs.get("workspace_bytes", 0)
+    if "AIC" in base.cores:
+        sources = list(mix_mutants(base.cores))
+    else:
+        sources = [(desc, generate(mk)) for desc, mk in mutants(base.kernel)]
+    for desc, source in sources:
         res.deleted += 1
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
+        if ws:
+            args.append(torch.zeros(ws, dtype=torch.uint8))
         try:
-            run_source(generate(mk), mk.name, args, mk.block_dim, arch=arch, strict=True)
+            run_source(source, base.kernel.name, args, base.kernel.block_dim, arch=arch, strict=True)
         except EmulatorError as exc:
             res.caught += 1
             res.how[desc] = str(exc).splitlines()[0][:160]

@@ -72,8 +72,9 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
     split = _guard("split_cores", lambda: split_cores(kernel))
     timings["split_cores"] = time.perf_counter() - t0
     cores = {"": kernel} if split is None else {"AIC": split[0], "AIV": split[1]}
-    if split is not None and (keep_all or "split_cores" in want):
-        dumps["split_cores"] = "\n".join(f"== {c} ==\n{k.dump()}" for c, k in cores.items())
+    if keep_all or "split_cores" in want:
+        dumps["split_cores"] = ("\n".join(f"== {c} ==\n{k.dump()}" for c, k in cores.items()) if split is not None
+                                else "// not split: the kernel needs only one kind of core\n" + kernel.dump())
     for stage, fn in _stages():
         t0 = time.perf_counter()
         cores = {c: _guard(stage, lambda fn=fn, k=k: fn(k)) for c, k in cores.items()}

@@ -239,19 +239,6 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
         return False
 
     for j in range(n):
-        if self.vector_barrier and j not in barriers:
-            # Same-pipe vector order: every earlier conflicting vector op needs a barrier between it and
-            # this item, unless one already sits between them (here, or inside a loop on either side).
-            for i in range(j - 1, -1, -1):
-                if any(i < b <= j for b in barriers):
-                    break
-                hit = next((p for p in evs[i] for c in evs[j]
-                            if p.pipe == c.pipe == "V" and _conflict(p, c) is not None
-                            and not _barrier_inside(items[i], p, last=True) and not _barrier_inside(items[j], p)),
-                           None)
-                if hit is not None:
-                    barriers.add(j)
-                    break
         for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j), j).items(), key=lambda kv: -kv[1][0]):
             if sp == dp:
                 continue
@@ -261,6 +248,20 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
             placed.append(f)
             sets[i].append(f)
             waits[j].append(f)
+        if self.vector_barrier and j not in barriers:
+            # Same-pipe vector order: every earlier conflicting vector op needs a barrier between it and
+            # this item, unless one already sits between them (here, or inside a loop on either side).
+            for i in range(j - 1, -1, -1):
+                if any(i < b <= j for b in barriers):
+                    break
+                hit = next((p for p in evs[i] for c in evs[j]
+                            if p.pipe == c.pipe == "V" and _conflict(p, c) is not None
+                            and not _barrier_inside(items[i], c, last=True) and not _barrier_inside(items[j], p)
+                            and not covered("V", i, "V", j)),
+                           None)
+                if hit is not None:
+                    barriers.add(j)
+                    break
     if loop is not None:
         for j in range(n):
             for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j, n), j).items(), key=lambda kv: -kv[1][0]):
@@ -310,9 +311,9 @@ def _static(extent) -> int | None:
 
 
 def _barrier_inside(item, other: _Event, last: bool = False) -> bool:
-    """A vector barrier inside loop ``item`` separates its vector ops touching ``other``'s buffers
-    from the outside: before the first such op (``last=False``: ``item`` is the consumer) or after
-    the last one (``last=True``: ``item`` is the producer)."""
+    """A vector barrier inside loop ``item`` separates its vector ops in conflict with ``other`` from
+    the outside: before the first one (``last=False``: ``item`` is the consumer, ``other`` the
+    producer) or after the last one (``last=True``: ``item`` is the producer, ``other`` the consumer)."""
     if not isinstance(item, Loop):
         return False
     seq = list(reversed(item.body)) if last else list(item.body)

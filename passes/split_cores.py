@@ -144,6 +144,7 @@ class _Splitter:
             raise UnsupportedError("the kernel needs more than 11 cross-core flag ids (0-10)",
                                    hint="reduce the number of tiles that cross between Cube and Vector code")
         self.transfers.append((name, ready, free, direction))
+        self.transfer_loop[(name, direction)] = self.loop_path[-1] if self.loop_path else None
         return ready, free
 
     # -------------------------------------------------------------- routes
@@ -193,14 +194,30 @@ class _Splitter:
 
     # -------------------------------------------------------------- walk
     def split(self):
+        self.loop_path: list = []
+        self.transfer_loop: dict = {}
         self.ws: dict = {}
         self.ws_offsets: dict = {}
         self.extra_aiv: dict = {}
         state = {n: "vec" for n in self.mixed_accs}  # where the current value of each mixed acc lives
         aic, aiv, state = self.body(self.k.body, state)
+        # A workspace written once needs no "free" flag; nor does one in a loop whose tiles also
+        # travel the other way: the round trip (read here -> dependent work -> the reverse transfer ->
+        # the next write there) already orders the next write after this read.
+        dropped = set()
+        for name, _ready, free, direction in self.transfers:
+            lp = self.transfer_loop.get((name, direction))
+            reverse = any(self.transfer_loop.get((n, d)) == lp and d != direction for n, _, _, d in self.transfers)
+            if lp is None or reverse:
+                dropped.add(free)
+        if dropped:
+            aic, aiv = _drop_flags(aic, dropped), _drop_flags(aiv, dropped)
+            self.transfers = [(n, r, None if f in dropped else f, d) for n, r, f, d in self.transfers]
         # Prime "free" (the consumer frees the workspace once up front) and drain it at the end.
         aic_pre, aiv_pre, aic_post, aiv_post = [], [], [], []
         for name, _ready, free, direction in self.transfers:
+            if free is None:
+                continue
             if direction == "c2v":
                 aiv_pre.append(self._cc("set", free, "MTE2", f"prime: workspace of {name} starts free", None))
                 aic_post.append(self._cc("wait", free, "FIX", f"drain: the last read of {name}'s workspace", None))
@@ -231,7 +248,9 @@ class _Splitter:
                         elif before[name] == "zero" and after[name] == "cube":
                             aic.append(TileOp(op="fill", args={"dst": self._full(name), "value": 0.0}, loc=s.loc))
                         state[name] = after[name]
+                self.loop_path.append(id(s))
                 a_body, v_body, state = self.body(s.body, state)
+                self.loop_path.pop()
                 if a_body:
                     aic.append(dataclasses.replace(s, body=a_body))
                 if v_body:
@@ -294,6 +313,18 @@ class _Splitter:
                 aiv.append(TileOp(op="fill", args={"dst": self._full(name), "value": 0.0}, loc=s.loc))
             state[name] = "vec"
         return aic, aiv + [s]
+
+
+def _drop_flags(body: list, ids: set) -> list:
+    out = []
+    for s in body:
+        if isinstance(s, Loop):
+            out.append(dataclasses.replace(s, body=_drop_flags(s.body, ids)))
+        elif isinstance(s, TileOp) and s.op.startswith("cc_") and s.args["id"] in ids:
+            continue
+        else:
+            out.append(s)
+    return out
 
 
 def const_zero(v) -> bool:

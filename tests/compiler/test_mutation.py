@@ -48,3 +48,18 @@ def test_pipelined_flags_are_all_needed(arch, name, capsys):
         print(f"\n[mutation] {name}: {res.line()}")
     assert not res.unneeded, f"{len(res.unneeded)} deletions not caught:\n  " + "\n  ".join(res.unneeded)
     assert res.caught == res.deleted > 0
+
+
+@pytest.mark.parametrize("name", ["gemm_epilogue", "flash_attention"])
+def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
+    import attention
+    import gemm_epilogue
+
+    case = gemm_epilogue.example() if name == "gemm_epilogue" else attention.case(heads=1, seq_kv=128,
+                                                                                   is_causal=False)
+    res = run_mutations(case, arch)
+    with capsys.disabled():
+        print(f"\n[mutation] {name}: {res.line()}")
+    assert any(k.startswith("cross-core") for k in res.how), "no cross-core flag was mutated"
+    assert not res.unneeded, f"{len(res.unneeded)} deletions not caught:\n  " + "\n  ".join(res.unneeded)
+    assert res.caught == res.deleted > 0
