@@ -41,7 +41,8 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 import ascend_backend  # noqa: E402
 from ascend_backend.emulator import run_source  # noqa: E402
@@ -100,7 +101,7 @@ def run_one(arch: str, seq: int, causal: bool, block: tuple[int, int]) -> Run:
         kernel = ascend_backend.compile(flashattn(1, r.heads, seq, seq, DIM, causal, bm, bn, STAGES),
                                         target={"kind": "ascendc", "arch": arch}, runtime="emulator")
     except AscendCompileError as e:
-        r.skipped = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        r.skipped = f"{type(e).__name__}: {str(e).splitlines()[0]}".replace(f"{ROOT}/", "")
         return r
     assert kernel.block_dim == r.grid, (kernel.block_dim, r.grid)
     shape = (1, r.heads, seq, DIM)

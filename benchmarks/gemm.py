@@ -39,7 +39,8 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 import ascend_backend  # noqa: E402
 from ascend_backend.emulator import run_source  # noqa: E402
@@ -134,7 +135,7 @@ def run_one(arch: str, dtype: str, shape: tuple[int, int, int], tile: tuple[int,
             matmul(M, N, K, bm, bn, bk, dtype=dtype, out_dtype=dtype, num_stages=stages),
             target={"kind": "ascendc", "arch": arch}, runtime="emulator")
     except AscendCompileError as e:
-        r.skipped = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        r.skipped = f"{type(e).__name__}: {str(e).splitlines()[0]}".replace(f"{ROOT}/", "")
         return r
     assert kernel.block_dim == r.grid, (kernel.block_dim, r.grid)
     td = TORCH_DTYPE[dtype]
