@@ -335,7 +335,7 @@ def _console(stream):
     from rich.console import Console
 
     # Piped or captured output: wide enough that tables never wrap their cells.
-    width = None if stream.isatty() else max(160, int(os.environ.get("COLUMNS", "160") or 160))
+    width = None if stream.isatty() else max(200, int(os.environ.get("COLUMNS", "200") or 200))
     return Console(file=stream, width=width, highlight=False, soft_wrap=False)
 
 

@@ -34,8 +34,13 @@ def render_memory_map(kernel: Kernel):
     for r in memory_map(kernel):
         t.add_row(r["buffer"], r["scope"], str(r["offset"]), str(r["size"]), f"{r['percent']:.1f}",
                   f"{r['shape']} {r['dtype']}", r["layout"] + (f" x{r['slots']}" if r["slots"] > 1 else ""),
-                  r["defined_at"])
+                  _short(r["defined_at"]))
     return t
+
+
+def _short(loc: str) -> str:
+    """file:line with the file's directories dropped (tables stay narrow)."""
+    return loc.rsplit("/", 1)[-1] if loc else ""
 
 
 def render_sync_table(kernel: Kernel):
@@ -43,8 +48,9 @@ def render_sync_table(kernel: Kernel):
 
     t = Table(title=f"sync table of {kernel.name} on {kernel.arch.name}")
     for c in ("flag", "event", "id", "producer", "consumer", "buffer", "kind"):
-        t.add_column(c)
+        # Names and ids never wrap, so they stay searchable in captured output.
+        t.add_column(c, no_wrap=c in ("flag", "event", "id", "buffer"))
     for r in sync_table(kernel):
-        t.add_row(str(r["flag"]), r["event"], str(r["id"]), f"{r['producer']} ({r['producer_at']})",
-                  f"{r['consumer']} ({r['consumer_at']})", r["buffer"], r["kind"])
+        t.add_row(str(r["flag"]), r["event"], str(r["id"]), f"{r['producer']} ({_short(r['producer_at'])})",
+                  f"{r['consumer']} ({_short(r['consumer_at'])})", r["buffer"], r["kind"])
     return t
