@@ -210,26 +210,7 @@ class TileLowerer:
         return ops
 
     def _gm_ub_op(self, gm: Buffer, ub: Buffer, w: GmTile, loc) -> AscOp:
-        esz = gm.elem_bytes
-        ctype = CTYPE[gm.dtype]
-        contiguous = (w.cols * esz) % 32 == 0 and not w.tail_cols and (w.rows == 1 or (
-            w.row_stride == w.cols and ub.pitch == w.cols))
-        params = {"dst": ub.name, "src": _t(f"{gm.name}_gm", w.offset), "ctype": ctype,
-                  "valid_cols": w.valid_cols if w.tail_cols else None}
-        if contiguous:
-            params.update(form="count", count=f"{w.valid_rows} * {w.cols}" if w.tail_rows else str(w.rows * w.cols))
-            text = f"DataCopy {gm.name} -> {ub.name}"
-        else:
-            params.update(
-                form="pad",
-                block_count=w.valid_rows,
-                block_len=f"({w.valid_cols}) * {esz}",
-                src_stride=f"({w.row_stride} - ({w.valid_cols})) * {esz}",
-                dst_stride=f"({ub.pitch * esz} - (({w.valid_cols}) * {esz} + 31) / 32 * 32) / 32",
-            )
-            text = f"DataCopyPad {gm.name} -> {ub.name}"
-        return AscOp(kind="copy_gm_to_ub", pipe="MTE2", reads=[Access(gm.name)], writes=[Access(ub.name)],
-                     params=params, text=text, loc=loc)
+        return self._gm_ub_copy(gm, ub, w, loc, to_ub=True)
 
     def copy_ub_gm(self, s, ub: Buffer, gm: Buffer, region: dict) -> list:
         self._check_full(s.args["src"], ub, s)
@@ -245,24 +226,32 @@ class TileLowerer:
         return ops
 
     def _ub_gm_op(self, ub: Buffer, gm: Buffer, w: GmTile, loc) -> AscOp:
+        return self._gm_ub_copy(gm, ub, w, loc, to_ub=False)
+
+    def _gm_ub_copy(self, gm: Buffer, ub: Buffer, w: GmTile, loc, to_ub: bool) -> AscOp:
+        """GM <-> UB: DataCopy when the window is whole, contiguous rows of 32 B multiples, else
+        DataCopyPad (GM side strides in bytes, UB side in 32 B blocks, rows padded to 32 B in UB)."""
         esz = gm.elem_bytes
         contiguous = (w.cols * esz) % 32 == 0 and not w.tail_cols and (w.rows == 1 or (
             w.row_stride == w.cols and ub.pitch == w.cols))
-        params = {"dst": _t(f"{gm.name}_gm", w.offset), "src": ub.name, "ctype": CTYPE[gm.dtype]}
+        gm_t = _t(f"{gm.name}_gm", w.offset)
+        params = {"dst": ub.name if to_ub else gm_t, "src": gm_t if to_ub else ub.name, "ctype": CTYPE[gm.dtype]}
+        if to_ub:
+            params["valid_cols"] = w.valid_cols if w.tail_cols else None
         if contiguous:
             params.update(form="count", count=f"{w.valid_rows} * {w.cols}" if w.tail_rows else str(w.rows * w.cols))
-            text = f"DataCopy {ub.name} -> {gm.name}"
+            name = "DataCopy"
         else:
-            params.update(
-                form="pad",
-                block_count=w.valid_rows,
-                block_len=f"({w.valid_cols}) * {esz}",
-                src_stride=f"({ub.pitch * esz} - (({w.valid_cols}) * {esz} + 31) / 32 * 32) / 32",
-                dst_stride=f"({w.row_stride} - ({w.valid_cols})) * {esz}",
-            )
-            text = f"DataCopyPad {ub.name} -> {gm.name}"
+            gm_gap = f"({w.row_stride} - ({w.valid_cols})) * {esz}"
+            ub_gap = f"({ub.pitch * esz} - (({w.valid_cols}) * {esz} + 31) / 32 * 32) / 32"
+            params.update(form="pad", block_count=w.valid_rows, block_len=f"({w.valid_cols}) * {esz}",
+                          src_stride=gm_gap if to_ub else ub_gap, dst_stride=ub_gap if to_ub else gm_gap)
+            name = "DataCopyPad"
+        if to_ub:
+            return AscOp(kind="copy_gm_to_ub", pipe="MTE2", reads=[Access(gm.name)], writes=[Access(ub.name)],
+                         params=params, text=f"{name} {gm.name} -> {ub.name}", loc=loc)
         return AscOp(kind="copy_ub_to_gm", pipe="MTE3", reads=[Access(ub.name)], writes=[Access(gm.name)],
-                     params=params, text=text, loc=loc)
+                     params=params, text=f"{name} {ub.name} -> {gm.name}", loc=loc)
 
     def copy_gm_l1(self, s, gm: Buffer, l1: Buffer, region: dict) -> AscOp:
         self._check_full(s.args["dst"], l1, s)

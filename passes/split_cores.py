@@ -151,15 +151,19 @@ class _Splitter:
     def _cc(self, action: str, fid: int, pipe: str, reason: str, loc) -> TileOp:
         return TileOp(op=f"cc_{action}", args={"id": fid, "pipe": pipe, "reason": reason}, loc=loc)
 
-    def route_to_vector(self, name: str, loc, accumulate: bool) -> tuple[list, list]:
-        """AIC: wait free, Fixpipe C -> ws, set ready. AIV: wait ready, ws -> UB (or partial), set free."""
+    def _ws_regions(self, name: str) -> tuple:
+        """The tile, its block's window of its workspace, and the whole tile as copy regions."""
         buf = self.k.buffers[name]
         ws = self.workspace(name, buf)
+        zero = tirx.IntImm("int32", 0)
+        region = {"buffer": ws.name, "base": [self.block_index() * buf.shape[0], zero], "extents": list(buf.shape)}
+        full = {"buffer": name, "base": [zero, zero], "extents": list(buf.shape)}
+        return buf, region, full
+
+    def route_to_vector(self, name: str, loc, accumulate: bool) -> tuple[list, list]:
+        """AIC: wait free, Fixpipe C -> ws, set ready. AIV: wait ready, ws -> UB (or partial), set free."""
+        buf, region, full = self._ws_regions(name)
         ready, free = self.ids(name, "c2v")
-        rows = buf.shape[0]
-        base = [self.block_index() * rows, tirx.IntImm("int32", 0)]
-        region = {"buffer": ws.name, "base": base, "extents": list(buf.shape)}
-        full = {"buffer": name, "base": [tirx.IntImm("int32", 0)] * 2, "extents": list(buf.shape)}
         why = f"{name} from the Cube to the Vector cores"
         aic = [self._cc("wait", free, "FIX", f"workspace of {name} is free (the AIVs have read it)", loc),
                TileOp(op="copy", args={"src": full, "dst": region}, loc=loc),
@@ -176,13 +180,8 @@ class _Splitter:
         return aic, aiv
 
     def route_to_cube(self, name: str, loc) -> tuple[list, list]:
-        buf = self.k.buffers[name]
-        ws = self.workspace(name, buf)
+        _, region, full = self._ws_regions(name)
         ready, free = self.ids(name, "v2c")
-        rows = buf.shape[0]
-        base = [self.block_index() * rows, tirx.IntImm("int32", 0)]
-        region = {"buffer": ws.name, "base": base, "extents": list(buf.shape)}
-        full = {"buffer": name, "base": [tirx.IntImm("int32", 0)] * 2, "extents": list(buf.shape)}
         why = f"{name} from the Vector cores to the Cube"
         aiv = [self._cc("wait", free, "MTE3", f"workspace of {name} is free (the AIC has loaded it)", loc),
                TileOp(op="copy", args={"src": full, "dst": region}, loc=loc),
