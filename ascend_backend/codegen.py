@@ -146,7 +146,7 @@ def generate(kernel: Kernel) -> str:
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=kernel.arch.name, source=src, name=kernel.name, kernel_type=kernel.kernel_type,
         block_dim=kernel.block_dim, params=_params(kernel), globals=_globals(kernel),
-        sections=[{"guard": None, **_section(kernel, 1, "GetBlockIdx()")}], workspace_bytes=0,
+        sections=[{"guard": None, **_section(kernel, 1, "GetBlockIdx()")}], workspace_bytes=0, peer_ub=False,
     )
 
 
@@ -158,10 +158,22 @@ def generate_mix(aic: Kernel, aiv: Kernel) -> str:
     merged = dict(aic.buffers)
     merged.update({n: b for n, b in aiv.buffers.items() if b.scope == "GM"})
     gl = _globals(aic.replace(buffers={n: b for n, b in merged.items() if b.scope == "GM"}))
+    aic_sec = _section(aic, 2, "GetBlockIdx()")
+    peers = aic.attrs.get("peer_targets", {})
+    if peers:
+        # The AIC addresses each AIV's UB tile at the offset the AIV's memory plan gave it.
+        ub_used = aiv.attrs.get("memory_used", {}).get("UB", 0)
+        aic_sec["memories"].append({"name": "UB of the AIVs (written by Fixpipe)", "position": "VECCALC",
+                                    "var": "peer_ub", "used": ub_used, "capacity": aiv.arch.capacity["UB"]})
+        for target in peers:
+            b = aiv.buffers[target]
+            aic_sec["locals"].append({"name": f"{target}_peer", "ctype": CTYPE[b.dtype], "mem_var": "peer_ub",
+                                      "count": b.slot_elems, "offset": b.offset,
+                                      "desc": f"{target} in each AIV's UB"})
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=aic.arch.name, source=src, name=aic.name, kernel_type="MIX_AIC_1_2",
-        block_dim=aic.block_dim, params=_params(aic), globals=gl,
-        sections=[{"guard": "ASCEND_IS_AIC", **_section(aic, 2, "GetBlockIdx()")},
+        block_dim=aic.block_dim, params=_params(aic), globals=gl, peer_ub=bool(peers),
+        sections=[{"guard": "ASCEND_IS_AIC", **aic_sec},
                   {"guard": "ASCEND_IS_AIV", **_section(aiv, 2, "(GetBlockIdx() / GetTaskRation())")}],
         workspace_bytes=aic.attrs.get("workspace_bytes", 0),
     )

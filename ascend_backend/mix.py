@@ -22,12 +22,15 @@ def merge_for_reports(aic: Kernel, aiv: Kernel) -> Kernel:
                                              consumer=f"{core}: {f.consumer}"))
     for t in aic.attrs.get("cross_core", []):
         name = t["name"]
-        if t["direction"] == "c2v":
+        if t["direction"] == "c2v-ub":
+            prod, cons = f"AIC: Fixpipe {name} -> UB of each AIV", f"AIV: vector ops on {name}"
+        elif t["direction"] == "c2v":
             prod, cons = f"AIC: Fixpipe {name} -> workspace", f"AIV: DataCopy workspace -> {name}"
         else:
             prod, cons = f"AIV: DataCopy {name} -> workspace", f"AIC: Nd2Nz workspace -> {name}"
         flags.append(FlagRecord(index=len(flags), event="CrossCore (ready)", event_id=t["ready"], producer=prod,
-                                consumer=cons, buffer=f"ws_{name}", kind="cross-core RAW, mode 2"))
+                                consumer=cons, buffer=name if t["direction"] == "c2v-ub" else f"ws_{name}",
+                                kind="cross-core RAW, mode 2"))
         if t["free"] is not None:
             flags.append(FlagRecord(index=len(flags), event="CrossCore (free)", event_id=t["free"], producer=cons,
                                     consumer=prod + " (next)", buffer=f"ws_{name}",

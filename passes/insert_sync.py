@@ -54,6 +54,7 @@ class _Flag:
     slots: int = 1  # >1: one event id per slot of a pipelined loop, indexed by ``index``
     index: str = ""  # C++ expression of the slot (e.g. "k % 2")
     base: int = 0  # first event id
+    virtual: bool = False  # a cross-core round trip: used for coverage, never emitted
 
 
 def _key(acc) -> str:
@@ -238,6 +239,19 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 frontier.append((f.dst, f.j))
         return False
 
+    # A cross-core round trip (this core sets "ready" for a tile, the other core consumes it and
+    # only then sets "ready" for a tile it derives from it, which this core waits for) orders the
+    # set's pipe before the wait's pipe like a flag would: record it for the coverage checks.
+    trips = {tuple(t) for t in self.kernel.attrs.get("round_trips", ())}
+    for a, x in enumerate(items):
+        if isinstance(x, AscOp) and x.kind == "cross_core_set":
+            for b in range(a + 1, n):
+                y = items[b]
+                if (isinstance(y, AscOp) and y.kind == "cross_core_wait"
+                        and (x.params["id"], y.params["id"]) in trips):
+                    v = _Flag(x.pipe, y.pipe, a, b, False, x, y, "", "round trip")
+                    v.virtual = True
+                    placed.append(v)
     for j in range(n):
         for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j), j).items(), key=lambda kv: -kv[1][0]):
             if sp == dp:
@@ -270,6 +284,8 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                                                                    or any(b > i for b in barriers)):
                         barriers.add(j)
                     continue
+                if (dp != "V" or not self.vector_barrier) and covered(sp, i, dp, n):
+                    continue  # ordered within the iteration already; dp keeps its order into the next one
                 need = rotating.get(_bare(buf), 1)
                 if need > 1 and _static(loop.extent) is not None and _static(loop.extent) <= need:
                     continue  # every iteration has its own slot: the dependency never happens
@@ -281,6 +297,7 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 primes.append(f)
                 sets[i].append(f)
                 waits[j].append(f)
+    placed = [f for f in placed if not getattr(f, "virtual", False)]
     if stages > 1:
         # In a pipelined loop every flag costs one event id per slot: merge the flags of one pipe
         # pair into a single one (Set after the last producer, Wait before the first consumer) so

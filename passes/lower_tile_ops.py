@@ -340,6 +340,17 @@ class TileLowerer:
                      params={"id": a["id"], "pipe": a["pipe"], "mode": 2, "reason": a["reason"]},
                      text=f"CrossCore{verb.capitalize()}Flag {a['id']} ({a['reason']})", loc=s.loc)
 
+    def lower_copy_to_peer_ub(self, s: TileOp) -> list:
+        """dav-3510: Fixpipe an accumulator straight into the UB of both AIVs, half the rows each."""
+        C = self.buffers[s.args["src"]]
+        rows, cols = C.shape
+        half = rows // 2
+        target = s.args["target"]
+        return [AscOp(kind="fixpipe_to_peer_ub", pipe="FIX", reads=[Access(C.name)], writes=[],
+                      params={"src": C.name, "dst": f"{target}_peer", "half": half, "rows": rows, "cols": cols,
+                              "pitch": (cols + 15) // 16 * 16},
+                      text=f"Fixpipe {C.name} -> {target} in the UB of each AIV", loc=s.loc)]
+
     def lower_accumulate(self, s: TileOp) -> list:
         return self.vec.binary("Add", s.args["dst"], s.args["dst"], s.args["src"], s.loc)
 

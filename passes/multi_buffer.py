@@ -57,6 +57,8 @@ def multi_buffer(kernel: Kernel) -> Kernel:
             if s.kind == "pipelined" and s.num_stages > 1:
                 outside = _touched([x for x in siblings])
                 for name in _private(dataclasses.replace(s, body=inner), outside):
+                    if name in kernel.attrs.get("peer_targets", {}):
+                        continue  # written in place by the Cube core's Fixpipe: one fixed address
                     b = buffers[name]
                     if b.scope in ROTATED:
                         slots[name] = s.num_stages

@@ -212,6 +212,8 @@ class _Splitter:
         if dropped:
             aic, aiv = _drop_flags(aic, dropped), _drop_flags(aiv, dropped)
             self.transfers = [(n, r, None if f in dropped else f, d) for n, r, f, d in self.transfers]
+        if self.k.arch.name == "dav-3510":
+            aic, aiv = self.on_chip_routes(aic, aiv)
         # Prime "free" (the consumer frees the workspace once up front) and drain it at the end.
         aic_pre, aiv_pre, aic_post, aiv_post = [], [], [], []
         for name, _ready, free, direction in self.transfers:
@@ -224,6 +226,75 @@ class _Splitter:
                 aic_pre.append(self._cc("set", free, "MTE2", f"prime: workspace of {name} starts free", None))
                 aiv_post.append(self._cc("wait", free, "MTE3", f"drain: the last load of {name}'s workspace", None))
         return aic_pre + aic + aic_post, aiv_pre + aiv + aiv_post
+
+    def on_chip_routes(self, aic: list, aiv: list) -> tuple[list, list]:
+        """dav-3510: a Cube -> Vector crossing without a "free" flag goes L0C -> UB directly (Fixpipe
+        into each AIV's half of the tile) instead of through the GM workspace."""
+        targets = {}
+        for name, ready, free, direction in self.transfers:
+            if direction == "c2v" and free is None:
+                targets[ready] = name
+        if not targets:
+            return aic, aiv
+        self.peer_targets: dict = {}
+
+        def fix_aic(body):
+            out = []
+            for n, s in enumerate(body):
+                if isinstance(s, Loop):
+                    out.append(dataclasses.replace(s, body=fix_aic(s.body)))
+                    continue
+                nxt = body[n + 1] if n + 1 < len(body) else None
+                if (isinstance(s, TileOp) and s.op == "copy" and isinstance(nxt, TileOp) and nxt.op == "cc_set"
+                        and nxt.args["id"] in targets):
+                    out.append(TileOp(op="copy_to_peer_ub", args={"src": s.args["src"]["buffer"],
+                                                                   "target": self.peer_target[nxt.args["id"]]},
+                                      loc=s.loc))
+                    continue
+                out.append(s)
+            return out
+
+        def fix_aiv(body):
+            out = []
+            skip = False
+            for n, s in enumerate(body):
+                if isinstance(s, Loop):
+                    out.append(dataclasses.replace(s, body=fix_aiv(s.body)))
+                    continue
+                if skip:
+                    skip = False
+                    continue
+                if isinstance(s, TileOp) and s.op == "cc_wait" and s.args["id"] in targets:
+                    copy = body[n + 1]
+                    target = copy.args["dst"]["buffer"]
+                    self.peer_target[s.args["id"]] = target
+                    self.peer_targets[target] = targets[s.args["id"]]
+                    use = next((x for x in body[n + 2:] if isinstance(x, TileOp) and target in _touches(x)), None)
+                    pipe = "MTE3" if use is not None and use.op == "copy" else "V"
+                    out.append(dataclasses.replace(s, args={**s.args, "pipe": pipe,
+                                                            "reason": s.args["reason"] + " (in this AIV's UB)"}))
+                    skip = True  # the workspace read is gone: the Cube wrote the tile into UB
+                    continue
+                out.append(s)
+            return out
+
+        self.peer_target: dict = {}
+        aiv = fix_aiv(aiv)
+        aic = fix_aic(aic)
+        for name in set(targets.values()):
+            ws = f"ws_{name}"
+            self.ws.pop(ws, None)
+        # Re-pack the workspace without the tiles that now stay on chip.
+        off = 0
+        offsets = {}
+        for wname, b in self.ws.items():
+            offsets[wname] = off
+            off += (b.numel * b.elem_bytes + 511) // 512 * 512
+        self.ws_offsets, self.ws_offset = offsets, off
+        for t in list(self.transfers):
+            if t[1] in targets:
+                self.transfers[self.transfers.index(t)] = (t[0], t[1], t[2], "c2v-ub")
+        return aic, aiv
 
     def body(self, items: list, state: dict):
         aic: list = []
@@ -314,6 +385,49 @@ class _Splitter:
         return aic, aiv + [s]
 
 
+def _round_trips(aiv_body: list, transfers: list) -> list:
+    """(ready id of a Cube->Vector tile, ready id of a Vector->Cube tile) where the AIVs compute the
+    second from the first in the same statement list: the AIC's wait for the second then implies
+    the AIVs consumed the first."""
+    ready_of = {r: n for n, r, _f, d in transfers if d.startswith("c2v")}
+    v2c = {r for _n, r, _f, d in transfers if d == "v2c"}
+    trips = []
+
+    def scan(body):
+        for s in body:
+            if isinstance(s, Loop):
+                scan(s.body)
+        for a, s in enumerate(body):
+            if not (isinstance(s, TileOp) and s.op == "cc_wait" and s.args["id"] in ready_of):
+                continue
+            tainted = set()
+            nxt = body[a + 1] if a + 1 < len(body) else None
+            if isinstance(nxt, TileOp) and nxt.op == "copy":
+                tainted.add(nxt.args["dst"]["buffer"])
+            else:  # the tile arrived in UB directly: the transfer's own tile
+                tainted.add(ready_of[s.args["id"]])
+            for t in body[a + 1:]:
+                if isinstance(t, TileOp) and t.op not in ("cc_set", "cc_wait"):
+                    touched = _touches(t)
+                    if touched & tainted:
+                        tainted |= touched
+                if (isinstance(t, TileOp) and t.op == "cc_set" and t.args["id"] in v2c):
+                    src = _v2c_source(body, t)
+                    if src in tainted:
+                        trips.append((s.args["id"], t.args["id"]))
+
+    scan(aiv_body)
+    return trips
+
+
+def _v2c_source(body: list, set_op: TileOp) -> str | None:
+    k = body.index(set_op)
+    prev = body[k - 1] if k > 0 else None
+    if isinstance(prev, TileOp) and prev.op == "copy":
+        return prev.args["src"]["buffer"]
+    return None
+
+
 def _drop_flags(body: list, ids: set) -> list:
     out = []
     for s in body:
@@ -347,7 +461,10 @@ def split_cores(kernel: Kernel):
     aiv_bufs = {**common, **ws, **{n: dataclasses.replace(b) for n, b in kernel.buffers.items()
                                    if b.kind != "param" and n in used_aiv},
                 **{n: dataclasses.replace(b) for n, b in sp.extra_aiv.items()}}
-    attrs = {"workspace": dict(sp.ws_offsets), "workspace_bytes": sp.ws_offset,
+    peer = getattr(sp, "peer_targets", {})
+    trips = _round_trips(aiv_body, sp.transfers)
+    attrs = {"workspace": dict(sp.ws_offsets), "workspace_bytes": sp.ws_offset, "peer_targets": dict(peer),
+             "round_trips": trips,
              "cross_core": [{"name": t[0], "ready": t[1], "free": t[2], "direction": t[3]} for t in sp.transfers]}
     aic = kernel.replace(name=kernel.name, buffers=aic_bufs, body=aic_body, attrs={**attrs, "core": "AIC"})
     aiv = kernel.replace(name=kernel.name, buffers=aiv_bufs, body=aiv_body, attrs={**attrs, "core": "AIV"})
@@ -361,6 +478,7 @@ def split_rows(aiv: Kernel) -> Kernel:
     """Give each AIV half of the rows of every row-block tile (rows R of the crossing tiles)."""
     crossing = [b for b in aiv.buffers.values() if b.kind == "workspace"]
     rows = {b.shape[0] // aiv.block_dim for b in crossing}
+    rows |= {aiv.buffers[t].shape[0] for t in aiv.attrs.get("peer_targets", {})}
     if len(rows) != 1:
         return aiv.replace(attrs={**aiv.attrs, "row_split": None})
     R = rows.pop()
