@@ -229,12 +229,14 @@ def _call(c: Candidate, params: dict[str, Any], path: str) -> Any:
         fn: Callable[..., Any] = c.obj.get_tir
         sig_obj = c.obj.func.orig_func
     elif c.kind == "ascend_backend.jit":
-        fn = c.obj.__wrapped__
-        sig_obj = fn
+        # get_tir elaborates both styles: a factory called with the params, or a modern-style kernel
+        # whose T.const shapes the params name (they are not in its Python signature).
+        fn = c.obj.get_tir
+        sig_obj = c.obj.__wrapped__
     else:
         fn = c.obj
         sig_obj = fn
-    if c.kind != "tilelang.jit":
+    if c.kind not in ("tilelang.jit", "ascend_backend.jit"):
         try:
             inspect.signature(sig_obj).bind(**params)
         except TypeError as exc:

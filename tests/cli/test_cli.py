@@ -481,3 +481,31 @@ def test_build_kernel_param(tmp_path, capsys, monkeypatch):
     assert rc == 0, err
     assert (tmp_path / "axpby.cpp").exists()
     assert "--npu-arch=dav-3510" in out
+
+
+def test_inspect_modern_style_ascend_jit(tmp_path, capsys):
+    path = write(tmp_path, "modern.py", '''
+        import tilelang.language as T
+
+        import ascend_backend
+
+
+        @ascend_backend.jit
+        def add(A, B):
+            M, N = T.const("M N")
+            A: T.Tensor((M, N), "float16")
+            B: T.Tensor((M, N), "float16")
+            C = T.empty((M, N), "float16")
+            with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 32), threads=128) as (bx, by):
+                a = T.alloc_shared((32, 64), "float16")
+                b = T.alloc_shared((32, 64), "float16")
+                T.copy(A[by * 32, bx * 64], a)
+                T.copy(B[by * 32, bx * 64], b)
+                for i, j in T.Parallel(32, 64):
+                    a[i, j] = a[i, j] + b[i, j]
+                T.copy(a, C[by * 32, bx * 64])
+            return C
+    ''')
+    rc, out, err = cli(capsys, "inspect", path, "--param", "M=64", "--param", "N=128", "--stage", "codegen")
+    assert rc == 0, err
+    assert "Add(a, a, b, 2048);" in out and "block_dim = 4" in out
