@@ -147,12 +147,7 @@ class _Importer:
     def _stmts(self, stmt) -> list:
         if isinstance(stmt, tirx.SeqStmt):
             out = []
-            seq = list(stmt.seq)
-            for n, s in enumerate(seq):
-                if isinstance(s, tirx.Bind):
-                    # A scalar let (e.g. `loop_range = T.min(...)`): inline it into what follows.
-                    seq[n + 1:] = [tirx.stmt_functor.substitute(x, {s.var: s.value}) for x in seq[n + 1:]]
-                    continue
+            for s in _inline_binds(stmt.seq):
                 out.extend(self._stmts(s))
             return out
         loc = self._user_loc(stmt)
@@ -216,11 +211,7 @@ class _Importer:
 
         def collect(s):
             if isinstance(s, tirx.SeqStmt):
-                seq = list(s.seq)
-                for n, x in enumerate(seq):
-                    if isinstance(x, tirx.Bind):  # a scalar let inside the loop body: inline it
-                        seq[n + 1:] = [tirx.stmt_functor.substitute(y, {x.var: x.value}) for y in seq[n + 1:]]
-                        continue
+                for x in _inline_binds(s.seq):
                     collect(x)
             elif isinstance(s, tirx.BufferStore):
                 stores.append((s, stmt_loc(s) or loc))
@@ -288,6 +279,19 @@ class _Importer:
             },
             loc=loc,
         )
+
+
+def _inline_binds(seq) -> list:
+    """The statements of ``seq`` with each scalar let (e.g. `loop_range = T.min(...)`, or
+    `q_idx = ...` inside a T.Parallel body) substituted into the statements after it."""
+    seq = list(seq)
+    out = []
+    for n, s in enumerate(seq):
+        if isinstance(s, tirx.Bind):
+            seq[n + 1:] = [tirx.stmt_functor.substitute(x, {s.var: s.value}) for x in seq[n + 1:]]
+        else:
+            out.append(s)
+    return out
 
 
 def _is_tilelang_file(path: str) -> bool:

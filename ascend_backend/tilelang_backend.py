@@ -13,8 +13,6 @@ import tvm
 from tvm import tirx
 
 SOURCE_ATTR = "ascendc.source"
-# The compile results of the last lowering, by kernel name, for ascend_backend.compile().
-LAST_RESULTS: dict = {}
 
 
 def lower_module(mod, target):
@@ -30,7 +28,6 @@ def lower_module(mod, target):
         if not isinstance(func, tirx.PrimFunc):
             continue
         result = compile_kernel(func, arch, name=str(gv.name_hint))
-        LAST_RESULTS[result.kernel.name] = result
         stub = tirx.PrimFunc(func.params, tirx.Evaluate(0), buffer_map=func.buffer_map)
         stub = stub.with_attrs({
             "global_symbol": result.kernel.name,

@@ -379,40 +379,21 @@ def insert_sync(kernel: Kernel) -> Kernel:
 
 
 def verify_sync(kernel: Kernel) -> None:
-    """Every Set has its Wait in the same statement list (or prime/drain around a loop); ids in 0-5;
-    no PIPE_ALL."""
-    def check(items, depth):
-        balance: dict = {}
-        for s in items:
-            if isinstance(s, Loop):
-                check(s.body, depth + 1)
-            elif isinstance(s, Sync):
-                if s.action == "barrier":
-                    if s.src == "ALL":
-                        raise InternalCompilerError("PIPE_ALL barrier emitted", stage="insert_sync")
-                    continue
-                if isinstance(s.event_id, int) and not 0 <= s.event_id <= MAX_EVENT_ID:
-                    raise InternalCompilerError(f"event id {s.event_id} out of 0-{MAX_EVENT_ID}", stage="insert_sync")
-                k = (s.event, s.event_id, s.flag)
-                balance[k] = balance.get(k, 0) + (1 if s.action == "set" else -1)
-        # Within one list, a flag's sets and waits balance; carried flags balance across the loop
-        # (prime + set in body / wait in body + drain), which check_carried covers.
-        return balance
-
-    total: dict = {}
-
-    def count(items):
-        for s in items:
-            if isinstance(s, Loop):
-                count(s.body)
-            elif isinstance(s, Sync) and s.action != "barrier":
-                total[s.flag] = total.get(s.flag, 0) + (1 if s.action == "set" else -1)
-
-    check(kernel.body, 0)
-    count(kernel.body)
-    for flag, bal in total.items():
+    """Every flag's Sets and Waits balance over the kernel (prime + per-iteration set / per-iteration
+    wait + drain for loop-carried ones); literal ids in 0-5; every flag has a reason; no PIPE_ALL."""
+    balance: dict = {}
+    for s in walk(kernel.body):
+        if not isinstance(s, Sync):
+            continue
+        if s.action == "barrier":
+            if s.src == "ALL":
+                raise InternalCompilerError("PIPE_ALL barrier emitted", stage="insert_sync")
+            continue
+        if isinstance(s.event_id, int) and not 0 <= s.event_id <= MAX_EVENT_ID:
+            raise InternalCompilerError(f"event id {s.event_id} out of 0-{MAX_EVENT_ID}", stage="insert_sync")
+        if s.flag < 0:
+            raise InternalCompilerError("a flag without a reason", stage="insert_sync")
+        balance[s.flag] = balance.get(s.flag, 0) + (1 if s.action == "set" else -1)
+    for flag, bal in balance.items():
         if bal != 0:
             raise InternalCompilerError(f"flag #{flag} has unmatched SetFlag/WaitFlag", stage="insert_sync")
-    for s in walk(kernel.body):
-        if isinstance(s, Sync) and s.action != "barrier" and s.flag < 0:
-            raise InternalCompilerError("a flag without a reason", stage="insert_sync")
