@@ -696,6 +696,21 @@ void set_flag(Pipe src, Pipe dst, int32_t id, const Loc& loc) {
     f.line = loc.line();
 }
 
+// A wait that found its signal: record the dependency for the timing model, join the signal's
+// clock into the waiting pipe (every pipe when the scalar unit waits) and clear the signal.
+static void consume_signal(Core* c, OpRec& r, FlagSlot& f, Pipe dst) {
+    r.dep_off = (uint32_t)c->deps.size();
+    r.dep_n = 1;
+    c->deps.push_back({c->gt, f.idx});
+    push_rec(c, r);
+    if (dst == Pipe::S) {
+        for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], f.clk);
+    } else {
+        join(c->clk[(int)dst], f.clk);
+    }
+    f.set = false;
+}
+
 void wait_flag(Pipe src, Pipe dst, int32_t id, const Loc& loc) {
     Core* c = cur_core(loc, "WaitFlag");
     if (!c) return;
@@ -710,16 +725,7 @@ void wait_flag(Pipe src, Pipe dst, int32_t id, const Loc& loc) {
         push_rec(c, r);
         return;
     }
-    r.dep_off = (uint32_t)c->deps.size();
-    r.dep_n = 1;
-    c->deps.push_back({c->gt, f.idx});
-    push_rec(c, r);
-    if (dst == Pipe::S) {
-        for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], f.clk);
-    } else {
-        join(c->clk[(int)dst], f.clk);
-    }
-    f.set = false;
+    consume_signal(c, r, f, dst);
 }
 
 void queue_signal(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc) {
@@ -756,16 +762,7 @@ void queue_wait(Pipe src, Pipe dst, const void* key, const char* what, const Loc
         return;
     }
     FlagSlot& f = it->second;
-    r.dep_off = (uint32_t)c->deps.size();
-    r.dep_n = 1;
-    c->deps.push_back({c->gt, f.idx});
-    push_rec(c, r);
-    if (dst == Pipe::S) {
-        for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], f.clk);
-    } else {
-        join(c->clk[(int)dst], f.clk);
-    }
-    f.set = false;
+    consume_signal(c, r, f, dst);
 }
 
 void queue_forget(const void* begin, size_t bytes) {
