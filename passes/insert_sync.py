@@ -85,9 +85,15 @@ def _bare(name: str) -> str:
     return name.split("#", 1)[0]
 
 
+class _IdsExhausted(Exception):
+    def __init__(self, event: str) -> None:
+        self.event = event
+
+
 class _SyncInserter:
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, merge: frozenset = frozenset()) -> None:
         self.kernel = kernel
+        self.merge = merge  # event types whose flags in pipelined loops are merged to save ids
         self.vector_barrier = kernel.arch.needs_vector_barrier
         self.flags: list[_Flag] = []
         self.loop_primes: dict[int, list] = {}  # id(new Loop) -> carried flags primed around it
@@ -175,8 +181,7 @@ class _SyncInserter:
             used = {k for _, k in live}
             bases = [b for b in range(MAX_EVENT_ID + 2 - f.slots) if not used & set(range(b, b + f.slots))]
             if not bases:
-                raise InternalCompilerError(f"more than {MAX_EVENT_ID + 1} event ids of {f.src}_{f.dst} needed at "
-                                            "once", stage="insert_sync")
+                raise _IdsExhausted(f"{f.src}_{f.dst}")
             base = bases[0]
             f.base = base
             live.extend((end, k) for k in range(base, base + f.slots))
@@ -298,11 +303,11 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 sets[i].append(f)
                 waits[j].append(f)
     placed = [f for f in placed if not getattr(f, "virtual", False)]
-    if stages > 1:
-        # In a pipelined loop every flag costs one event id per slot: merge the flags of one pipe
-        # pair into a single one (Set after the last producer, Wait before the first consumer) so
-        # that num_stages slots fit the ids 0-5.
-        placed = _merge(placed, sets, waits, primes)
+    if stages > 1 and self.merge:
+        # In a pipelined loop every flag costs one event id per slot: where the ids 0-5 run out,
+        # merge the flags of one pipe pair into a single one (Set after the last producer, Wait
+        # before the first consumer). Merging costs overlap, so it is done only where needed.
+        placed = _merge(placed, sets, waits, primes, self.merge)
     self.flags.extend(placed)
     out: list = []
     for j, item in enumerate(items):
@@ -344,14 +349,14 @@ def _barrier_inside(item, other: _Event, last: bool = False) -> bool:
     return False
 
 
-def _merge(placed: list, sets: dict, waits: dict, primes: list) -> list:
+def _merge(placed: list, sets: dict, waits: dict, primes: list, events: frozenset) -> list:
     groups: dict = {}
     for f in placed:
         groups.setdefault((f.src, f.dst, f.carried, f.slots), []).append(f)
     out = []
-    for (_, _, carried, _), fs in groups.items():
+    for (src, dst, carried, _), fs in groups.items():
         i, j = max(f.i for f in fs), min(f.j for f in fs)
-        if len(fs) == 1 or (not carried and i >= j):
+        if len(fs) == 1 or (not carried and i >= j) or f"{src}_{dst}" not in events:
             out.extend(fs)
             continue
         first_c = min(fs, key=lambda f: f.j)
@@ -373,7 +378,16 @@ def _merge(placed: list, sets: dict, waits: dict, primes: list) -> list:
 
 def insert_sync(kernel: Kernel) -> Kernel:
     """Insert SetFlag/WaitFlag pairs and vector barriers; fill the sync table."""
-    out = _SyncInserter(kernel).run()
+    merge: frozenset = frozenset()
+    while True:
+        try:
+            out = _SyncInserter(kernel, merge).run()
+            break
+        except _IdsExhausted as e:
+            if e.event in merge:
+                raise InternalCompilerError(f"more than {MAX_EVENT_ID + 1} event ids of {e.event} needed at once",
+                                            stage="insert_sync") from None
+            merge = merge | {e.event}
     verify_sync(out)
     return out
 

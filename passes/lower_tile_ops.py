@@ -90,6 +90,9 @@ def _t(name: str, off: str = "0") -> str:
     return name if off in ("0", "") else f"{name}[{off}]"
 
 
+# Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
+PINGPONG = ("_ping", "_pong")
+
 class TileLowerer:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -377,10 +380,52 @@ class TileLowerer:
                                    f"{C.shape[0]}x{C.shape[1]}", loc=s.loc)
         # The valid K of this step: the tail of the last copy into A along K.
         kv = self._valid_k(A, tA, s)
-        l0a = self._l0(A, "L0A", (M, K))
-        l0b = self._l0(B, "L0B", (K, N))
         init = self._init_expr(C, a["clear_accum"])
+        ks = self._k_step(A, M, N, K, kv)
+        if ks == K:
+            l0a = self._l0(A, "L0A", (M, K))
+            l0b = self._l0(B, "L0B", (K, N))
+            return self._gemm_step(A, B, C, l0a, l0b, tA, tB, M, N, K, kv, 0, init, s)
+        # The operand tiles exceed what L0A/L0B hold twice over: step through K in chunks of ks.
+        # Inside a T.Pipelined loop with num_stages > 1 the chunks alternate between two L0
+        # buffers (ping/pong), so the LoadData of one chunk overlaps the Mmad of the previous one
+        # (also across iterations: insert_sync's loop-carried flags); otherwise one buffer, serial.
+        pingpong = any(lp.kind == "pipelined" and lp.num_stages > 1 for lp in self.loop_stack)
+        names = PINGPONG if pingpong else ("",)
+        l0as = [self._l0(A, "L0A", (M, ks), n) for n in names]
+        l0bs = [self._l0(B, "L0B", (ks, N), n) for n in names]
+        ops: list = []
+        for c in range(K // ks):
+            ops += self._gemm_step(A, B, C, l0as[c % len(names)], l0bs[c % len(names)], tA, tB, M, N, ks, str(ks),
+                                   c * ks, init if c == 0 else "false", s)
+        return ops
+
+    def _k_step(self, A: Buffer, M: int, N: int, K: int, kv: str) -> int:
+        """The K of one LoadData/Mmad step: all of K when both operands fit L0A/L0B twice (the
+        multi_buffer pass may then double them) or when K has a runtime tail; otherwise the
+        largest multiple of 16 dividing K whose operand chunks fit twice."""
+        cap = self.arch.capacity
+        esz = A.nbytes // (A.rows * A.cols)
+
+        def fits(k: int, copies: int) -> bool:
+            return copies * M * k * esz <= cap["L0A"] and copies * k * N * esz <= cap["L0B"]
+
+        if fits(K, 2) or kv != str(K):
+            return K
+        for ks in range(K - 16, 15, -16):
+            if K % ks == 0 and fits(ks, 2):
+                return ks
+        return K
+
+    def _gemm_step(self, A: Buffer, B: Buffer, C: Buffer, l0a: Buffer, l0b: Buffer, tA: bool, tB: bool, M: int,
+                   N: int, K: int, kv: str, k0: int, init: str, s: TileOp) -> list:
+        """LoadData A and B rows k0..k0+K of their L1 tiles into L0A/L0B, then one Mmad."""
         kf = f"{kv} / 16"
+        # Element offset of K row k0 inside the NZ tiles in L1: a stored [rows, cols] tile keeps
+        # each 16-column block contiguous (rows x 16 elements), so a step along the columns moves
+        # k0 * rows elements and a step along the rows k0 * 16.
+        a_off = k0 * 16 if tA else k0 * A.rows
+        b_off = k0 * B.rows if tB else k0 * 16
         # dav-3510 LoadData2DParamsV2: the L1 region is (mStep x kStep) fractals of the stored
         # tile; ifTranspose stores the transposed region (A stored K x M -> NZ M x K; B stored
         # K x N -> ZN). srcStride/dstStride are the distances between column blocks in fractals.
@@ -392,21 +437,23 @@ class TileLowerer:
                  "trans": "false", "note": "B stored N x K: its NZ fractals are already ZN"} if tB else
                 {"m_step": kf, "k_step": N // 16, "src_stride": B.rows // 16, "dst_stride": N // 16,
                  "trans": "true", "note": "B stored K x N, each fractal transposed into ZN"})
-        ops = [
+        part = f" K {k0}..{k0 + K}" if k0 or K != (A.rows if tA else A.cols) else ""
+        return [
             AscOp(kind="load_l0a", pipe="MTE1", reads=[Access(A.name)], writes=[Access(l0a.name)],
-                  params={"dst": l0a.name, "src": A.name, "m": M, "k": K, "kv": kv, "trans": tA,
+                  params={"dst": l0a.name, "src": A.name, "src_off": a_off, "m": M, "k": K, "kv": kv, "trans": tA,
                           "layout": l0a.layout, "src_rows": A.rows, "ctype": CTYPE[A.dtype], "v2": a_v2},
-                  text=f"LoadData {A.name} -> {l0a.name}{' (transposed)' if tA else ''}", loc=s.loc),
+                  text=f"LoadData {A.name}{part} -> {l0a.name}{' (transposed)' if tA else ''}",
+                  loc=s.loc),
             AscOp(kind="load_l0b", pipe="MTE1", reads=[Access(B.name)], writes=[Access(l0b.name)],
-                  params={"dst": l0b.name, "src": B.name, "n": N, "k": K, "kv": kv, "trans": tB,
+                  params={"dst": l0b.name, "src": B.name, "src_off": b_off, "n": N, "k": K, "kv": kv, "trans": tB,
                           "layout": l0b.layout, "src_rows": B.rows, "ctype": CTYPE[B.dtype], "v2": b_v2},
-                  text=f"LoadData {B.name} -> {l0b.name}{' (transposed)' if tB else ''}", loc=s.loc),
+                  text=f"LoadData {B.name}{part} -> {l0b.name}{' (transposed)' if tB else ''}",
+                  loc=s.loc),
             AscOp(kind="mmad", pipe="M", reads=[Access(l0a.name), Access(l0b.name)] + (
                 [] if init == "true" else [Access(C.name)]), writes=[Access(C.name)],
                   params={"dst": C.name, "a": l0a.name, "b": l0b.name, "m": M, "n": N, "k": kv, "init": init},
                   text=f"Mmad {C.name} {'=' if init == 'true' else '+='} {l0a.name} x {l0b.name}", loc=s.loc),
         ]
-        return ops
 
     def _valid_k(self, A: Buffer, tA: bool, s: TileOp) -> str:
         K = A.rows if tA else A.cols
@@ -428,8 +475,8 @@ class TileLowerer:
             )
         return f"({kv})"
 
-    def _l0(self, l1: Buffer, scope: str, shape: tuple) -> Buffer:
-        name = f"{l1.name}_{scope.lower()}"
+    def _l0(self, l1: Buffer, scope: str, shape: tuple, suffix: str = "") -> Buffer:
+        name = f"{l1.name}_{scope.lower()}{suffix}"
         if name not in self.buffers:
             layout = self.arch.l0a_layout if scope == "L0A" else self.arch.l0b_layout
             self.buffers[name] = Buffer(name=name, shape=shape, dtype=l1.dtype, kind="temp", loc=l1.loc,
@@ -472,4 +519,4 @@ def verify_lowered(kernel: Kernel) -> None:
                 raise InternalCompilerError(f"op {s.kind} touches unknown buffer {acc.buffer}", stage="lower_tile_ops")
 
 
-__all__ = ["lower_tile_ops", "verify_lowered", "tirx"]
+__all__ = ["PINGPONG", "lower_tile_ops", "verify_lowered", "tirx"]

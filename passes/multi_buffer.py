@@ -17,6 +17,7 @@ import dataclasses
 from ascend_backend.errors import InternalCompilerError, MemoryBudgetError
 from ascend_backend.ir import AscOp, Kernel, Loop, walk
 
+from .lower_tile_ops import PINGPONG
 from .plan_memory import budget_table
 
 ROTATED = ("L1", "UB")
@@ -62,8 +63,8 @@ def multi_buffer(kernel: Kernel) -> Kernel:
                     b = buffers[name]
                     if b.scope in ROTATED:
                         slots[name] = s.num_stages
-                    elif b.scope in DOUBLED:
-                        slots[name] = 2
+                    elif b.scope in DOUBLED and not name.endswith(PINGPONG):
+                        slots[name] = 2  # (a K-stepped gemm's ping/pong pair is doubled already)
             for name, k in slots.items():
                 buffers[name].slots = max(buffers[name].slots, k)
             out.append(dataclasses.replace(s, body=inner, slots=slots))

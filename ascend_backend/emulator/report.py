@@ -96,6 +96,7 @@ class Report:
     _trace: dict[str, Any] | None = field(default=None, repr=False)
     _trace_text: str | None = field(default=None, repr=False)  # raw JSON of the trace, parsed lazily
     _timing: dict[str, Any] | None = field(default=None, repr=False)
+    gm_reads: dict[str, int] | None = None  # {"bytes", "unique_bytes"} read from GM (L2 term of the model)
     _timeline_data: list[tuple] | None = field(default=None, repr=False)
 
     # ---- construction -------------------------------------------------------------
@@ -122,6 +123,7 @@ class Report:
         for race in r.races:
             race.setdefault("hint", race_hint(race, r.arch))
         r._trace_text = d.get("_trace_text")
+        r.gm_reads = d.get("gm_reads")
         if not timing_enabled or not (trace or r._trace_text):
             r._trace, r._trace_text, r._timing, r._timeline_data = None, None, {}, []
         r.ok = not (r.races or r.races_total or r.flag_errors or r.deadlock or r.errors)
@@ -130,17 +132,24 @@ class Report:
     # ---- timing model (lazy) ---------------------------------------------------------
     def _model(self) -> None:
         if self._timing is None:
-            from . import timing as timing_mod
+            self._timing, self._timeline_data = self._replay(None)
 
-            if self._trace is None and self._trace_text:
-                import json
+    def _replay(self, miss_fraction: float | None) -> tuple[dict[str, Any], list[tuple]]:
+        from . import timing as timing_mod
 
-                self._trace = json.loads(self._trace_text)
-                self._trace_text = None
-            if self._trace and any(th["ops"] for th in self._trace["threads"]):
-                self._timing, self._timeline_data = timing_mod.model(self._trace, self.arch, self.block_dim)
-            else:
-                self._timing, self._timeline_data = {}, []
+        if self._trace is None and self._trace_text:
+            import json
+
+            self._trace = json.loads(self._trace_text)
+            self._trace_text = None
+        if self._trace and any(th["ops"] for th in self._trace["threads"]):
+            return timing_mod.model(self._trace, self.arch, self.block_dim, self.gm_reads, miss_fraction)
+        return {}, []
+
+    def timing_with(self, miss_fraction: float) -> dict[str, Any]:
+        """MODELLED timing with the L2 miss fraction given instead of the one this run measured
+        (a benchmark emulating one wave of a larger launch passes the whole launch's fraction)."""
+        return self._replay(miss_fraction)[0]
 
     @property
     def timing(self) -> dict[str, Any]:

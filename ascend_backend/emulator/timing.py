@@ -14,21 +14,24 @@ until every pipe is idle. Cross-core sets reach the waiting core ``cross_core_la
 cycles after the setting pipe is idle. Blocks are list-scheduled, in index order, onto
 the physical cores (``aiv_cores`` for AIV-only blocks, ``aic_cores`` for AIC-only ones,
 ``groups`` for mix blocks); each block is replayed independently (mode-0 barriers
-between blocks are not modelled in time).
+between blocks are not modelled in time). GM reads cost a blend of L2-hit and HBM rates: the
+first read of each byte in the launch misses L2, later reads hit (``l2_miss_fraction``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 PIPES = ["S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX"]
 MEMS = ["GM", "UB", "L1", "L0A", "L0B", "L0C", "BT", "FB"]
 
-# ONE table of assumptions per arch. Bandwidths in bytes per cycle of one core.
+# ONE table of assumptions per arch. Bandwidths in bytes per cycle of one core. Sources of the
+# sourced rows: docs/timing-model.md (CANN platform configuration files, Ascend C best practices).
 ASSUMPTIONS: dict[str, dict[str, float]] = {
     "dav-c220": {
-        "clock_ghz": 1.8,                 # no official clock; public estimates
+        "clock_ghz": 1.8,                 # platform config Ascend910B2C: cube_freq 1800 MHz
         "chip_gm_bandwidth_gbps": 1600,   # 910B, GB/s (facts page: 1.6-1.8 TB/s)
         "aic_cores": 24,                  # 910B2: 24 AIC + 48 AIV
         "aiv_cores": 48,
@@ -44,7 +47,11 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "cube_macs_per_cycle_16bit": 4096,   # 16x16x16 fp16/bf16
         "cube_macs_per_cycle_8bit": 8192,    # 16x32x16 int8
         "cube_macs_per_cycle_32bit": 1024,   # fp32 operands: assumed a quarter of fp16
-        "core_gm_bpc_max": 64,            # one core's own GM bandwidth cap, bytes/cycle (assumed)
+        "core_hbm_read_bpc": 32,          # one core reading HBM (L2 miss), platform config ddr_read_rate
+        "core_l2_read_bpc": 110,          # one core reading L2 (hit), platform config l2_read_rate
+        "core_l2_write_bpc": 86,          # one core writing GM through L2, platform config l2_write_rate
+        "l2_bytes": 201326592,            # 192 MB L2, platform config l2_size
+        "l2_to_hbm_bandwidth_ratio": 3.5,  # chip L2 read bandwidth / HBM ("about 3-4x", best practices)
         "gm_op_issue": 16,                # pipe occupancy per GM op besides the transfer (assumed)
         "gm_latency": 200,                # GM access latency, not occupying the pipe (assumed)
         "local_copy_overhead": 16,        # fixed cycles per on-chip copy
@@ -56,11 +63,11 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "cross_core_latency": 64,         # CrossCoreSetFlag -> CrossCoreWaitFlag
     },
     "dav-3510": {
-        "clock_ghz": 1.8,
+        "clock_ghz": 1.65,                # platform config Ascend950PR: cube_freq 1650 MHz
         "chip_gm_bandwidth_gbps": 1600,   # 950PR (950DT: up to 4000)
-        "aic_cores": 32,                  # 950PR: 28..36 AIC; 32 assumed
-        "aiv_cores": 64,
-        "groups": 32,
+        "aic_cores": 28,                  # platform config Ascend950PR: 28 cube + 56 vector cores
+        "aiv_cores": 56,
+        "groups": 28,
         "l1_to_l0a_bpc": 256,
         "l1_to_l0b_bpc": 256,
         "l1_to_bt_bpc": 128,
@@ -72,7 +79,11 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "cube_macs_per_cycle_16bit": 4096,
         "cube_macs_per_cycle_8bit": 8192,
         "cube_macs_per_cycle_32bit": 1024,
-        "core_gm_bpc_max": 64,
+        "core_hbm_read_bpc": 27,
+        "core_l2_read_bpc": 100,
+        "core_l2_write_bpc": 100,
+        "l2_bytes": 117440512,            # 112 MB
+        "l2_to_hbm_bandwidth_ratio": 3.5,
         "gm_op_issue": 16,
         "gm_latency": 200,
         "local_copy_overhead": 16,
@@ -86,21 +97,62 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
 }
 
 
-def gm_bytes_per_cycle(arch: str, active_cores: int | None = None) -> float:
-    """GM bandwidth of one core, bytes/cycle: the chip bandwidth shared by the cores of the
-    launch that run at once (at most every AIC and AIV of the chip), capped by one core's own
-    limit. ``active_cores=None``: every core of the chip is busy."""
+@dataclass(frozen=True)
+class GMRates:
+    """GM bandwidth of one core, bytes/cycle: reads blended from L2 hits and misses, writes."""
+
+    read: float
+    write: float
+    miss_fraction: float
+
+
+def _active(arch: str, active_cores: int | None) -> int:
     a = ASSUMPTIONS[arch]
     chip_cores = int(a["aic_cores"] + a["aiv_cores"])
-    n = chip_cores if active_cores is None else max(1, min(int(active_cores), chip_cores))
-    share = a["chip_gm_bandwidth_gbps"] * 1e9 / n / (a["clock_ghz"] * 1e9)
-    return min(a["core_gm_bpc_max"], share)
+    return chip_cores if active_cores is None else max(1, min(int(active_cores), chip_cores))
+
+
+def gm_bytes_per_cycle(arch: str, active_cores: int | None = None) -> float:
+    """HBM bandwidth of one core, bytes/cycle: the chip bandwidth shared by the cores of the
+    launch that run at once (at most every AIC and AIV of the chip), capped by one core's own
+    HBM read rate. ``active_cores=None``: every core of the chip is busy."""
+    a = ASSUMPTIONS[arch]
+    share = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"] / _active(arch, active_cores)
+    return min(a["core_hbm_read_bpc"], share)
+
+
+def l2_miss_fraction(arch: str, read_bytes: float, unique_read_bytes: float) -> float:
+    """Fraction of GM reads that miss L2: the first read of every byte misses (compulsory), every
+    later read hits while the distinct bytes fit in L2; beyond that the hits shrink in
+    proportion (a crude capacity term). No reads recorded: 1.0."""
+    if read_bytes <= 0:
+        return 1.0
+    first = min(1.0, max(0.0, unique_read_bytes / read_bytes))
+    fit = min(1.0, ASSUMPTIONS[arch]["l2_bytes"] / unique_read_bytes) if unique_read_bytes > 0 else 1.0
+    return 1.0 - (1.0 - first) * fit
+
+
+def gm_rates(arch: str, active_cores: int | None = None, miss_fraction: float = 1.0) -> GMRates:
+    """Per-core GM rates when ``active_cores`` cores run at once and ``miss_fraction`` of the
+    reads miss L2. Hits: min(core L2 read rate, the core's share of the chip L2 bandwidth).
+    Misses: gm_bytes_per_cycle. Writes land in L2: min(core L2 write rate, the same L2 share);
+    that they leave for HBM in the end is the launch-wide HBM floor of ``model``."""
+    a = ASSUMPTIONS[arch]
+    n = _active(arch, active_cores)
+    hbm_share = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"] / n
+    miss = gm_bytes_per_cycle(arch, active_cores)
+    hit = min(a["core_l2_read_bpc"], a["l2_to_hbm_bandwidth_ratio"] * hbm_share)  # (the L2 share)
+    f = min(1.0, max(0.0, miss_fraction))
+    read = 1.0 / (f / miss + (1.0 - f) / hit)
+    l2_share = a["l2_to_hbm_bandwidth_ratio"] * hbm_share
+    return GMRates(read=read, write=min(a["core_l2_write_bpc"], l2_share), miss_fraction=f)
 
 
 def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, macs: int, repeats: int,
-            gm_bpc: float | None = None) -> tuple[int, int]:
+            rates: GMRates | None = None) -> tuple[int, int]:
     """Modelled (busy, latency) cycles of one op (see ASSUMPTIONS): the op occupies its pipe for
-    `busy` cycles and its result is visible `latency` cycles after that."""
+    `busy` cycles and its result is visible `latency` cycles after that. ``rates``: the core's
+    GM rates (default: every core of the chip busy, every read an L2 miss)."""
     a = ASSUMPTIONS[arch]
     p = PIPES[pipe]
     s = MEMS[src] if src < len(MEMS) else None
@@ -119,7 +171,8 @@ def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, m
                 rate = a["cube_macs_per_cycle_32bit"]
         return int(a["cube_op_overhead"] + math.ceil(macs / rate)), 0
     if "GM" in (s, d):
-        bpc = gm_bpc if gm_bpc is not None else gm_bytes_per_cycle(arch)
+        r = rates if rates is not None else gm_rates(arch)
+        bpc = r.read if s == "GM" else r.write
         return int(a["gm_op_issue"] + math.ceil(nbytes / bpc)), int(a["gm_latency"])
     bw = {
         ("L1", "L0A"): a["l1_to_l0a_bpc"], ("L1", "L0B"): a["l1_to_l0b_bpc"], ("L1", "BT"): a["l1_to_bt_bpc"],
@@ -130,7 +183,7 @@ def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, m
 
 
 def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gts: list[int],
-                  times: dict[int, list[int]], gm_bpc: float) -> tuple[int, dict[tuple[int, int], int], list[tuple]]:
+                  times: dict[int, list[int]], rates: GMRates) -> tuple[int, dict[tuple[int, int], int], list[tuple]]:
     """Replay the cores of one block together. Returns (cycles, busy[(gt, pipe)], timeline)."""
     a = ASSUMPTIONS[arch]
     issue = int(a["issue_cycles"])
@@ -172,7 +225,7 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
                     key = (pipe, r[4], r[5], r[6], r[7], r[8], r[9])
                     cl = cost_cache.get(key)
                     if cl is None:
-                        cl = cost_cache[key] = op_cost(arch, pipe, r[4], r[5], r[6], r[7], r[8], r[9], gm_bpc)
+                        cl = cost_cache[key] = op_cost(arch, pipe, r[4], r[5], r[6], r[7], r[8], r[9], rates)
                     c, lat = cl
                     start = max(s, free[pipe])
                     end = start + c
@@ -229,8 +282,13 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
     return total, busy, tl
 
 
-def model(trace: dict[str, Any], arch: str, block_dim: int) -> tuple[dict[str, Any], list[tuple]]:
-    """Replay a trace. Returns (timing dict, per-op timeline tuples)."""
+def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, int] | None = None,
+          miss_fraction: float | None = None) -> tuple[dict[str, Any], list[tuple]]:
+    """Replay a trace. Returns (timing dict, per-op timeline tuples).
+
+    ``gm_reads`` ({"bytes", "unique_bytes"}, as the emulator reports them) gives the L2 miss
+    fraction (l2_miss_fraction); ``miss_fraction`` overrides it (e.g. a benchmark that emulates
+    one wave of a larger launch passes the whole launch's fraction). Neither: every read misses."""
     a = ASSUMPTIONS[arch]
     threads = trace["threads"]
     names = trace["names"]
@@ -249,9 +307,11 @@ def model(trace: dict[str, Any], arch: str, block_dim: int) -> tuple[dict[str, A
         groups = int(a["aic_cores"])      # AIC-only blocks
     else:
         groups = int(a["groups"])         # mix blocks occupy a whole AI-core group
-    gm_bpc = gm_bytes_per_cycle(arch, min(len(by_block), groups) * per_block)
+    if miss_fraction is None:
+        miss_fraction = l2_miss_fraction(arch, gm_reads["bytes"], gm_reads["unique_bytes"]) if gm_reads else 1.0
+    rates = gm_rates(arch, min(len(by_block), groups) * per_block, miss_fraction)
     for b, gts in sorted(by_block.items()):
-        dur, busy, tl = _replay_block(arch, names, threads, gts, times, gm_bpc)
+        dur, busy, tl = _replay_block(arch, names, threads, gts, times, rates)
         durations[b] = dur
         busy_all.update(busy)
         block_tl[b] = tl
@@ -263,6 +323,18 @@ def model(trace: dict[str, Any], arch: str, block_dim: int) -> tuple[dict[str, A
         start[b] = free_at[g]
         free_at[g] += durations[b]
     total = max(free_at) if durations else 0
+    # HBM floor: the launch cannot end before the chip's HBM has moved its L2 misses and its
+    # written bytes (writes go to L2 per op, but leave for HBM in the end).
+    hbm_bytes = 0.0
+    for th in threads:
+        for r in th["ops"]:
+            if r[0] == 0 and r[1] != 0:
+                if r[4] == 0:
+                    hbm_bytes += r[6] * rates.miss_fraction
+                elif r[5] == 0:
+                    hbm_bytes += r[6]
+    hbm_floor = math.ceil(hbm_bytes / (a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]))
+    total = max(total, hbm_floor)
     # busy % per pipe: busy cycles over (block duration x cores owning that pipe)
     busy_pct: dict[str, float] = {}
     for pi, pn in enumerate(PIPES):
@@ -292,7 +364,10 @@ def model(trace: dict[str, Any], arch: str, block_dim: int) -> tuple[dict[str, A
         "busy_percent": busy_pct,
         "block_cycles": {str(b): int(d) for b, d in durations.items()},
         "groups": groups,
-        "gm_bytes_per_cycle_per_core": gm_bpc,
+        "gm_bytes_per_cycle_per_core": rates.read,
+        "gm_write_bytes_per_cycle_per_core": rates.write,
+        "l2_miss_fraction": rates.miss_fraction,
+        "hbm_floor_cycles": hbm_floor,
         "truncated_trace": bool(trace.get("truncated")),
     }
     return timing, timeline

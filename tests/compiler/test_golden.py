@@ -142,34 +142,42 @@ def test_gemm_pipelined_prologue_steady_state_epilogue():
     filecheck(src(gemm.matmul(num_stages=2), "dav-c220"), """
         CHECK: LocalTensor<half> A_shared_slots = l1_buf.GetWithOffset<half>(16384, 0);  // A_shared: L1 128x64xfloat16 NZ slots=2
         CHECK: LocalTensor<half> A_shared_l0a_slots = l0a_buf.GetWithOffset<half>(16384, 0);
-        # prologue: one id per slot; the flags of one pipe pair share one (merged) flag
-        CHECK: SetFlag<HardEvent::M_MTE1>(0);  // prime: WAR on A_shared_l0a
+        # prologue: one id per slot and per buffer (flags are merged only when ids run out)
+        CHECK: SetFlag<HardEvent::MTE1_MTE2>(0);  // prime: WAR on A_shared:
+        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(1);  // prime: WAR on A_shared:
+        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(2);  // prime: WAR on B_shared:
+        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(3);  // prime: WAR on B_shared:
+        CHECK-NEXT: SetFlag<HardEvent::M_MTE1>(0);  // prime: WAR on A_shared_l0a
         CHECK-NEXT: SetFlag<HardEvent::M_MTE1>(1);  // prime
-        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(0);  // prime: WAR on A_shared, B_shared
-        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(1);  // prime
-        # steady state
+        # steady state: the A copy waits only for A's slot, the B copy for B's
         CHECK-NEXT: for (int32_t k = 0; k < 4; ++k)
         CHECK-SAME: (pipelined, 2 stages)
         CHECK-NEXT: LocalTensor<half> A_shared = A_shared_slots[(k % 2) * 8192];
         CHECK: WaitFlag<HardEvent::MTE1_MTE2>(k % 2);
         CHECK-NEXT: DataCopy(A_shared, A_gm
+        CHECK-NEXT: SetFlag<HardEvent::MTE2_MTE1>(k % 2);  // RAW on A_shared:
+        CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(2 + k % 2);
         CHECK-NEXT: DataCopy(B_shared, B_gm
-        CHECK-NEXT: SetFlag<HardEvent::MTE2_MTE1>(k % 2);  // RAW on A_shared, B_shared
-        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(k % 2);
+        CHECK-NEXT: SetFlag<HardEvent::MTE2_MTE1>(2 + k % 2);  // RAW on B_shared:
         CHECK-NEXT: WaitFlag<HardEvent::MTE2_MTE1>(k % 2);
+        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(k % 2);
         CHECK: LoadData(A_shared_l0a
+        CHECK: SetFlag<HardEvent::MTE1_MTE2>(k % 2);
+        CHECK-NEXT: WaitFlag<HardEvent::MTE2_MTE1>(2 + k % 2);
         CHECK: LoadData(B_shared_l0b
         CHECK: SetFlag<HardEvent::MTE1_M>(k % 2);
-        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(k % 2);
+        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(2 + k % 2);
         CHECK-NEXT: WaitFlag<HardEvent::MTE1_M>(k % 2);
         CHECK: Mmad(C_local, A_shared_l0a, B_shared_l0b, mp);
         CHECK: SetFlag<HardEvent::M_MTE1>(k % 2);
         CHECK-NEXT: }
         # epilogue
-        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(0);  // drain
-        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(1);  // drain
         CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(0);  // drain
         CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(1);  // drain
+        CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(2);  // drain
+        CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(3);  // drain
+        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(0);  // drain
+        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(1);  // drain
         CHECK-NEXT: SetFlag<HardEvent::M_FIX>(0);
         CHECK-NOT: PIPE_ALL
     """)

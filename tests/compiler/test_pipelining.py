@@ -43,6 +43,39 @@ def test_gemm_k_loop_matches_serial_twin(arch, stages, loops):
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3])
+@pytest.mark.parametrize("loops", [1, 3])
+def test_k_stepped_gemm_matches_serial_twin(arch, stages, loops):
+    # A 128x256 fp16 A tile (64 KB) does not fit L0A twice: the gemm steps through K in two
+    # 128-wide chunks, alternating ping/pong L0 buffers when pipelined, one buffer otherwise.
+    K = 256 * loops
+    g = torch.Generator().manual_seed(loops)
+    a = torch.randn(128, K, generator=g).half()
+    b = torch.randn(K, 128, generator=g).half()
+    make = lambda st=None: kernels.gemm_loop(M=128, N=128, K=K, bK=256, num_stages=st)  # noqa: E731
+    c_serial = serial(("gemm-kstep", loops), make, [a, b, torch.empty(128, 128)], arch)[2]
+    c_piped = torch.empty(128, 128)
+    k = run(make(stages), [a, b, c_piped], arch)
+    assert torch.equal(c_serial, c_piped)
+    torch.testing.assert_close(c_piped, a.float() @ b.float(), atol=1e-2, rtol=1e-3)
+    src = k.kernel_source
+    assert src.count("Mmad(") == 2 and "K 128..256" in src
+    assert ("a_l0a_ping" in src and "a_l0a_pong" in src) == (stages > 1)
+
+
+@pytest.mark.parametrize("tA,tB", [(True, False), (False, True), (True, True)])
+def test_k_stepped_gemm_transposed_operands(arch, tA, tB):
+    from gemm import matmul, reference
+
+    g = torch.Generator().manual_seed(7)
+    a = (torch.randn(512, 128, generator=g) if tA else torch.randn(128, 512, generator=g)).half()
+    b = (torch.randn(128, 512, generator=g) if tB else torch.randn(512, 128, generator=g)).half()
+    c = torch.empty(128, 128, dtype=torch.float16)
+    k = run(matmul(128, 128, 512, 128, 128, 256, trans_A=tA, trans_B=tB, num_stages=2), [a, b, c], arch)
+    assert k.kernel_source.count("Mmad(") == 2
+    torch.testing.assert_close(c.float(), reference(a, b, tA, tB).float(), atol=2e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3])
 @pytest.mark.parametrize("loops", [1, 2, 3, 7])
 def test_vector_stream_matches_serial_twin(arch, stages, loops):
     N = 64 * loops - 8  # a column tail on the last chunk

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+import torch
+from conftest import HEADER, ROOT, run
 
 from ascend_backend.emulator import timing
 
@@ -44,8 +46,7 @@ def test_flag_serialises_and_independent_pipes_overlap():
     ops = [load, [1, MTE2, 2, 2, MTE2, V, 0, 0, 0, 0], [2, V, 3, 3, MTE2, V, 0, 0, 0, 0, 0, 1], add]
     t, tl = timing.model(_trace(ops), arch, 1)
     (_, _, _, _, s0, e0, _), (_, _, _, _, s1, e1, _) = tl
-    bpc = timing.gm_bytes_per_cycle(arch, 1)
-    busy_load, lat = timing.op_cost(arch, MTE2, GM, UB, 16384, 0, 0, 0, bpc)
+    busy_load, lat = timing.op_cost(arch, MTE2, GM, UB, 16384, 0, 0, 0, timing.gm_rates(arch, 1))
     busy_add, _ = timing.op_cost(arch, V, UB, UB, 16384, 0, 0, 64)
     assert e0 - s0 == busy_load and e1 - s1 == busy_add
     assert s1 >= e0 + lat  # the flag fires once the load's data has landed
@@ -57,7 +58,7 @@ def test_gm_latency_does_not_occupy_the_pipe():
     arch = "dav-3510"
     loads = [_op(MTE2, GM, UB, 4096) for _ in range(4)]
     t, tl = timing.model(_trace(loads), arch, 1)
-    busy, lat = timing.op_cost(arch, MTE2, GM, UB, 4096, 0, 0, 0, timing.gm_bytes_per_cycle(arch, 1))
+    busy, lat = timing.op_cost(arch, MTE2, GM, UB, 4096, 0, 0, 0, timing.gm_rates(arch, 1))
     assert [e[4] for e in tl] == [1 + i * busy for i in range(4)]  # back to back
     assert t["total_cycles"] == 1 + 4 * busy + lat
 
@@ -66,7 +67,7 @@ def test_cost_formulas():
     a = timing.ASSUMPTIONS["dav-c220"]
     # all 72 cores busy: the chip bandwidth is shared; one core alone hits its own cap
     assert timing.gm_bytes_per_cycle("dav-c220") == pytest.approx(1600e9 / 72 / 1.8e9)
-    assert timing.gm_bytes_per_cycle("dav-c220", 1) == a["core_gm_bpc_max"]
+    assert timing.gm_bytes_per_cycle("dav-c220", 1) == a["core_hbm_read_bpc"]
     gm = timing.gm_bytes_per_cycle("dav-c220")
     assert timing.op_cost("dav-c220", MTE2, GM, UB, 4096, 0, 0, 0) == (a["gm_op_issue"] + -(-4096 // gm),
                                                                        a["gm_latency"])
@@ -77,6 +78,46 @@ def test_cost_formulas():
     assert c220 - a["local_copy_overhead"] == 2 * (c3510 - a["local_copy_overhead"])
     # a 128x128x64 fp16 Mmad: 1M MACs / 4096 per cycle
     assert timing.op_cost("dav-3510", 2, 3, 5, 0, 0, 128 * 128 * 64, 0) == (a["cube_op_overhead"] + 256, 0)
+
+
+def test_l2_term():
+    a = timing.ASSUMPTIONS["dav-c220"]
+    # every read a miss: the HBM rate; every read a hit: the core's L2 rate (its chip share is larger)
+    assert timing.gm_rates("dav-c220", 24, 1.0).read == pytest.approx(a["core_hbm_read_bpc"])
+    assert timing.gm_rates("dav-c220", 24, 0.0).read == pytest.approx(a["core_l2_read_bpc"])
+    # all 72 cores busy: the chip's L2 bandwidth (3.5x HBM) caps the hit rate below the core's own
+    assert timing.gm_rates("dav-c220", None, 0.0).read == pytest.approx(3.5 * 1600 / 1.8 / 72)
+    half = timing.gm_rates("dav-c220", 24, 0.5).read
+    assert half == pytest.approx(1 / (0.5 / a["core_hbm_read_bpc"] + 0.5 / a["core_l2_read_bpc"]))
+    # writes land in L2: the core's L2 write rate, or its L2 share when every core writes
+    assert timing.gm_rates("dav-c220", 24, 0.0).write == a["core_l2_write_bpc"]
+    assert timing.gm_rates("dav-c220", None, 0.0).write == pytest.approx(3.5 * 1600 / 1.8 / 72)
+    # miss fraction: distinct over all; beyond the L2 capacity the hits shrink in proportion
+    assert timing.l2_miss_fraction("dav-c220", 100, 25) == pytest.approx(0.25)
+    big = 2 * a["l2_bytes"]
+    assert timing.l2_miss_fraction("dav-c220", 4 * big, big) == pytest.approx(1 - 0.75 * 0.5)
+    assert timing.l2_miss_fraction("dav-c220", 0, 0) == 1.0
+
+
+def test_repeated_reads_hit_l2_in_the_model():
+    load = _op(MTE2, GM, UB, 65536)
+    tr = _trace([load, load, load, load])
+    cold = timing.model(tr, "dav-3510", 1)[0]
+    warm = timing.model(tr, "dav-3510", 1, gm_reads={"bytes": 4 * 65536, "unique_bytes": 65536})[0]
+    assert warm["l2_miss_fraction"] == pytest.approx(0.25) and cold["l2_miss_fraction"] == 1.0
+    assert warm["total_cycles"] < cold["total_cycles"]
+    assert timing.model(tr, "dav-3510", 1, miss_fraction=1.0)[0]["total_cycles"] == cold["total_cycles"]
+
+
+def test_hbm_floor_bounds_streaming_launches():
+    # 64 AIV blocks each writing 64 KB: per op the writes go at the L2 rate, but the launch cannot
+    # beat the chip's HBM taking every written byte
+    tr = {"names": ["copy"], "threads": [{"block": b, "core": "AIV0", "ops": [_op(MTE3, UB, GM, 65536)]}
+                                         for b in range(64)]}
+    t = timing.model(tr, "dav-c220", 64)[0]
+    floor = math.ceil(64 * 65536 / (1600 / 1.8))
+    assert t["hbm_floor_cycles"] == floor and t["total_cycles"] == floor
+    assert max(t["block_cycles"].values()) < floor
 
 
 def test_blocks_are_list_scheduled():
@@ -97,3 +138,33 @@ def test_blocks_are_list_scheduled():
 
 def test_module_docstring_says_modelled():
     assert "MODELLED" in (Path(timing.__file__).read_text())
+
+
+REREAD = HEADER + r"""
+extern "C" __global__ __aicore__ void reread(GM_ADDR x, GM_ADDR y) {
+    GlobalTensor<float> gx, gy;
+    gx.SetGlobalBuffer((__gm__ float*)x, 1024);
+    gy.SetGlobalBuffer((__gm__ float*)y, 256);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 4096);
+    LocalTensor<float> t = buf.Get<float>();
+    // every block reads x[0:256) twice and its own quarter x[256*b : 256*(b+1)) once
+    DataCopy(t, gx, 256);
+    PipeBarrier<PIPE_MTE2>();
+    DataCopy(t, gx, 256);
+    PipeBarrier<PIPE_MTE2>();
+    DataCopy(t, gx[256 * GetBlockIdx()], 256);
+    SetFlag<HardEvent::MTE2_MTE3>(0);
+    WaitFlag<HardEvent::MTE2_MTE3>(0);
+    if (GetBlockIdx() == 0) DataCopy(gy, t, 256);
+}
+"""
+
+
+def test_emulator_counts_distinct_gm_reads():
+    rep = run(REREAD, [torch.zeros(1024), torch.zeros(256)], block_dim=4)
+    assert rep.ok, rep
+    # 4 blocks x 3 reads of 1 KB; distinct: x[0:256) once, then the quarters of blocks 1-3
+    assert rep.gm_reads == {"bytes": 12 * 1024, "unique_bytes": 4 * 1024}
+    assert rep.timing["l2_miss_fraction"] == pytest.approx(4 / 12)

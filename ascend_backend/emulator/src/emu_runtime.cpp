@@ -165,6 +165,7 @@ struct Region {
     uint64_t b, e;
     std::string name;
     std::atomic<bool> written{false};
+    std::vector<uint64_t> read_blocks;  // bitmap of the 32 B blocks read so far (L2 model: first reads miss)
     Region(uint64_t b_, uint64_t e_, std::string n) : b(b_), e(e_), name(std::move(n)) {}
 };
 
@@ -235,6 +236,9 @@ struct Global {
     uint64_t races_total = 0;
     std::string deadlock;  // JSON object or empty
     std::mutex race_mu;
+    // GM read traffic, for the timing model's L2 term: every byte read, and the distinct ones
+    std::mutex reads_mu;
+    uint64_t gm_read_bytes = 0, gm_read_unique_bytes = 0;
 };
 
 Global* G = nullptr;
@@ -606,6 +610,22 @@ void fail(const char* kind, const std::string& msg, const Loc& loc) {
     fail_op(kind, msg, "", loc);
 }
 
+// Count a GM read for the L2 model: all its bytes, and those of its 32 B blocks not read before.
+void note_gm_read(Region* r, uint64_t b, uint64_t e) {
+    if (!r || e <= b) return;
+    const uint64_t lo = (b - r->b) / 32, hi = (e - r->b + 31) / 32;
+    std::lock_guard<std::mutex> lk(G->reads_mu);
+    if (r->read_blocks.empty()) r->read_blocks.assign(((r->e - r->b + 31) / 32 + 63) / 64, 0);
+    uint64_t fresh = 0;
+    for (uint64_t k = lo; k < hi; ++k) {
+        uint64_t& w = r->read_blocks[k >> 6];
+        const uint64_t bit = 1ull << (k & 63);
+        if (!(w & bit)) { w |= bit; ++fresh; }
+    }
+    G->gm_read_bytes += e - b;
+    G->gm_read_unique_bytes += std::min<uint64_t>(fresh * 32, e - b);
+}
+
 void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, const Span* writes, size_t n_writes, const Cost& cost,
               const Loc& loc) {
     Core* c = cur_core(loc, op);
@@ -619,7 +639,10 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     Resolved* rw = small_w;
     if (n_reads > 8) { big_r.resize(n_reads); rr = big_r.data(); }
     if (n_writes > 8) { big_w.resize(n_writes); rw = big_w.data(); }
-    for (size_t i = 0; i < n_reads; ++i) rr[i] = check_span(c, reads[i], op, loc);
+    for (size_t i = 0; i < n_reads; ++i) {
+        rr[i] = check_span(c, reads[i], op, loc);
+        if (reads[i].mem == Mem::GM) note_gm_read(rr[i].region, rr[i].b, rr[i].e);
+    }
     for (size_t i = 0; i < n_writes; ++i) {
         rw[i] = check_span(c, writes[i], op, loc);
         if (rw[i].region && !rw[i].region->written.load(std::memory_order_relaxed)) rw[i].region->written.store(true);
@@ -1097,6 +1120,8 @@ std::string build_report() {
     o += "],\"errors\":[";
     for (size_t i = 0; i < G->errors.size(); ++i) o += (i ? "," : "") + G->errors[i];
     o += "],\"deadlock\":" + (G->deadlock.empty() ? std::string("null") : G->deadlock);
+    o += ",\"gm_reads\":{\"bytes\":" + std::to_string(G->gm_read_bytes) + ",\"unique_bytes\":" +
+         std::to_string(G->gm_read_unique_bytes) + "}";
     o += ",\"gm_written\":[";
     bool fw = true;
     for (auto& r : G->gm)
