@@ -194,15 +194,16 @@ def table(runs: list[Run], title: str) -> Table:
                        str(r.waves), "", "", "", f"skipped: {r.skipped}", "", "", "", f"{r.bound:,.0f}", "", "")
             continue
         tb.add_row(r.arch, r.dtype, fmt_shape(r.shape), fmt_tile(r.tile), str(r.stages), str(r.grid), str(r.waves),
-                   f"{100 * r.l2_miss:.1f}", f"{r.gm_bpc:.2f}", f"{r.wave_cycles:,}", f"{r.total_cycles:,}", f"{r.time_us:,.1f}",
+                   f"{100 * r.l2_miss:.1f}", f"{r.gm_bpc:.2f}", f"{r.wave_cycles:,}", f"{r.total_cycles:,}",
+                   f"{r.time_us:,.1f}",
                    f"{r.busy.get('M', 0):.1f}", f"{r.busy.get('MTE2', 0):.1f}", f"{r.bound:,.0f}",
                    "Cube" if r.cube_bound >= r.gm_bound else "GM", f"{r.ratio:.2f}x")
     return tb
 
 
 def markdown(runs: list[Run]) -> str:
-    head = ("| arch | dtype | M x N x K | tile | stages | grid | waves | L2 miss % | cycles (total) | time us | Cube busy % "
-            "| MTE2 busy % | roofline cycles | bound | model / roofline |")
+    head = ("| arch | dtype | M x N x K | tile | stages | grid | waves | L2 miss % | cycles (total) | time us "
+            "| Cube busy % | MTE2 busy % | roofline cycles | bound | model / roofline |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in runs:
         if r.skipped:
@@ -210,8 +211,8 @@ def markdown(runs: list[Run]) -> str:
                          f"| {r.waves} | | skipped: {r.skipped} | | | | {r.bound:,.0f} | | |")
             continue
         lines.append(f"| {r.arch} | {r.dtype} | {fmt_shape(r.shape)} | {fmt_tile(r.tile)} | {r.stages} | {r.grid} "
-                     f"| {r.waves} | {100 * r.l2_miss:.1f} | {r.total_cycles:,} | {r.time_us:,.1f} | {r.busy.get('M', 0):.1f} "
-                     f"| {r.busy.get('MTE2', 0):.1f} | {r.bound:,.0f} "
+                     f"| {r.waves} | {100 * r.l2_miss:.1f} | {r.total_cycles:,} | {r.time_us:,.1f} "
+                     f"| {r.busy.get('M', 0):.1f} | {r.busy.get('MTE2', 0):.1f} | {r.bound:,.0f} "
                      f"| {'Cube' if r.cube_bound >= r.gm_bound else 'GM'} | {r.ratio:.2f}x |")
     return "\n".join(lines)
 
