@@ -64,13 +64,20 @@ def _parallel_buffers(op: TileOp) -> set:
 def _touches(op: TileOp) -> set:
     if op.op == "parallel":
         return _parallel_buffers(op)
-    if op.op == "accumulate":
-        return {op.args["dst"], op.args["src"]}
     if op.op == "copy_to_peer_ub":
         return {op.args["src"]}
     if op.op == "copy_to_peer_l1":
         return {op.args["src"]["buffer"]}
     return {r["buffer"] for r in _regions(op)}
+
+
+def _accesses(op: TileOp) -> set:
+    """Every buffer ``op`` reads or writes. Unlike ``_touches`` it counts the ``accumulate`` op (the AIVs'
+    ``acc += partial``), which the round-trip analysis has never followed (keeping dav-c220's flags as
+    they are)."""
+    if op.op == "accumulate":
+        return {op.args["dst"], op.args["src"]}
+    return _touches(op)
 
 
 def _aiv_pipe(op: TileOp, buffers: dict) -> str:
@@ -298,11 +305,11 @@ class _Splitter:
 
         def touches(item, name: str) -> bool:
             items = walk(item.body) if isinstance(item, Loop) else [item]
-            return any(isinstance(x, TileOp) and name in _touches(x) for x in items)
+            return any(isinstance(x, TileOp) and name in _accesses(x) for x in items)
 
         def last_toucher(item, name: str) -> TileOp:
             items = list(walk(item.body)) if isinstance(item, Loop) else [item]
-            return [x for x in items if isinstance(x, TileOp) and name in _touches(x)][-1]
+            return [x for x in items if isinstance(x, TileOp) and name in _accesses(x)][-1]
 
         def fix_aiv(body: list) -> list:
             out: list = []
@@ -325,7 +332,7 @@ class _Splitter:
                         on_chip[s.args["id"]] = {**t, "target": target}
                         self.peer_ub[target] = t["name"]
                         first = next((x for x in walk(body[n + used:])
-                                      if isinstance(x, TileOp) and target in _touches(x)), None)
+                                      if isinstance(x, TileOp) and target in _accesses(x)), None)
                         out.append(self._cc("wait", s.args["id"], _aiv_pipe(first, bufs) if first else "V",
                                             f"{t['name']} from the Cube: this AIV's half is in its UB", s.loc, mode=4))
                         if t["free"] is not None:
@@ -402,7 +409,7 @@ class _Splitter:
                 else:
                     out.append(s)
                     if isinstance(s, TileOp) and s.op == "gemm":
-                        for tile, fid in [x for x in free_after_gemm if x[0] in _touches(s)]:
+                        for tile, fid in [x for x in free_after_gemm if x[0] in _accesses(s)]:
                             free_after_gemm.remove((tile, fid))
                             for sub in (0, 1):
                                 out.append(self._cc("set", fid, "MTE1", f"L1 tile {tile} loaded: AIV {sub} may "
@@ -433,7 +440,12 @@ class _Splitter:
         for s in items:
             if isinstance(s, Loop):
                 before = dict(state)
-                _, _, after = self.body(s.body, dict(state))  # dry run: the state the loop carries
+                # Dry run: the state the loop carries. It may meet a transfer first, which then records
+                # its loop: the loop is on the path here too (a transfer recorded outside every loop
+                # would lose its "free" flag).
+                self.loop_path.append(id(s))
+                _, _, after = self.body(s.body, dict(state))
+                self.loop_path.pop()
                 # Bring each accumulator into the state the loop body carries before the loop.
                 for name in self.mixed_accs:
                     if before[name] != after[name]:
