@@ -228,3 +228,23 @@ def scaled_a_gemm(M=128, N=64, K=192, bM=64, bK=64, dtype="float16"):
             T.copy(c, C[bx * bM, 0])
 
     return scaled_a
+
+
+def free_flag_cases() -> dict:
+    """Cases (inputs, reference) of the two kernels whose crossing tile needs a "free" flag."""
+    import torch
+
+    from ascend_backend.testing import Case
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(128, 64, generator=g).half() * 0.3
+    b = torch.randn(64, 192, generator=g).half() * 0.3
+    a2 = torch.randn(128, 192, generator=g).half() * 0.3
+    b2 = torch.randn(192, 64, generator=g).half() * 0.3
+    return {
+        "gemm_tiles": Case(gemm_tiles_epilogue(num_stages=2), [a, b, torch.empty(128, 192).half()], [2],
+                           lambda a, b, y: [((a.float() @ b.float()).clamp(min=0) * 0.5).half()],
+                           atol=2e-2, rtol=2e-2),
+        "scaled_a": Case(scaled_a_gemm(), [a2, b2, torch.empty(128, 64)], [2],
+                         lambda a, b, c: [(2 * a.float()) @ b.float()], atol=1e-2, rtol=1e-2),
+    }
