@@ -1,19 +1,28 @@
 """split_cores: split a kernel that needs both the Cube and the Vector cores into an AIC program
-and an AIV program, with every tile that crosses cores routed through a GM workspace and ordered
-by cross-core flags.
+and an AIV program, with every tile that crosses cores routed (through a GM workspace, or on chip
+on dav-3510) and ordered by cross-core flags.
 
 Needs: a fresh frontend kernel (tile ops, no scopes).
 Establishes: either ``None`` (the kernel is Cube-only or Vector-only: nothing to split) or a pair
 (aic, aiv) of kernels, each with only its own side's ops, the loops around them and the
-cross-core sync tile ops (``cc_set`` / ``cc_wait``). In both, every crossing of a tile has:
+cross-core sync tile ops (``cc_set`` / ``cc_wait``, logical ids 0-10, two per crossing tile). In
+both, every crossing of a tile has (checked by ``verify_split``: every id waited on one side is set
+on the other, ids within 0-10, mode 4 only on dav-3510 and with both AIVs named on the AIC):
 
 * Cube -> Vector (a gemm accumulator read by vector code): the AIC waits for the workspace slot to
   be free, Fixpipes the accumulator into the workspace and sets "ready"; each AIV waits "ready",
   copies its half of the rows into UB and sets "free" (primed once at the start, drained once at
-  the end, so every set is waited);
+  the end, so every set is waited). dav-3510: the AIC Fixpipes each AIV's half straight into that
+  AIV's UB tile and signals that AIV alone (mode 4) right after its half; "free" (where needed)
+  is waited per AIV before its half and set by each AIV after its last use of the tile.
 * Vector -> Cube (a vector-produced tile used as a gemm operand): each AIV waits "free", copies its
   half into the workspace and sets "ready"; the AIC waits for both AIVs, loads the tile into L1
-  (Nd2Nz) and sets "free".
+  (Nd2Nz) and sets "free". dav-3510: each AIV copies its half from UB into the AIC's L1 tile
+  (MTE3, Nd2Nz into NZ) and signals the AIC (mode 4); the AIC's MTE1 waits for both halves before
+  LoadData, and "free" (where needed) is set per AIV on MTE1 after that gemm.
+
+A "free" flag is left out where it can never matter (a tile that crosses once) or where a round
+trip orders the next write after the read (the loop also moves a tile the other way).
 
 Accumulators: while only the Cube touches a gemm accumulator it stays in L0C (a T.clear before
 the loop becomes the first Mmad's overwrite); once vector code has touched it, later gemms
@@ -616,7 +625,48 @@ def split_cores(kernel: Kernel):
                          attrs={**attrs, "core": "AIC", "peer_targets": {**peer_ub, **peer_l1}})
     aiv = kernel.replace(name=kernel.name, buffers=aiv_bufs, body=aiv_body,
                          attrs={**attrs, "core": "AIV", "peer_targets": dict(peer_ub)})
-    return aic, split_rows(aiv)
+    aiv = split_rows(aiv)
+    verify_split(aic, aiv)
+    return aic, aiv
+
+
+def verify_split(aic: Kernel, aiv: Kernel) -> None:
+    """Cross-core flags pair up: every (logical id, AIV) the AIC waits for is set by the AIVs and vice
+    versa, ids are 0-10, mode 4 appears only on dav-3510 and every mode-4 op of the AIC names an AIV;
+    on-chip transfers have no workspace and dav-c220 has none."""
+    def ops(k: Kernel) -> list:
+        return [s for s in walk(k.body) if isinstance(s, TileOp) and s.op in ("cc_set", "cc_wait")]
+
+    def keys(k: Kernel, action: str, core: str) -> set:
+        out = set()
+        for s in ops(k):
+            if s.op != f"cc_{action}":
+                continue
+            a = s.args
+            if not 0 <= a["id"] <= 10:
+                raise InternalCompilerError(f"cross-core flag id {a['id']} outside 0-10", stage="split_cores")
+            if a.get("mode", 2) == 4:
+                if aic.arch.name != "dav-3510":
+                    raise InternalCompilerError("mode-4 cross-core flag on " + aic.arch.name, stage="split_cores")
+                if core == "AIC" and a.get("sub") not in (0, 1):
+                    raise InternalCompilerError(f"mode-4 flag {a['id']} on the AIC names no AIV", stage="split_cores")
+                out |= {(a["id"], 4, a["sub"])} if core == "AIC" else {(a["id"], 4, 0), (a["id"], 4, 1)}
+            else:
+                out.add((a["id"], a.get("mode", 2), None))
+        return out
+
+    for waiter, setter in (("AIC", "AIV"), ("AIV", "AIC")):
+        k_wait, k_set = (aic, aiv) if waiter == "AIC" else (aiv, aic)
+        missing = keys(k_wait, "wait", waiter) - keys(k_set, "set", setter)
+        if missing:
+            raise InternalCompilerError(f"the {waiter} waits for cross-core flags {sorted(missing, key=str)} that the "
+                                        f"{setter} never sets", stage="split_cores")
+    for t in aic.attrs.get("cross_core", []):
+        on_chip = t["direction"] in ("c2v-ub", "v2c-l1")
+        if on_chip and f"ws_{t['name']}" in aic.attrs.get("workspace", {}):
+            raise InternalCompilerError(f"{t['name']} crosses on chip but keeps a workspace", stage="split_cores")
+        if on_chip and aic.arch.name != "dav-3510":
+            raise InternalCompilerError(f"on-chip transfer of {t['name']} on {aic.arch.name}", stage="split_cores")
 
 
 # ------------------------------------------------------------------ the two AIVs share the rows

@@ -171,3 +171,30 @@ def test_removed_3510_cross_core_flags_fail_with_a_report_not_a_hang(which):
     text = rep.summary()
     # the race names the on-chip memories the flags protected and suggests a cross-core flag
     assert "race" in text.lower() and ("AIC L1" in text or "UB" in text) and "CrossCoreSetFlag" in text
+
+
+def test_verify_split_rejects_a_wait_nobody_sets():
+    import dataclasses
+
+    from ascend_backend.passes.split_cores import split_cores, verify_split
+
+    from ascend_backend.errors import InternalCompilerError
+    from ascend_backend.frontend import import_primfunc
+    from ascend_backend.ir import Loop, TileOp
+    from ascend_backend.target import parse_target
+
+    kernel = import_primfunc(kernels.scaled_a_gemm(), parse_target({"kind": "ascendc", "arch": "dav-3510"}), None)
+    aic, aiv = split_cores(kernel)
+    verify_split(aic, aiv)
+
+    def drop_sub1_sets(body):  # the AIC forgets to free the L1 tile for AIV 1
+        out = []
+        for s in body:
+            if isinstance(s, Loop):
+                out.append(dataclasses.replace(s, body=drop_sub1_sets(s.body)))
+            elif not (isinstance(s, TileOp) and s.op == "cc_set" and s.args.get("sub") == 1):
+                out.append(s)
+        return out
+
+    with pytest.raises(InternalCompilerError, match="never sets"):
+        verify_split(aic.replace(body=drop_sub1_sets(aic.body)), aiv)
