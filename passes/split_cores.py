@@ -340,9 +340,12 @@ class _Splitter:
                     else:
                         on_chip[s.args["id"]] = {**t, "target": target}
                         self.peer_ub[target] = t["name"]
-                        first = next((x for x in walk(body[n + used:])
-                                      if isinstance(x, TileOp) and target in _accesses(x)), None)
-                        out.append(self._cc("wait", s.args["id"], _aiv_pipe(first, bufs) if first else "V",
+                        # The wait blocks the pipe that uses the tile; tiles used on several pipes
+                        # (e.g. vector ops and a copy out) block the scalar unit, which orders them all.
+                        pipes = {_aiv_pipe(x, bufs) for x in walk(body[n + used:])
+                                 if isinstance(x, TileOp) and target in _accesses(x)}
+                        pipe = pipes.pop() if len(pipes) == 1 else ("S" if pipes else "V")
+                        out.append(self._cc("wait", s.args["id"], pipe,
                                             f"{t['name']} from the Cube: this AIV's half is in its UB", s.loc, mode=4))
                         if t["free"] is not None:
                             last = last_toucher(body[uses[-1]], target)
