@@ -159,7 +159,8 @@ def generate_mix(aic: Kernel, aiv: Kernel) -> str:
     merged.update({n: b for n, b in aiv.buffers.items() if b.scope == "GM"})
     gl = _globals(aic.replace(buffers={n: b for n, b in merged.items() if b.scope == "GM"}))
     aic_sec = _section(aic, 2, "GetBlockIdx()")
-    peers = aic.attrs.get("peer_targets", {})
+    aiv_sec = _section(aiv, 2, "(GetBlockIdx() / GetTaskRation())")
+    peers = aic.attrs.get("peer_ub", {})
     if peers:
         # The AIC addresses each AIV's UB tile at the offset the AIV's memory plan gave it.
         ub_used = aiv.attrs.get("memory_used", {}).get("UB", 0)
@@ -170,10 +171,24 @@ def generate_mix(aic: Kernel, aiv: Kernel) -> str:
             aic_sec["locals"].append({"name": f"{target}_peer", "ctype": CTYPE[b.dtype], "mem_var": "peer_ub",
                                       "count": b.slot_elems, "offset": b.offset,
                                       "desc": f"{target} in each AIV's UB"})
+    peers_l1 = aic.attrs.get("peer_l1", {})
+    if peers_l1:
+        # Each AIV addresses the AIC's L1 tile at the offset the AIC's memory plan gave it.
+        l1_used = aic.attrs.get("memory_used", {}).get("L1", 0)
+        aiv_sec["memories"].append({"name": "L1 of the AIC (written by DataCopy UB -> L1)", "position": "A1",
+                                    "var": "peer_l1", "used": l1_used, "capacity": aic.arch.capacity["L1"]})
+        for target in peers_l1:
+            b = aic.buffers[target]
+            if b.slots != 1:
+                raise InternalCompilerError(f"L1 tile {target} written by the AIVs has {b.slots} slots",
+                                            stage="codegen")
+            aiv_sec["locals"].append({"name": f"{target}_l1_peer", "ctype": CTYPE[b.dtype], "mem_var": "peer_l1",
+                                      "count": b.slot_elems, "offset": b.offset,
+                                      "desc": f"{target} in the AIC's L1 ({b.layout})"})
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=aic.arch.name, source=src, name=aic.name, kernel_type="MIX_AIC_1_2",
         block_dim=aic.block_dim, params=_params(aic), globals=gl, peer_ub=bool(peers),
         sections=[{"guard": "ASCEND_IS_AIC", **aic_sec},
-                  {"guard": "ASCEND_IS_AIV", **_section(aiv, 2, "(GetBlockIdx() / GetTaskRation())")}],
+                  {"guard": "ASCEND_IS_AIV", **aiv_sec}],
         workspace_bytes=aic.attrs.get("workspace_bytes", 0),
     )

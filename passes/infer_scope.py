@@ -31,6 +31,8 @@ def _uses(kernel: Kernel) -> dict:
         elif s.op == "reduce":
             uses[a["src"]["buffer"]].append(("vector", s))
             uses[a["dst"]["buffer"]].append(("vector", s))
+        elif s.op == "copy_to_peer_l1":
+            uses[a["src"]["buffer"]].append(("vector", s))
         elif s.op == "accumulate":
             uses[a["src"]].append(("vector", s))
             uses[a["dst"]].append(("vector", s))

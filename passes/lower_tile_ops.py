@@ -340,20 +340,45 @@ class TileLowerer:
     def _cc(self, kind: str, s: TileOp) -> AscOp:
         a = s.args
         verb = "set" if kind.endswith("set") else "wait"
+        mode = a.get("mode", 2)
+        # Mode 4 (dav-3510): an AIC names AIV 1's flag f as f + 16; the AIVs always use f.
+        hw_id = a["id"] + 16 * a.get("sub", 0)
         return AscOp(kind=kind, pipe=a["pipe"], reads=[], writes=[],
-                     params={"id": a["id"], "pipe": a["pipe"], "mode": 2, "reason": a["reason"]},
-                     text=f"CrossCore{verb.capitalize()}Flag {a['id']} ({a['reason']})", loc=s.loc)
+                     params={"id": a["id"], "hw_id": hw_id, "pipe": a["pipe"], "mode": mode, "sub": a.get("sub"),
+                             "reason": a["reason"]},
+                     text=f"CrossCore{verb.capitalize()}Flag<{mode}> {hw_id} ({a['reason']})", loc=s.loc)
 
     def lower_copy_to_peer_ub(self, s: TileOp) -> list:
-        """dav-3510: Fixpipe an accumulator straight into the UB of both AIVs, half the rows each."""
+        """dav-3510: Fixpipe one AIV's half of the rows of an accumulator straight into that AIV's UB."""
         C = self.buffers[s.args["src"]]
         rows, cols = C.shape
         half = rows // 2
         target = s.args["target"]
+        sub = s.args["sub"]
         return [AscOp(kind="fixpipe_to_peer_ub", pipe="FIX", reads=[Access(C.name)], writes=[],
                       params={"src": C.name, "dst": f"{target}_peer", "half": half, "rows": rows, "cols": cols,
-                              "pitch": (cols + 15) // 16 * 16},
-                      text=f"Fixpipe {C.name} -> {target} in the UB of each AIV", loc=s.loc)]
+                              "pitch": (cols + 15) // 16 * 16, "sub": sub},
+                      text=f"Fixpipe {C.name} rows [{sub * half}, {(sub + 1) * half}) -> {target} in the UB of AIV "
+                           f"{sub}", loc=s.loc)]
+
+    def lower_copy_to_peer_l1(self, s: TileOp) -> list:
+        """dav-3510: this AIV's half of the rows of a UB tile into the AIC's L1 tile (MTE3, ND -> NZ)."""
+        src = self.buffers[s.args["src"]["buffer"]]
+        self._check_full(s.args["src"], src, s)
+        if len(src.shape) != 2:
+            raise InternalCompilerError(f"UB -> L1 transfer of a {len(src.shape)}-D tile", stage="lower_tile_ops")
+        c0 = 32 // src.elem_bytes
+        sub = self.kernel.attrs.get("sub_var")
+        if sub is None:
+            raise InternalCompilerError("UB -> L1 transfer without a row split between the AIVs",
+                                        stage="lower_tile_ops")
+        rows_pad = (s.args["rows"] + 15) // 16 * 16
+        params = {"dst": f"{s.args['target']}_l1_peer", "src": src.name, "offset": f"{cexpr(sub)} * {src.rows * c0}",
+                  "n_value": src.rows, "d_value": src.cols, "src_d_value": src.pitch or src.cols,
+                  "dst_c0_stride": rows_pad, "rows": s.args["rows"]}
+        return [AscOp(kind="copy_ub_to_peer_l1", pipe="MTE3", reads=[Access(src.name)], writes=[], params=params,
+                      text=f"DataCopy {src.name} -> this AIV's rows of {s.args['target']} in the AIC's L1 (Nd2Nz)",
+                      loc=s.loc)]
 
     def lower_accumulate(self, s: TileOp) -> list:
         return self.vec.binary("Add", s.args["dst"], s.args["dst"], s.args["src"], s.loc)

@@ -1,19 +1,28 @@
 """split_cores: split a kernel that needs both the Cube and the Vector cores into an AIC program
-and an AIV program, with every tile that crosses cores routed through a GM workspace and ordered
-by cross-core flags.
+and an AIV program, with every tile that crosses cores routed (through a GM workspace, or on chip
+on dav-3510) and ordered by cross-core flags.
 
 Needs: a fresh frontend kernel (tile ops, no scopes).
 Establishes: either ``None`` (the kernel is Cube-only or Vector-only: nothing to split) or a pair
 (aic, aiv) of kernels, each with only its own side's ops, the loops around them and the
-cross-core sync tile ops (``cc_set`` / ``cc_wait``). In both, every crossing of a tile has:
+cross-core sync tile ops (``cc_set`` / ``cc_wait``, logical ids 0-10, two per crossing tile). In
+both, every crossing of a tile has (checked by ``verify_split``: every id waited on one side is set
+on the other, ids within 0-10, mode 4 only on dav-3510 and with both AIVs named on the AIC):
 
 * Cube -> Vector (a gemm accumulator read by vector code): the AIC waits for the workspace slot to
   be free, Fixpipes the accumulator into the workspace and sets "ready"; each AIV waits "ready",
   copies its half of the rows into UB and sets "free" (primed once at the start, drained once at
-  the end, so every set is waited);
+  the end, so every set is waited). dav-3510: the AIC Fixpipes each AIV's half straight into that
+  AIV's UB tile and signals that AIV alone (mode 4) right after its half; "free" (where needed)
+  is waited per AIV before its half and set by each AIV after its last use of the tile.
 * Vector -> Cube (a vector-produced tile used as a gemm operand): each AIV waits "free", copies its
   half into the workspace and sets "ready"; the AIC waits for both AIVs, loads the tile into L1
-  (Nd2Nz) and sets "free".
+  (Nd2Nz) and sets "free". dav-3510: each AIV copies its half from UB into the AIC's L1 tile
+  (MTE3, Nd2Nz into NZ) and signals the AIC (mode 4); the AIC's MTE1 waits for both halves before
+  LoadData, and "free" (where needed) is set per AIV on MTE1 after that gemm.
+
+A "free" flag is left out where it can never matter (a tile that crosses once) or where a round
+trip orders the next write after the read (the loop also moves a tile the other way).
 
 Accumulators: while only the Cube touches a gemm accumulator it stays in L0C (a T.clear before
 the loop becomes the first Mmad's overwrite); once vector code has touched it, later gemms
@@ -29,7 +38,7 @@ import dataclasses
 
 from tvm import tirx
 
-from ascend_backend.errors import UnsupportedError
+from ascend_backend.errors import InternalCompilerError, UnsupportedError
 from ascend_backend.ir import Buffer, Kernel, Loop, TileOp, walk
 
 SUB = "sub_idx"
@@ -64,7 +73,33 @@ def _parallel_buffers(op: TileOp) -> set:
 def _touches(op: TileOp) -> set:
     if op.op == "parallel":
         return _parallel_buffers(op)
+    if op.op == "copy_to_peer_ub":
+        return {op.args["src"]}
+    if op.op == "copy_to_peer_l1":
+        return {op.args["src"]["buffer"]}
     return {r["buffer"] for r in _regions(op)}
+
+
+def _accesses(op: TileOp) -> set:
+    """Every buffer ``op`` reads or writes. Unlike ``_touches`` it counts the ``accumulate`` op (the AIVs'
+    ``acc += partial``), which the round-trip analysis has never followed (keeping dav-c220's flags as
+    they are)."""
+    if op.op == "accumulate":
+        return {op.args["dst"], op.args["src"]}
+    return _touches(op)
+
+
+def _aiv_pipe(op: TileOp, buffers: dict) -> str:
+    """The AIV pipe that accesses a UB tile in ``op``: MTE3 for a copy out to GM, MTE2 for a copy in
+    from GM, V for everything else (vector ops, casts, UB -> UB copies)."""
+    if op.op == "copy":
+        if buffers[op.args["dst"]["buffer"]].kind in ("param", "workspace"):
+            return "MTE3"
+        if buffers[op.args["src"]["buffer"]].kind in ("param", "workspace"):
+            return "MTE2"
+    if op.op == "copy_to_peer_l1":
+        return "MTE3"
+    return "V"
 
 
 class _Splitter:
@@ -134,7 +169,7 @@ class _Splitter:
             self.ws_offset += (self.k.block_dim * rows * cols * buf.elem_bytes + 511) // 512 * 512
         return self.ws[ws_name]
 
-    def ids(self, name: str, direction: str) -> tuple[int, int]:
+    def ids(self, name: str, direction: str, loc=None) -> tuple[int, int]:
         for t in self.transfers:
             if t[0] == name and t[3] == direction:
                 return t[1], t[2]
@@ -144,12 +179,18 @@ class _Splitter:
             raise UnsupportedError("the kernel needs more than 11 cross-core flag ids (0-10)",
                                    hint="reduce the number of tiles that cross between Cube and Vector code")
         self.transfers.append((name, ready, free, direction))
+        self.transfer_loc[ready] = loc
         self.transfer_loop[(name, direction)] = self.loop_path[-1] if self.loop_path else None
         return ready, free
 
     # -------------------------------------------------------------- routes
-    def _cc(self, action: str, fid: int, pipe: str, reason: str, loc) -> TileOp:
-        return TileOp(op=f"cc_{action}", args={"id": fid, "pipe": pipe, "reason": reason}, loc=loc)
+    def _cc(self, action: str, fid: int, pipe: str, reason: str, loc, mode: int = 2, sub: int | None = None) -> TileOp:
+        """A cross-core set/wait. ``fid`` is the logical id (0-10); in mode 4 an AIC op names one AIV
+        (``sub``), which lowering turns into the hardware id (fid + 16 for AIV 1)."""
+        args = {"id": fid, "pipe": pipe, "reason": reason, "mode": mode}
+        if sub is not None:
+            args["sub"] = sub
+        return TileOp(op=f"cc_{action}", args=args, loc=loc)
 
     def _ws_regions(self, name: str) -> tuple:
         """The tile, its block's window of its workspace, and the whole tile as copy regions."""
@@ -163,7 +204,7 @@ class _Splitter:
     def route_to_vector(self, name: str, loc, accumulate: bool) -> tuple[list, list]:
         """AIC: wait free, Fixpipe C -> ws, set ready. AIV: wait ready, ws -> UB (or partial), set free."""
         buf, region, full = self._ws_regions(name)
-        ready, free = self.ids(name, "c2v")
+        ready, free = self.ids(name, "c2v", loc)
         why = f"{name} from the Cube to the Vector cores"
         aic = [self._cc("wait", free, "FIX", f"workspace of {name} is free (the AIVs have read it)", loc),
                TileOp(op="copy", args={"src": full, "dst": region}, loc=loc),
@@ -181,7 +222,7 @@ class _Splitter:
 
     def route_to_cube(self, name: str, loc) -> tuple[list, list]:
         _, region, full = self._ws_regions(name)
-        ready, free = self.ids(name, "v2c")
+        ready, free = self.ids(name, "v2c", loc)
         why = f"{name} from the Vector cores to the Cube"
         aiv = [self._cc("wait", free, "MTE3", f"workspace of {name} is free (the AIC has loaded it)", loc),
                TileOp(op="copy", args={"src": full, "dst": region}, loc=loc),
@@ -195,6 +236,7 @@ class _Splitter:
     def split(self):
         self.loop_path: list = []
         self.transfer_loop: dict = {}
+        self.transfer_loc: dict = {}  # ready id -> DSL location of the transfer
         self.ws: dict = {}
         self.ws_offsets: dict = {}
         self.extra_aiv: dict = {}
@@ -222,68 +264,177 @@ class _Splitter:
             if direction == "c2v":
                 aiv_pre.append(self._cc("set", free, "MTE2", f"prime: workspace of {name} starts free", None))
                 aic_post.append(self._cc("wait", free, "FIX", f"drain: the last read of {name}'s workspace", None))
+            elif direction == "c2v-ub":
+                aiv_pre.append(self._cc("set", free, "V", f"prime: this AIV's UB tile of {name} starts free", None,
+                                        mode=4))
+                aic_post += [self._cc("wait", free, "FIX", f"drain: AIV {sub}'s last use of its UB tile of {name}",
+                                      None, mode=4, sub=sub) for sub in (0, 1)]
+            elif direction == "v2c-l1":
+                aic_pre += [self._cc("set", free, "MTE1", f"prime: L1 tile {name} starts free for AIV {sub}", None,
+                                     mode=4, sub=sub) for sub in (0, 1)]
+                aiv_post.append(self._cc("wait", free, "MTE3", f"drain: the AIC's last load of L1 tile {name}", None,
+                                         mode=4))
             else:
                 aic_pre.append(self._cc("set", free, "MTE2", f"prime: workspace of {name} starts free", None))
                 aiv_post.append(self._cc("wait", free, "MTE3", f"drain: the last load of {name}'s workspace", None))
         return aic_pre + aic + aic_post, aiv_pre + aiv + aiv_post
 
+    # -------------------------------------------------------------- dav-3510: on-chip routes
     def on_chip_routes(self, aic: list, aiv: list) -> tuple[list, list]:
-        """dav-3510: a Cube -> Vector crossing without a "free" flag goes L0C -> UB directly (Fixpipe
-        into each AIV's half of the tile) instead of through the GM workspace."""
-        targets = {}
-        for name, ready, free, direction in self.transfers:
-            if direction == "c2v" and free is None:
-                targets[ready] = name
-        if not targets:
+        """dav-3510: crossing tiles move on chip instead of through the GM workspace, signalled with
+        mode-4 flags (AIC <-> one AIV; on the AIC, AIV1's flag of id f is f + 16):
+
+        * Cube -> Vector: the AIC Fixpipes each AIV's half of the rows from L0C into that AIV's UB
+          tile (FixpipeConfig isToUB, subBlockId) and sets that AIV's "ready" right after its half.
+          With a "free" flag the AIC waits for each AIV's "free" before Fixpiping that AIV's half;
+          each AIV sets "free" after its last access to the tile in the iteration.
+        * Vector -> Cube: each AIV copies its half of the rows from UB into the AIC's L1 tile
+          (DataCopy with Nd2NzParams on MTE3, into the NZ layout LoadData expects) and sets
+          "ready"; the AIC waits for both halves on MTE1, before its LoadData. With a "free" flag
+          the AIC sets each AIV's "free" on MTE1 after the gemm that loads the tile.
+
+        A transfer keeps the workspace when the tiles do not split evenly between the two AIVs, or
+        (with a "free" flag) when an AIV touches the tile before its "ready" wait in the same
+        statement list (that access could meet the AIC's concurrent Fixpipe into its UB).
+        """
+        bufs = self.k.buffers
+        rows = {bufs[t[0]].shape[0] if len(bufs[t[0]].shape) == 2 else None for t in self.transfers}
+        if len(rows) != 1 or None in rows or next(iter(rows)) % 2:
             return aic, aiv
-        self.peer_targets: dict = {}
+        R = next(iter(rows))
+        info = {ready: {"name": name, "free": free, "direction": direction}
+                for name, ready, free, direction in self.transfers}
+        on_chip: dict = {}  # ready id -> info of the transfers that go on chip
+        self.peer_ub: dict = {}  # AIV UB tile written by the AIC's Fixpipe -> transfer name
+        self.peer_l1: dict = {}  # AIC L1 tile written by the AIVs' MTE3 -> transfer name
 
-        def fix_aic(body):
-            out = []
-            for n, s in enumerate(body):
-                if isinstance(s, Loop):
-                    out.append(dataclasses.replace(s, body=fix_aic(s.body)))
-                    continue
-                nxt = body[n + 1] if n + 1 < len(body) else None
-                if (isinstance(s, TileOp) and s.op == "copy" and isinstance(nxt, TileOp) and nxt.op == "cc_set"
-                        and nxt.args["id"] in targets):
-                    out.append(TileOp(op="copy_to_peer_ub", args={"src": s.args["src"]["buffer"],
-                                                                   "target": self.peer_target[nxt.args["id"]]},
-                                      loc=s.loc))
-                    continue
-                out.append(s)
-            return out
+        def is_cc(s, action, ids=None) -> bool:
+            return (isinstance(s, TileOp) and s.op == f"cc_{action}"
+                    and (ids is None or s.args["id"] in ids))
 
-        def fix_aiv(body):
-            out = []
-            skip = False
-            for n, s in enumerate(body):
+        def touches(item, name: str) -> bool:
+            items = walk(item.body) if isinstance(item, Loop) else [item]
+            return any(isinstance(x, TileOp) and name in _accesses(x) for x in items)
+
+        def last_toucher(item, name: str) -> TileOp:
+            items = list(walk(item.body)) if isinstance(item, Loop) else [item]
+            return [x for x in items if isinstance(x, TileOp) and name in _accesses(x)][-1]
+
+        def fix_aiv(body: list) -> list:
+            out: list = []
+            after: dict = {}  # index in body -> ops to append after that item
+            n = 0
+            while n < len(body):
+                s = body[n]
+                used = 1  # items of body this step consumed
                 if isinstance(s, Loop):
                     out.append(dataclasses.replace(s, body=fix_aiv(s.body)))
-                    continue
-                if skip:
-                    skip = False
-                    continue
-                if isinstance(s, TileOp) and s.op == "cc_wait" and s.args["id"] in targets:
-                    copy = body[n + 1]
-                    target = copy.args["dst"]["buffer"]
-                    self.peer_target[s.args["id"]] = target
-                    self.peer_targets[target] = targets[s.args["id"]]
-                    use = next((x for x in body[n + 2:] if isinstance(x, TileOp) and target in _touches(x)), None)
-                    pipe = "MTE3" if use is not None and use.op == "copy" else "V"
-                    out.append(dataclasses.replace(s, args={**s.args, "pipe": pipe,
-                                                            "reason": s.args["reason"] + " (in this AIV's UB)"}))
-                    skip = True  # the workspace read is gone: the Cube wrote the tile into UB
-                    continue
-                out.append(s)
+                elif is_cc(s, "wait", info) and info[s.args["id"]]["direction"] == "c2v":
+                    t = info[s.args["id"]]
+                    target = body[n + 1].args["dst"]["buffer"]
+                    used = 3 if t["free"] is not None else 2  # wait, workspace read, set "free"
+                    uses = [j for j in range(n + used, len(body)) if touches(body[j], target)]
+                    if t["free"] is not None and (not uses or any(touches(x, target) for x in body[:n])):
+                        out.append(s)  # keeps the workspace
+                        used = 1
+                    else:
+                        on_chip[s.args["id"]] = {**t, "target": target}
+                        self.peer_ub[target] = t["name"]
+                        # The wait blocks the pipe that uses the tile; tiles used on several pipes
+                        # (e.g. vector ops and a copy out) block the scalar unit, which orders them all.
+                        pipes = {_aiv_pipe(x, bufs) for x in walk(body[n + used:])
+                                 if isinstance(x, TileOp) and target in _accesses(x)}
+                        pipe = pipes.pop() if len(pipes) == 1 else ("S" if pipes else "V")
+                        out.append(self._cc("wait", s.args["id"], pipe,
+                                            f"{t['name']} from the Cube: this AIV's half is in its UB", s.loc, mode=4))
+                        if t["free"] is not None:
+                            last = last_toucher(body[uses[-1]], target)
+                            after.setdefault(uses[-1], []).append(
+                                self._cc("set", t["free"], _aiv_pipe(last, bufs),
+                                         f"this AIV's UB tile {target} is free (its last use in the iteration)",
+                                         s.loc, mode=4))
+                elif (isinstance(s, TileOp) and s.op == "copy" and n + 1 < len(body)
+                      and is_cc(body[n + 1], "set", info) and info[body[n + 1].args["id"]]["direction"] == "v2c"):
+                    rid = body[n + 1].args["id"]
+                    t = info[rid]
+                    on_chip[rid] = {**t, "target": t["name"]}
+                    self.peer_l1[t["name"]] = t["name"]
+                    if t["free"] is not None:
+                        w = out.pop()
+                        if not is_cc(w, "wait", {t["free"]}):
+                            raise InternalCompilerError(f"no 'free' wait before the transfer of {t['name']}",
+                                                        stage="split_cores")
+                        out.append(self._cc("wait", t["free"], "MTE3",
+                                            f"the AIC's L1 tile {t['name']} is free (the AIC has loaded it)", w.loc,
+                                            mode=4))
+                    out.append(TileOp(op="copy_to_peer_l1", args={"src": dict(s.args["src"]), "target": t["name"],
+                                                                  "rows": R}, loc=s.loc))
+                    out.append(self._cc("set", rid, "MTE3",
+                                        f"{t['name']} from the Vector cores: this AIV's half is in the AIC's L1",
+                                        body[n + 1].loc, mode=4))
+                    used = 2
+                else:
+                    out.append(s)
+                for j in range(n, n + used):
+                    out.extend(after.pop(j, []))
+                n += used
             return out
 
-        self.peer_target: dict = {}
+        def fix_aic(body: list) -> list:
+            out: list = []
+            free_after_gemm: list = []  # (tile, free id): set once the gemm that loads the tile is issued
+            n = 0
+            while n < len(body):
+                s = body[n]
+                nxt = body[n + 1] if n + 1 < len(body) else None
+                used = 1
+                if isinstance(s, Loop):
+                    out.append(dataclasses.replace(s, body=fix_aic(s.body)))
+                elif (isinstance(s, TileOp) and s.op == "copy" and is_cc(nxt, "set", on_chip)
+                      and on_chip[nxt.args["id"]]["direction"] == "c2v"):
+                    t = on_chip[nxt.args["id"]]
+                    if t["free"] is not None and not is_cc(out.pop(), "wait", {t["free"]}):
+                        raise InternalCompilerError(f"no 'free' wait before the transfer of {t['name']}",
+                                                    stage="split_cores")
+                    for sub in (0, 1):
+                        if t["free"] is not None:
+                            out.append(self._cc("wait", t["free"], "FIX", f"AIV {sub}'s UB tile {t['target']} is free",
+                                                s.loc, mode=4, sub=sub))
+                        out.append(TileOp(op="copy_to_peer_ub", args={"src": s.args["src"]["buffer"],
+                                                                       "target": t["target"], "sub": sub}, loc=s.loc))
+                        out.append(self._cc("set", nxt.args["id"], "FIX",
+                                            f"{t['name']} from the Cube to AIV {sub}: its half is in its UB", nxt.loc,
+                                            mode=4, sub=sub))
+                    used = 2
+                elif is_cc(s, "wait", on_chip) and on_chip[s.args["id"]]["direction"] == "v2c":
+                    t = on_chip[s.args["id"]]
+                    for sub in (0, 1):
+                        out.append(self._cc("wait", s.args["id"], "MTE1",
+                                            f"{t['name']} from AIV {sub}: its half is in L1", s.loc, mode=4, sub=sub))
+                    used = 2  # the workspace load is gone: the AIVs wrote the tile into L1
+                    if t["free"] is not None:
+                        if not is_cc(body[n + 2], "set", {t["free"]}):
+                            raise InternalCompilerError(f"no 'free' set after the load of {t['name']}",
+                                                        stage="split_cores")
+                        free_after_gemm.append((t["name"], t["free"]))
+                        used = 3
+                else:
+                    out.append(s)
+                    if isinstance(s, TileOp) and s.op == "gemm":
+                        for tile, fid in [x for x in free_after_gemm if x[0] in _accesses(s)]:
+                            free_after_gemm.remove((tile, fid))
+                            for sub in (0, 1):
+                                out.append(self._cc("set", fid, "MTE1", f"L1 tile {tile} loaded: AIV {sub} may "
+                                                    "write it again", s.loc, mode=4, sub=sub))
+                n += used
+            if free_after_gemm:
+                raise InternalCompilerError(f"no gemm reads {free_after_gemm} after its transfer", stage="split_cores")
+            return out
+
         aiv = fix_aiv(aiv)
         aic = fix_aic(aic)
-        for name in set(targets.values()):
-            ws = f"ws_{name}"
-            self.ws.pop(ws, None)
+        for t in on_chip.values():
+            self.ws.pop(f"ws_{t['name']}", None)
         # Re-pack the workspace without the tiles that now stay on chip.
         off = 0
         offsets = {}
@@ -291,9 +442,8 @@ class _Splitter:
             offsets[wname] = off
             off += (b.numel * b.elem_bytes + 511) // 512 * 512
         self.ws_offsets, self.ws_offset = offsets, off
-        for t in list(self.transfers):
-            if t[1] in targets:
-                self.transfers[self.transfers.index(t)] = (t[0], t[1], t[2], "c2v-ub")
+        self.transfers = [(n, r, f, (d + ("-ub" if d == "c2v" else "-l1")) if r in on_chip else d)
+                          for n, r, f, d in self.transfers]
         return aic, aiv
 
     def body(self, items: list, state: dict):
@@ -302,7 +452,12 @@ class _Splitter:
         for s in items:
             if isinstance(s, Loop):
                 before = dict(state)
-                _, _, after = self.body(s.body, dict(state))  # dry run: the state the loop carries
+                # Dry run: the state the loop carries. It may meet a transfer first, which then records
+                # its loop: the loop is on the path here too (a transfer recorded outside every loop
+                # would lose its "free" flag).
+                self.loop_path.append(id(s))
+                _, _, after = self.body(s.body, dict(state))
+                self.loop_path.pop()
                 # Bring each accumulator into the state the loop body carries before the loop.
                 for name in self.mixed_accs:
                     if before[name] != after[name]:
@@ -390,7 +545,7 @@ def _round_trips(aiv_body: list, transfers: list) -> list:
     second from the first in the same statement list: the AIC's wait for the second then implies
     the AIVs consumed the first."""
     ready_of = {r: n for n, r, _f, d in transfers if d.startswith("c2v")}
-    v2c = {r for _n, r, _f, d in transfers if d == "v2c"}
+    v2c = {r for _n, r, _f, d in transfers if d.startswith("v2c")}
     trips = []
 
     def scan(body):
@@ -423,7 +578,7 @@ def _round_trips(aiv_body: list, transfers: list) -> list:
 def _v2c_source(body: list, set_op: TileOp) -> str | None:
     k = body.index(set_op)
     prev = body[k - 1] if k > 0 else None
-    if isinstance(prev, TileOp) and prev.op == "copy":
+    if isinstance(prev, TileOp) and prev.op in ("copy", "copy_to_peer_l1"):
         return prev.args["src"]["buffer"]
     return None
 
@@ -461,14 +616,60 @@ def split_cores(kernel: Kernel):
     aiv_bufs = {**common, **ws, **{n: dataclasses.replace(b) for n, b in kernel.buffers.items()
                                    if b.kind != "param" and n in used_aiv},
                 **{n: dataclasses.replace(b) for n, b in sp.extra_aiv.items()}}
-    peer = getattr(sp, "peer_targets", {})
+    peer_ub, peer_l1 = getattr(sp, "peer_ub", {}), getattr(sp, "peer_l1", {})
     trips = _round_trips(aiv_body, sp.transfers)
-    attrs = {"workspace": dict(sp.ws_offsets), "workspace_bytes": sp.ws_offset, "peer_targets": dict(peer),
-             "round_trips": trips,
-             "cross_core": [{"name": t[0], "ready": t[1], "free": t[2], "direction": t[3]} for t in sp.transfers]}
-    aic = kernel.replace(name=kernel.name, buffers=aic_bufs, body=aic_body, attrs={**attrs, "core": "AIC"})
-    aiv = kernel.replace(name=kernel.name, buffers=aiv_bufs, body=aiv_body, attrs={**attrs, "core": "AIV"})
-    return aic, split_rows(aiv)
+    attrs = {"workspace": dict(sp.ws_offsets), "workspace_bytes": sp.ws_offset, "peer_ub": dict(peer_ub),
+             "peer_l1": dict(peer_l1), "round_trips": trips,
+             "cross_core": [{"name": t[0], "ready": t[1], "free": t[2], "direction": t[3],
+                             "loc": sp.transfer_loc.get(t[1])} for t in sp.transfers]}
+    # peer_targets: the tiles of this core that the other core writes in place (one fixed address:
+    # multi_buffer does not rotate them). The AIC's list keeps the AIV targets' names too, as before.
+    aic = kernel.replace(name=kernel.name, buffers=aic_bufs, body=aic_body,
+                         attrs={**attrs, "core": "AIC", "peer_targets": {**peer_ub, **peer_l1}})
+    aiv = kernel.replace(name=kernel.name, buffers=aiv_bufs, body=aiv_body,
+                         attrs={**attrs, "core": "AIV", "peer_targets": dict(peer_ub)})
+    aiv = split_rows(aiv)
+    verify_split(aic, aiv)
+    return aic, aiv
+
+
+def verify_split(aic: Kernel, aiv: Kernel) -> None:
+    """Cross-core flags pair up: every (logical id, AIV) the AIC waits for is set by the AIVs and vice
+    versa, ids are 0-10, mode 4 appears only on dav-3510 and every mode-4 op of the AIC names an AIV;
+    on-chip transfers have no workspace and dav-c220 has none."""
+    def ops(k: Kernel) -> list:
+        return [s for s in walk(k.body) if isinstance(s, TileOp) and s.op in ("cc_set", "cc_wait")]
+
+    def keys(k: Kernel, action: str, core: str) -> set:
+        out = set()
+        for s in ops(k):
+            if s.op != f"cc_{action}":
+                continue
+            a = s.args
+            if not 0 <= a["id"] <= 10:
+                raise InternalCompilerError(f"cross-core flag id {a['id']} outside 0-10", stage="split_cores")
+            if a.get("mode", 2) == 4:
+                if aic.arch.name != "dav-3510":
+                    raise InternalCompilerError("mode-4 cross-core flag on " + aic.arch.name, stage="split_cores")
+                if core == "AIC" and a.get("sub") not in (0, 1):
+                    raise InternalCompilerError(f"mode-4 flag {a['id']} on the AIC names no AIV", stage="split_cores")
+                out |= {(a["id"], 4, a["sub"])} if core == "AIC" else {(a["id"], 4, 0), (a["id"], 4, 1)}
+            else:
+                out.add((a["id"], a.get("mode", 2), None))
+        return out
+
+    for waiter, setter in (("AIC", "AIV"), ("AIV", "AIC")):
+        k_wait, k_set = (aic, aiv) if waiter == "AIC" else (aiv, aic)
+        missing = keys(k_wait, "wait", waiter) - keys(k_set, "set", setter)
+        if missing:
+            raise InternalCompilerError(f"the {waiter} waits for cross-core flags {sorted(missing, key=str)} that the "
+                                        f"{setter} never sets", stage="split_cores")
+    for t in aic.attrs.get("cross_core", []):
+        on_chip = t["direction"] in ("c2v-ub", "v2c-l1")
+        if on_chip and f"ws_{t['name']}" in aic.attrs.get("workspace", {}):
+            raise InternalCompilerError(f"{t['name']} crosses on chip but keeps a workspace", stage="split_cores")
+        if on_chip and aic.arch.name != "dav-3510":
+            raise InternalCompilerError(f"on-chip transfer of {t['name']} on {aic.arch.name}", stage="split_cores")
 
 
 # ------------------------------------------------------------------ the two AIVs share the rows
@@ -478,7 +679,7 @@ def split_rows(aiv: Kernel) -> Kernel:
     """Give each AIV half of the rows of every row-block tile (rows R of the crossing tiles)."""
     crossing = [b for b in aiv.buffers.values() if b.kind == "workspace"]
     rows = {b.shape[0] // aiv.block_dim for b in crossing}
-    rows |= {aiv.buffers[t].shape[0] for t in aiv.attrs.get("peer_targets", {})}
+    rows |= {aiv.buffers[t].shape[0] for t in (*aiv.attrs.get("peer_ub", {}), *aiv.attrs.get("peer_l1", {}))}
     if len(rows) != 1:
         return aiv.replace(attrs={**aiv.attrs, "row_split": None})
     R = rows.pop()
@@ -520,6 +721,8 @@ def split_rows(aiv: Kernel) -> Kernel:
             return dataclasses.replace(op, args={**a, "dst": region(a["dst"], None)})
         if op.op == "reduce":
             return dataclasses.replace(op, args={**a, "src": region(a["src"], None), "dst": region(a["dst"], None)})
+        if op.op == "copy_to_peer_l1":
+            return dataclasses.replace(op, args={**a, "src": region(a["src"], None)})
         if op.op == "parallel":
             return _split_parallel(op, split, R, half, sub)
         return op

@@ -180,3 +180,71 @@ def stream(M=32, N=448, bM=16, bN=64, num_stages=None, dtype="float16"):
 
     del body
     return stream_k
+
+
+def gemm_tiles_epilogue(M=128, N=192, K=64, bM=64, bN=64, num_stages=None, dtype="float16"):
+    """Y[:, n-tile] = relu(A x B[:, n-tile]) * 0.5 for each N tile of a row block: the accumulator
+    crosses from the Cube to the Vector cores once per loop iteration and nothing travels back, so
+    the consumer must signal that its copy of the tile is free again (a "free" flag)."""
+
+    @T.prim_func
+    def gemm_tiles(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            a = T.alloc_shared((bM, K), dtype)
+            b = T.alloc_shared((K, bN), dtype)
+            c = T.alloc_fragment((bM, bN), "float32")
+            y = T.alloc_fragment((bM, bN), dtype)
+            T.copy(A[bx * bM, 0], a)
+            for n in T.Pipelined(T.ceildiv(N, bN), num_stages=num_stages or 1):
+                T.copy(B[0, n * bN], b)
+                T.clear(c)
+                T.gemm(a, b, c)
+                for i, j in T.Parallel(bM, bN):
+                    y[i, j] = T.max(c[i, j], 0.0) * 0.5
+                T.copy(y, Y[bx * bM, n * bN])
+
+    return gemm_tiles
+
+
+def scaled_a_gemm(M=128, N=64, K=192, bM=64, bK=64, dtype="float16"):
+    """C = (2 * A) x B with A scaled by the Vector cores tile by tile along K: the scaled tile crosses
+    to the Cube once per iteration and the accumulator stays on the Cube, so nothing orders the
+    next write of the tile after the Cube's load of it but a "free" flag."""
+
+    @T.prim_func
+    def scaled_a(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            a_in = T.alloc_fragment((bM, bK), dtype)
+            a = T.alloc_shared((bM, bK), dtype)
+            b = T.alloc_shared((bK, N), dtype)
+            c = T.alloc_fragment((bM, N), "float32")
+            T.clear(c)
+            for k in T.serial(T.ceildiv(K, bK)):
+                T.copy(A[bx * bM, k * bK], a_in)
+                for i, j in T.Parallel(bM, bK):
+                    a[i, j] = a_in[i, j] * 2.0
+                T.copy(B[k * bK, 0], b)
+                T.gemm(a, b, c)
+            T.copy(c, C[bx * bM, 0])
+
+    return scaled_a
+
+
+def free_flag_cases() -> dict:
+    """Cases (inputs, reference) of the two kernels whose crossing tile needs a "free" flag."""
+    import torch
+
+    from ascend_backend.testing import Case
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(128, 64, generator=g).half() * 0.3
+    b = torch.randn(64, 192, generator=g).half() * 0.3
+    a2 = torch.randn(128, 192, generator=g).half() * 0.3
+    b2 = torch.randn(192, 64, generator=g).half() * 0.3
+    return {
+        "gemm_tiles": Case(gemm_tiles_epilogue(num_stages=2), [a, b, torch.empty(128, 192).half()], [2],
+                           lambda a, b, y: [((a.float() @ b.float()).clamp(min=0) * 0.5).half()],
+                           atol=2e-2, rtol=2e-2),
+        "scaled_a": Case(scaled_a_gemm(), [a2, b2, torch.empty(128, 64)], [2],
+                         lambda a, b, c: [(2 * a.float()) @ b.float()], atol=1e-2, rtol=1e-2),
+    }

@@ -57,17 +57,27 @@ def test_pipelined_flags_are_all_needed(arch, name, capsys):
     assert res.caught == res.deleted > 0
 
 
+# dav-3510's on-chip routes (L0C -> UB, UB -> L1, mode-4 flags, "free" flags per AIV) on FlashAttention
+# and on the two kernels whose crossing tile needs a "free" flag; dav-c220's workspace "free" flag on one.
 @pytest.mark.parametrize("arch,name", [("dav-c220", "gemm_epilogue"), ("dav-c220", "flash_attention"),
-                                       ("dav-3510", "flash_attention")])
+                                       ("dav-3510", "flash_attention"), ("dav-c220", "gemm_tiles"),
+                                       ("dav-3510", "gemm_tiles"), ("dav-3510", "scaled_a")])
 def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
     import attention
     import gemm_epilogue
+    import kernels
 
-    case = gemm_epilogue.example() if name == "gemm_epilogue" else attention.case(heads=1, seq_kv=128,
-                                                                                   is_causal=False)
+    if name in ("gemm_tiles", "scaled_a"):
+        case = kernels.free_flag_cases()[name]
+    elif name == "gemm_epilogue":
+        case = gemm_epilogue.example()
+    else:
+        case = attention.case(heads=1, seq_kv=128, is_causal=False)
     res = run_mutations(case, arch)
     with capsys.disabled():
         print(f"\n[mutation] {name}: {res.line()}")
     assert any(k.startswith("cross-core") for k in res.how), "no cross-core flag was mutated"
+    if name in ("gemm_tiles", "scaled_a"):
+        assert any(k.startswith("cross-core") and "(free," in k for k in res.how), "no 'free' flag was mutated"
     assert not res.unneeded, f"{len(res.unneeded)} deletions not caught:\n  " + "\n  ".join(res.unneeded)
     assert res.caught == res.deleted > 0
