@@ -66,9 +66,11 @@ TARGET_SHAPE = (4096, 4096, 4096)
 # Tile candidates (block_M, block_N, block_K); block_M is clipped to M for skinny shapes. L0C
 # must hold bM*bN*4 B: 128 KB (c220) or 256 KB (3510); L1 must hold num_stages x (bM + bN) x bK x 2 B
 # of 512 KB. Operand tiles larger than half of L0A/L0B are stepped through K by the compiler.
-# Candidates that do not fit are rejected by the compiler (MemoryBudgetError) and skipped.
+# Candidates that do not fit are rejected by the compiler (MemoryBudgetError) and skipped. A 192-row
+# or 192-column tile does not divide 4096: the last tiles are partial (tails), computed in full.
 TILES = [(128, 128, 64), (128, 256, 64), (256, 128, 64), (256, 256, 64), (128, 128, 128), (128, 256, 128),
-         (256, 128, 128), (256, 256, 128), (128, 256, 256), (256, 128, 256), (256, 256, 256)]
+         (256, 128, 128), (256, 256, 128), (128, 256, 256), (256, 128, 256), (256, 256, 256), (192, 256, 128),
+         (256, 192, 128), (192, 256, 256)]
 DEFAULT_TILE = (128, 128, 64)
 
 # Functional emulation cost grows with the MACs of the first wave; above this many MACs a run
