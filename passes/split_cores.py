@@ -636,7 +636,8 @@ def split_cores(kernel: Kernel):
 def verify_split(aic: Kernel, aiv: Kernel) -> None:
     """Cross-core flags pair up: every (logical id, AIV) the AIC waits for is set by the AIVs and vice
     versa, ids are 0-10, mode 4 appears only on dav-3510 and every mode-4 op of the AIC names an AIV;
-    on-chip transfers have no workspace and dav-c220 has none."""
+    on-chip transfers have no workspace and dav-c220 has none; the two AIVs split the rows (unless a
+    crossing tile has an odd height, which assign_layout then rejects)."""
     def ops(k: Kernel) -> list:
         return [s for s in walk(k.body) if isinstance(s, TileOp) and s.op in ("cc_set", "cc_wait")]
 
@@ -664,6 +665,10 @@ def verify_split(aic: Kernel, aiv: Kernel) -> None:
         if missing:
             raise InternalCompilerError(f"the {waiter} waits for cross-core flags {sorted(missing, key=str)} that the "
                                         f"{setter} never sets", stage="split_cores")
+    heights = {aic.buffers[t["name"]].shape[0] for t in aic.attrs.get("cross_core", []) if t["name"] in aic.buffers}
+    if aiv.attrs.get("row_split") is None and heights and not any(h % 2 for h in heights):
+        raise InternalCompilerError(f"the AIVs do not share the rows of the crossing tiles (heights "
+                                    f"{sorted(heights)}): both would run every op on whole tiles", stage="split_cores")
     for t in aic.attrs.get("cross_core", []):
         on_chip = t["direction"] in ("c2v-ub", "v2c-l1")
         if on_chip and f"ws_{t['name']}" in aic.attrs.get("workspace", {}):
@@ -676,32 +681,35 @@ def verify_split(aic: Kernel, aiv: Kernel) -> None:
 
 
 def split_rows(aiv: Kernel) -> Kernel:
-    """Give each AIV half of the rows of every row-block tile (rows R of the crossing tiles)."""
+    """Give each AIV half of the rows of every row-block tile (rows R of the crossing tiles). Crossing
+    tiles of different heights (e.g. a bK-row operand and a bM-row accumulator) each split at their own
+    height: a tile of R rows (R one of the crossing heights) is halved, AIV ``sub`` taking rows
+    [sub * R/2, (sub + 1) * R/2) of it."""
     crossing = [b for b in aiv.buffers.values() if b.kind == "workspace"]
     rows = {b.shape[0] // aiv.block_dim for b in crossing}
     rows |= {aiv.buffers[t].shape[0] for t in (*aiv.attrs.get("peer_ub", {}), *aiv.attrs.get("peer_l1", {}))}
-    if len(rows) != 1:
+    if not rows or any(R % 2 for R in rows):  # odd heights: assign_layout rejects such Cube tiles
         return aiv.replace(attrs={**aiv.attrs, "row_split": None})
-    R = rows.pop()
-    if R % 2:
-        return aiv.replace(attrs={**aiv.attrs, "row_split": None})
-    half = R // 2
+    halves = {R: R // 2 for R in rows}
     sub = tirx.Var(SUB, "int32")
     buffers = {}
-    split = set()
-    rowvecs = _row_vectors(aiv, R)
+    split: dict = {}  # tile -> its rows R before the split
+    rowvecs = {R: _row_vectors(aiv, R) for R in rows}
     for n, b in aiv.buffers.items():
         b = dataclasses.replace(b)
-        if b.kind in ("shared", "fragment") and b.shape and b.shape[0] == R and (len(b.shape) == 2 or n in rowvecs):
-            b.shape = (half, *b.shape[1:])
-            split.add(n)
+        if (b.kind in ("shared", "fragment") and b.shape and b.shape[0] in halves
+                and (len(b.shape) == 2 or n in rowvecs[b.shape[0]])):
+            split[n] = b.shape[0]
+            b.shape = (halves[b.shape[0]], *b.shape[1:])
         buffers[n] = b
 
     def region(r: dict, tile: str | None) -> dict:
         if tile not in split or buffers[r["buffer"]].kind not in ("param", "workspace"):
             if r["buffer"] in split:
-                return {**r, "extents": [half, *r["extents"][1:]]}
+                return {**r, "extents": [halves[split[r["buffer"]]], *r["extents"][1:]]}
             return r
+        R = split[tile]
+        half = halves[R]
         ext = [int(e) for e in r["extents"]]
         # the tile's row dimension: the last non-unit extent before the columns (or the only one)
         dims = [d for d in range(len(ext)) if ext[d] == R]
@@ -724,7 +732,7 @@ def split_rows(aiv: Kernel) -> Kernel:
         if op.op == "copy_to_peer_l1":
             return dataclasses.replace(op, args={**a, "src": region(a["src"], None)})
         if op.op == "parallel":
-            return _split_parallel(op, split, R, half, sub)
+            return _split_parallel(op, split, halves, sub)
         return op
 
     def walk_fix(body):
@@ -738,8 +746,9 @@ def split_rows(aiv: Kernel) -> Kernel:
                 out.append(s)
         return out
 
+    row_split = next(iter(halves.values())) if len(halves) == 1 else "rows/2"  # "rows/2": per tile height
     return aiv.replace(buffers=buffers, body=walk_fix(aiv.body),
-                       attrs={**aiv.attrs, "row_split": half, "sub_var": sub})
+                       attrs={**aiv.attrs, "row_split": row_split, "sub_var": sub})
 
 
 def _row_vectors(k: Kernel, R: int) -> set:
@@ -783,13 +792,13 @@ def _row_vectors(k: Kernel, R: int) -> set:
     return rows
 
 
-def _split_parallel(op: TileOp, split: set, R: int, half: int, sub) -> TileOp:
+def _split_parallel(op: TileOp, split, halves: dict, sub) -> TileOp:
     a = op.args
     ext = list(a["extents"])
-    if not ext or ext[0] != R:
+    if not ext or ext[0] not in halves:
         return op
     i = a["vars"][0]
-    ext[0] = half
+    half = ext[0] = halves[ext[0]]
     shifted = i + sub * half
 
     def rw(e):

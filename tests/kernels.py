@@ -248,3 +248,74 @@ def free_flag_cases() -> dict:
         "scaled_a": Case(scaled_a_gemm(), [a2, b2, torch.empty(128, 64)], [2],
                          lambda a, b, c: [(2 * a.float()) @ b.float()], atol=1e-2, rtol=1e-2),
     }
+
+
+def gemm_carry_epilogue(M=128, N=192, K=64, bM=64, bN=64, carry=True, dtype="float16"):
+    """For each N tile of a row block: Y = relu(A x B_n) + 0.5 * (A x B_{n-1}) (zero before the first
+    tile; without ``carry`` just relu(A x B_n)) and Z = A2 x B_n. With ``carry`` the vector side reads
+    the accumulator c at the top of each iteration (the previous tile's product), before the wait for
+    this iteration's c: on dav-3510 an on-chip Fixpipe into that AIV's UB tile could meet that read,
+    so c keeps the GM workspace there, while d (read only after its wait) still crosses on chip."""
+
+    @T.prim_func
+    def gemm_carry(A: T.Tensor((M, K), dtype), A2: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+                   Y: T.Tensor((M, N), dtype), Z: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            a = T.alloc_shared((bM, K), dtype)
+            a2 = T.alloc_shared((bM, K), dtype)
+            b = T.alloc_shared((K, bN), dtype)
+            c = T.alloc_fragment((bM, bN), "float32")
+            d = T.alloc_fragment((bM, bN), "float32")
+            prev = T.alloc_fragment((bM, bN), "float32")
+            y = T.alloc_fragment((bM, bN), dtype)
+            z = T.alloc_fragment((bM, bN), dtype)
+            T.copy(A[bx * bM, 0], a)
+            T.copy(A2[bx * bM, 0], a2)
+            T.clear(c)
+            for n in T.serial(T.ceildiv(N, bN)):
+                if carry:
+                    for i, j in T.Parallel(bM, bN):
+                        prev[i, j] = c[i, j] * 0.5
+                else:
+                    T.clear(prev)
+                T.copy(B[0, n * bN], b)
+                T.clear(c)
+                T.clear(d)
+                T.gemm(a, b, c)
+                T.gemm(a2, b, d)
+                for i, j in T.Parallel(bM, bN):
+                    y[i, j] = T.max(c[i, j], 0.0) + prev[i, j]
+                for i, j in T.Parallel(bM, bN):
+                    z[i, j] = d[i, j]
+                T.copy(y, Y[bx * bM, n * bN])
+                T.copy(z, Z[bx * bM, n * bN])
+
+    return gemm_carry
+
+
+def scaled_b_gemm_epilogue(M=128, N=64, K=128, bM=64, bK=32, dtype="float16"):
+    """Y = relu(A x (2 * B)) with B scaled by the Vector cores tile by tile along K: the scaled tile
+    (bK rows) crosses to the Cube, the accumulator (bM rows) crosses back once after the loop. With
+    bK != bM the crossing tiles have different heights, so no single row split serves both: on
+    dav-3510 neither crosses on chip (both keep the GM workspace)."""
+
+    @T.prim_func
+    def scaled_b(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            a = T.alloc_shared((bM, bK), dtype)
+            b_in = T.alloc_fragment((bK, N), dtype)
+            b = T.alloc_shared((bK, N), dtype)
+            c = T.alloc_fragment((bM, N), "float32")
+            y = T.alloc_fragment((bM, N), "float32")
+            T.clear(c)
+            for k in T.serial(T.ceildiv(K, bK)):
+                T.copy(A[bx * bM, k * bK], a)
+                T.copy(B[k * bK, 0], b_in)
+                for i, j in T.Parallel(bK, N):
+                    b[i, j] = b_in[i, j] * 2.0
+                T.gemm(a, b, c)
+            for i, j in T.Parallel(bM, N):
+                y[i, j] = T.max(c[i, j], 0.0)
+            T.copy(y, Y[bx * bM, 0])
+
+    return scaled_b
