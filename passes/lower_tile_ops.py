@@ -7,8 +7,9 @@ prints. Copies become DataCopy / DataCopyPad (GM<->UB, with tails), Nd2Nz (GM->L
 (L0C->GM, with the cast); a gemm becomes LoadData into L0A/L0B (buffers created here, in the
 arch's fractal layouts) and Mmad, stepped through K in chunks when the operand tiles do not
 fit L0A/L0B twice (ping/pong buffers inside a pipelined loop with num_stages > 1); fills,
-reduces and T.Parallel bodies become vector ops (see lower_parallel). Tails of global shapes become runtime-valid extents; a tail the hardware
-path cannot take is rejected with the dimension named.
+reduces and T.Parallel bodies become vector ops (see lower_parallel). Tails of global shapes
+become runtime-valid extents; a tail the hardware path cannot take is rejected with the
+dimension named.
 """
 
 from __future__ import annotations
