@@ -203,3 +203,37 @@ def test_memory_map_lists_every_on_chip_buffer():
     assert mm["x"]["defined_at"].endswith("rmsnorm.py:12")
     offsets = sorted((r["offset"], r["offset"] + r["size"]) for r in mm.values() if r["scope"] == "UB")
     assert all(a[1] <= b[0] for a, b in zip(offsets, offsets[1:], strict=False)), "UB buffers overlap"
+
+
+def test_k_stepped_gemm_alternates_ping_pong_l0_buffers():
+    # A 128x256 tile of a does not fit L0A twice: the gemm runs as two K chunks, ping then pong.
+    # The LoadData of the pong chunk waits for the pong Mmad of the previous iteration only (not
+    # for this iteration's ping Mmad), so it overlaps the ping Mmad; the L1 slot of a is released
+    # after its last (pong) LoadData.
+    import kernels
+
+    filecheck(src(kernels.gemm_loop(M=128, N=128, K=768, bK=256, num_stages=2), "dav-c220"), """
+        CHECK: LocalTensor<half> a_l0a_ping = l0a_buf.GetWithOffset<half>(16384, 0);
+        CHECK-NEXT: LocalTensor<half> a_l0a_pong = l0a_buf.GetWithOffset<half>(16384, 32768);
+        CHECK: SetFlag<HardEvent::M_MTE1>(0);  // prime: WAR on a_l0a_ping
+        CHECK-NEXT: SetFlag<HardEvent::M_MTE1>(1);  // prime: WAR on a_l0a_pong
+        CHECK-NEXT: for (int32_t k = 0; k < 3; ++k)
+        CHECK: WaitFlag<HardEvent::M_MTE1>(0);  // WAR on a_l0a_ping
+        CHECK-SAME: previous iteration
+        CHECK-NEXT: for (int32_t i = 0; i < 8; ++i)
+        CHECK-NEXT: LoadData(a_l0a_ping[i * 128 * 16], a[i * 256]
+        CHECK: Mmad(c, a_l0a_ping, b_l0b_ping, mp);
+        CHECK-NEXT: }
+        CHECK-NEXT: SetFlag<HardEvent::M_MTE1>(0);  // WAR on a_l0a_ping
+        CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(1);  // WAR on a_l0a_pong
+        CHECK-SAME: previous iteration
+        CHECK-NEXT: for (int32_t i = 0; i < 8; ++i)
+        CHECK-NEXT: LoadData(a_l0a_pong[i * 128 * 16], a[16384][i * 256]
+        CHECK-NEXT: }
+        CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(k % 2);  // WAR on a:
+        CHECK: LoadData(b_l0b_pong[i * 2048], b[2048][i * 256]
+        CHECK: Mmad(c, a_l0a_pong, b_l0b_pong, mp);
+        CHECK: SetFlag<HardEvent::M_MTE1>(1);  // WAR on a_l0a_pong
+        CHECK-NEXT: }
+        CHECK-NOT: PIPE_ALL
+    """)

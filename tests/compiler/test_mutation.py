@@ -38,7 +38,12 @@ def _pipelined_cases():
 
     a, b = torch.randn(64, 224).half(), torch.randn(224, 64).half()
     x = torch.randn(32, 184).half()
+    ak, bk = torch.randn(128, 768).half(), torch.randn(768, 128).half()
     return {
+        # 3 iterations of a gemm stepped through K in two chunks with ping/pong L0 buffers
+        "gemm_k_stepped": Case(kernels.gemm_loop(M=128, N=128, K=768, bK=256, num_stages=2),
+                               [ak, bk, torch.empty(128, 128)], [2], lambda a, b, c: [a.float() @ b.float()],
+                               atol=1e-2, rtol=1e-3),
         "gemm_3_stages": Case(kernels.gemm_loop(K=224, num_stages=3), [a, b, torch.empty(64, 64)], [2],
                               lambda a, b, c: [a.float() @ b.float()], atol=1e-3, rtol=1e-3),
         "stream_2_stages": Case(kernels.stream(N=184, num_stages=2), [x, torch.empty_like(x), torch.empty(32)],
@@ -48,7 +53,8 @@ def _pipelined_cases():
 
 
 @pytest.mark.parametrize("arch,name", [("dav-c220", "gemm_3_stages"), ("dav-c220", "stream_2_stages"),
-                                       ("dav-3510", "gemm_3_stages")])
+                                       ("dav-3510", "gemm_3_stages"), ("dav-c220", "gemm_k_stepped"),
+                                       ("dav-3510", "gemm_k_stepped")])
 def test_pipelined_flags_are_all_needed(arch, name, capsys):
     res = run_mutations(_pipelined_cases()[name], arch)
     with capsys.disabled():

@@ -43,7 +43,7 @@ def test_gemm_k_loop_matches_serial_twin(arch, stages, loops):
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3])
-@pytest.mark.parametrize("loops", [1, 3])
+@pytest.mark.parametrize("loops", [1, 2, 3, 7])
 def test_k_stepped_gemm_matches_serial_twin(arch, stages, loops):
     # A 128x256 fp16 A tile (64 KB) does not fit L0A twice: the gemm steps through K in two
     # 128-wide chunks, alternating ping/pong L0 buffers when pipelined, one buffer otherwise.
