@@ -150,6 +150,20 @@ def generate(kernel: Kernel) -> str:
     )
 
 
+def _peer_memory(sec: dict, owner: Kernel, targets, scope: str, label: str, position: str, var: str, suffix: str,
+                 desc: str) -> None:
+    """Let one core of a group address tiles in its peer's memory (3510 on-chip routes), at the
+    offsets the peer's memory plan gave them."""
+    used = owner.attrs.get("memory_used", {}).get(scope, 0)
+    sec["memories"].append({"name": label, "position": position, "var": var, "used": used,
+                            "capacity": owner.arch.capacity[scope]})
+    for target in targets:
+        b = owner.buffers[target]
+        sec["locals"].append({"name": f"{target}{suffix}", "ctype": CTYPE[b.dtype], "mem_var": var,
+                              "count": b.slot_elems, "offset": b.offset,
+                              "desc": desc.format(target=target, layout=b.layout)})
+
+
 def generate_mix(aic: Kernel, aiv: Kernel) -> str:
     """Ascend C of a kernel split into an AIC part and an AIV part (KERNEL_TYPE_MIX_AIC_1_2)."""
     from ascend_backend import __version__
@@ -162,29 +176,16 @@ def generate_mix(aic: Kernel, aiv: Kernel) -> str:
     aiv_sec = _section(aiv, 2, "(GetBlockIdx() / GetTaskRation())")
     peers = aic.attrs.get("peer_ub", {})
     if peers:
-        # The AIC addresses each AIV's UB tile at the offset the AIV's memory plan gave it.
-        ub_used = aiv.attrs.get("memory_used", {}).get("UB", 0)
-        aic_sec["memories"].append({"name": "UB of the AIVs (written by Fixpipe)", "position": "VECCALC",
-                                    "var": "peer_ub", "used": ub_used, "capacity": aiv.arch.capacity["UB"]})
-        for target in peers:
-            b = aiv.buffers[target]
-            aic_sec["locals"].append({"name": f"{target}_peer", "ctype": CTYPE[b.dtype], "mem_var": "peer_ub",
-                                      "count": b.slot_elems, "offset": b.offset,
-                                      "desc": f"{target} in each AIV's UB"})
+        _peer_memory(aic_sec, aiv, peers, "UB", "UB of the AIVs (written by Fixpipe)", "VECCALC", "peer_ub", "_peer",
+                     "{target} in each AIV's UB")
     peers_l1 = aic.attrs.get("peer_l1", {})
     if peers_l1:
-        # Each AIV addresses the AIC's L1 tile at the offset the AIC's memory plan gave it.
-        l1_used = aic.attrs.get("memory_used", {}).get("L1", 0)
-        aiv_sec["memories"].append({"name": "L1 of the AIC (written by DataCopy UB -> L1)", "position": "A1",
-                                    "var": "peer_l1", "used": l1_used, "capacity": aic.arch.capacity["L1"]})
         for target in peers_l1:
-            b = aic.buffers[target]
-            if b.slots != 1:
-                raise InternalCompilerError(f"L1 tile {target} written by the AIVs has {b.slots} slots",
-                                            stage="codegen")
-            aiv_sec["locals"].append({"name": f"{target}_l1_peer", "ctype": CTYPE[b.dtype], "mem_var": "peer_l1",
-                                      "count": b.slot_elems, "offset": b.offset,
-                                      "desc": f"{target} in the AIC's L1 ({b.layout})"})
+            if aic.buffers[target].slots != 1:
+                raise InternalCompilerError(f"L1 tile {target} written by the AIVs has {aic.buffers[target].slots} "
+                                            "slots", stage="codegen")
+        _peer_memory(aiv_sec, aic, peers_l1, "L1", "L1 of the AIC (written by DataCopy UB -> L1)", "A1", "peer_l1",
+                     "_l1_peer", "{target} in the AIC's L1 ({layout})")
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=aic.arch.name, source=src, name=aic.name, kernel_type="MIX_AIC_1_2",
         block_dim=aic.block_dim, params=_params(aic), globals=gl, peer_ub=bool(peers),
