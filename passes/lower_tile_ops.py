@@ -95,6 +95,7 @@ def _t(name: str, off: str = "0") -> str:
 # Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
 PINGPONG = ("_ping", "_pong")
 
+
 class TileLowerer:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -467,12 +468,12 @@ class TileLowerer:
         part = f" K {k0}..{k0 + K}" if k0 or K != (A.rows if tA else A.cols) else ""
         return [
             AscOp(kind="load_l0a", pipe="MTE1", reads=[Access(A.name)], writes=[Access(l0a.name)],
-                  params={"dst": l0a.name, "src": A.name, "src_off": a_off, "m": M, "k": K, "kv": kv, "trans": tA,
+                  params={"dst": l0a.name, "src": _t(A.name, str(a_off)), "m": M, "k": K, "kv": kv, "trans": tA,
                           "layout": l0a.layout, "src_rows": A.rows, "ctype": CTYPE[A.dtype], "v2": a_v2},
                   text=f"LoadData {A.name}{part} -> {l0a.name}{' (transposed)' if tA else ''}",
                   loc=s.loc),
             AscOp(kind="load_l0b", pipe="MTE1", reads=[Access(B.name)], writes=[Access(l0b.name)],
-                  params={"dst": l0b.name, "src": B.name, "src_off": b_off, "n": N, "k": K, "kv": kv, "trans": tB,
+                  params={"dst": l0b.name, "src": _t(B.name, str(b_off)), "n": N, "k": K, "kv": kv, "trans": tB,
                           "layout": l0b.layout, "src_rows": B.rows, "ctype": CTYPE[B.dtype], "v2": b_v2},
                   text=f"LoadData {B.name}{part} -> {l0b.name}{' (transposed)' if tB else ''}",
                   loc=s.loc),

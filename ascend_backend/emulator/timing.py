@@ -139,12 +139,11 @@ def gm_rates(arch: str, active_cores: int | None = None, miss_fraction: float = 
     that they leave for HBM in the end is the launch-wide HBM floor of ``model``."""
     a = ASSUMPTIONS[arch]
     n = _active(arch, active_cores)
-    hbm_share = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"] / n
+    l2_share = a["l2_to_hbm_bandwidth_ratio"] * a["chip_gm_bandwidth_gbps"] / a["clock_ghz"] / n
     miss = gm_bytes_per_cycle(arch, active_cores)
-    hit = min(a["core_l2_read_bpc"], a["l2_to_hbm_bandwidth_ratio"] * hbm_share)  # (the L2 share)
+    hit = min(a["core_l2_read_bpc"], l2_share)
     f = min(1.0, max(0.0, miss_fraction))
     read = 1.0 / (f / miss + (1.0 - f) / hit)
-    l2_share = a["l2_to_hbm_bandwidth_ratio"] * hbm_share
     return GMRates(read=read, write=min(a["core_l2_write_bpc"], l2_share), miss_fraction=f)
 
 
