@@ -46,7 +46,7 @@ from .ir import (
     PipeBarrier,
     Program,
     QuantMode,
-    RoundMode,
+    Rounding,
     ScalarConv,
     ScalarExpr,
     ScalarLit,
@@ -78,10 +78,10 @@ from .ir import (
 POSITION = {Scope.UB: "VECCALC", Scope.L1: "A1", Scope.L0A: "A2", Scope.L0B: "B2", Scope.L0C: "CO1"}
 QUANT = {QuantMode.NONE: "QuantMode_t::NoQuant", QuantMode.F32_TO_F16: "QuantMode_t::F322F16",
          QuantMode.F32_TO_BF16: "QuantMode_t::F322BF16"}
-ROUND = {RoundMode.NONE: "RoundMode::CAST_NONE", RoundMode.RINT: "RoundMode::CAST_RINT",
-         RoundMode.TRUNC: "RoundMode::CAST_TRUNC", RoundMode.FLOOR: "RoundMode::CAST_FLOOR",
-         RoundMode.CEIL: "RoundMode::CAST_CEIL", RoundMode.ROUND: "RoundMode::CAST_ROUND",
-         RoundMode.ODD: "RoundMode::CAST_ODD"}
+ROUND = {Rounding.NONE: "RoundMode::CAST_NONE", Rounding.RINT: "RoundMode::CAST_RINT",
+         Rounding.TRUNC: "RoundMode::CAST_TRUNC", Rounding.FLOOR: "RoundMode::CAST_FLOOR",
+         Rounding.CEIL: "RoundMode::CAST_CEIL", Rounding.ROUND: "RoundMode::CAST_ROUND",
+         Rounding.ODD: "RoundMode::CAST_ODD"}
 VEC_BINARY = {VecBinary.ADD: "Add", VecBinary.SUB: "Sub", VecBinary.MUL: "Mul", VecBinary.DIV: "Div",
               VecBinary.MAX: "Max", VecBinary.MIN: "Min"}
 VEC_UNARY = {VecUnary.EXP: "Exp", VecUnary.LN: "Ln", VecUnary.ABS: "Abs", VecUnary.SQRT: "Sqrt",

@@ -26,7 +26,7 @@ from ascend_backend.ir import (
     ReduceKind,
     Region,
     RepeatOperand,
-    RoundMode,
+    Rounding,
     ScalarConv,
     ScalarExpr,
     ScalarLit,
@@ -282,14 +282,14 @@ class VectorEmitter:
         return ops
 
 
-def cast_round_mode(src: DType, dst: DType) -> RoundMode:
+def cast_round_mode(src: DType, dst: DType) -> Rounding:
     if dst in (DType.INT32, DType.INT16, DType.INT8):
-        return RoundMode.TRUNC
+        return Rounding.TRUNC
     if src == DType.FLOAT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
-        return RoundMode.RINT
+        return Rounding.RINT
     if src == DType.INT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
-        return RoundMode.RINT
-    return RoundMode.NONE
+        return Rounding.RINT
+    return Rounding.NONE
 
 
 def promote_bf16(e):

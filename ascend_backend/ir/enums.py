@@ -93,7 +93,7 @@ class QuantMode(_Named):
     F32_TO_BF16 = "f32->bf16"
 
 
-class RoundMode(_Named):
+class Rounding(_Named):
     """Rounding of a vector Cast."""
 
     NONE = "none"
@@ -199,6 +199,6 @@ class Event:
 
 __all__ = [
     "AIC_PIPES", "AIV_PIPES", "ON_CHIP", "AtomicOp", "BufferKind", "CopyForm", "Core", "Direction", "Event",
-    "KernelType", "Layout", "LoopKind", "Pipe", "QuantMode", "ReduceKind", "RoundMode", "Route", "Scope",
+    "KernelType", "Layout", "LoopKind", "Pipe", "QuantMode", "ReduceKind", "Rounding", "Route", "Scope",
     "SyncPhase", "VecBinary", "VecScalarOp", "VecUnary",
 ]

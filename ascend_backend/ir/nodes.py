@@ -27,7 +27,7 @@ from .enums import (
     Pipe,
     QuantMode,
     ReduceKind,
-    RoundMode,
+    Rounding,
     Scope,
     SyncPhase,
     VecBinary,
@@ -812,7 +812,7 @@ class VecBinaryOp(_VecOp):
 class VecCast(_VecOp):
     dst: str
     src: str
-    mode: RoundMode
+    mode: Rounding
     count: int
     src_dtype: DType
     dst_dtype: DType

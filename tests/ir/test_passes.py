@@ -9,15 +9,6 @@ from ascend_backend.ir import Core, Route, Scope
 from ascend_backend.ir.builder import ProgramBuilder
 from ascend_backend.ir.printer import print_program
 from ascend_backend.ir.verify import verify_program
-from ascend_backend.passes.assign_layout import assign_layout
-from ascend_backend.passes.infer_scope import infer_scope
-from ascend_backend.passes.insert_sync import insert_sync
-from ascend_backend.passes.lower_tile_ops import lower_tile_ops
-from ascend_backend.passes.multi_buffer import multi_buffer
-from ascend_backend.passes.partition import partition
-from ascend_backend.passes.plan_memory import plan_memory
-from ascend_backend.passes.route import route
-from ascend_backend.passes.split_rows import split_rows
 from ascend_backend.pipeline import passes
 
 ORDER = [name for name, _ in passes()]
@@ -199,8 +190,9 @@ def test_route_drops_free_for_a_tile_that_crosses_once():
 
 
 def test_verify_route_rejects_a_wait_nobody_sets():
-    from ascend_backend.ir import CrossCoreSet, map_body
     from ascend_backend.passes.route import verify_route
+
+    from ascend_backend.ir import CrossCoreSet, map_body
 
     p = upto(gemm_relu("dav-c220"), "route")
     lc = p.launch
