@@ -41,8 +41,8 @@ def test_softmax_qk(arch):
 
 @pytest.mark.parametrize("batch,heads,seq_q,seq_kv,dim,causal", [
     (1, 1, 128, 128, 64, False),
-    (2, 2, 128, 256, 64, True),
-    (1, 2, 128, 128, 128, True),
+    pytest.param(2, 2, 128, 256, 64, True, marks=pytest.mark.slow),
+    pytest.param(1, 2, 128, 128, 128, True, marks=pytest.mark.slow),
 ])
 def test_flash_attention(arch, batch, heads, seq_q, seq_kv, dim, causal):
     c = attention.case(batch=batch, heads=heads, seq_q=seq_q, seq_kv=seq_kv, dim=dim, is_causal=causal)
