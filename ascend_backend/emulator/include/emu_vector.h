@@ -88,23 +88,37 @@ using AscendC::LocalTensor;
 struct MaskState { bool counter = false; uint64_t hi = ~0ull, lo = ~0ull; };
 inline MaskState& mask_state() { thread_local MaskState s; return s; }
 
-// Active-element selector of one repeat.
+// Active-element selector of one repeat. In counter mode (SetMaskCount) `cnt` counts the
+// elements of the whole instruction: repeatTime is ignored, the repeats are ceil(cnt / E)
+// and the last one is partial (mask page, "Counter模式").
 struct Mask {
     bool bits = false;
+    bool counter = false;
     uint64_t m[2] = {0, 0};
     uint64_t cnt = 0;
     bool on(uint32_t e) const { return bits ? ((m[e / 64] >> (e % 64)) & 1u) : (e < cnt); }
+    // The mask of repeat r of an instruction with E elements per repeat.
+    Mask at(uint64_t r, uint32_t E) const {
+        if (!counter) return *this;
+        Mask k; k.cnt = cnt > r * E ? std::min<uint64_t>(E, cnt - r * E) : 0; return k;
+    }
+    int64_t repeats(int64_t given, uint32_t E) const { return counter ? (int64_t)((cnt + E - 1) / E) : given; }
 };
 
+// Continuous mask: more than one repeat's elements counts as a full repeat (mask page:
+// "mask超出范围按照对应数据类型下mask最大值计算"); in counter mode the value is the total count.
 template <class T>
-inline Mask mask_cont(uint64_t n, const char* op, const Loc& loc) {
-    if (n > REP_ELEMS<T>) emu::fail("invalid_param", std::string(op) + ": mask " + std::to_string(n) +
-                                    " exceeds the " + std::to_string(REP_ELEMS<T>) + " elements of one repeat", loc);
-    Mask k; k.cnt = n; return k;
+inline Mask mask_cont(uint64_t n, const char* op, const Loc& loc, uint32_t E = REP_ELEMS<T>) {
+    (void)op; (void)loc;
+    Mask k;
+    if (mask_state().counter) { k.counter = true; k.cnt = n; return k; }
+    k.cnt = std::min<uint64_t>(n, E); return k;
 }
 template <class T>
 inline Mask mask_bits(const uint64_t* m, const char* op, const Loc& loc) {
-    Mask k; k.bits = true; k.m[0] = m[0]; k.m[1] = m[1];
+    Mask k;
+    if (mask_state().counter) { k.counter = true; k.cnt = m[0]; return k; }   // only the low 64 bits count
+    k.bits = true; k.m[0] = m[0]; k.m[1] = m[1];
     if (sizeof(T) >= 4 && m[1] != 0)
         emu::fail("invalid_param", std::string(op) + ": mask[1] must be 0 for 32-bit types", loc);
     return k;
@@ -113,7 +127,7 @@ inline Mask mask_bits(const uint64_t* m, const char* op, const Loc& loc) {
 template <class T>
 inline Mask mask_reg() {
     Mask k; const MaskState& s = mask_state();
-    if (s.counter) { k.cnt = s.lo; } else { k.bits = true; k.m[0] = s.lo; k.m[1] = s.hi; }
+    if (s.counter) { k.counter = true; k.cnt = s.lo; } else { k.bits = true; k.m[0] = s.lo; k.m[1] = s.hi; }
     return k;
 }
 
@@ -128,10 +142,12 @@ inline uint64_t eoff(uint64_t r, uint32_t e, uint64_t blk, uint64_t rep) {
 template <class T>
 inline void add_rep_spans(ops::SpanSet& s, const LocalTensor<T>& t, uint64_t repeat, const Mask& mk, uint32_t elems,
                           uint64_t blk, uint64_t rep) {
+    repeat = (uint64_t)mk.repeats((int64_t)repeat, elems);
     for (uint64_t r = 0; r < repeat; ++r) {
         uint64_t lo = UINT64_MAX, hi = 0;
+        const Mask mr = mk.at(r, elems);
         for (uint32_t e = 0; e < elems; ++e)
-            if (mk.on(e)) { uint64_t o = eoff<T>(r, e, blk, rep); lo = std::min(lo, o); hi = std::max(hi, o + 1); }
+            if (mr.on(e)) { uint64_t o = eoff<T>(r, e, blk, rep); lo = std::min(lo, o); hi = std::max(hi, o + 1); }
         if (hi > lo) s.add(t, lo * sizeof(T), hi * sizeof(T));
     }
 }
@@ -176,6 +192,7 @@ inline void binary_rep(const char* op, const LocalTensor<T>& dst, const LocalTen
                        const Mask& mk, int64_t repeat, const AscendC::BinaryRepeatParams& p, F f, const Loc& loc) {
     check_repeat<T>(repeat, op, loc); check_ub(dst, op, loc); check_ub(a, op, loc); check_ub(b, op, loc);
     constexpr uint32_t E = REP_ELEMS<T>;
+    repeat = mk.repeats(repeat, E);
     ops::SpanSet r, w;
     add_rep_spans(r, a, repeat, mk, E, p.src0BlkStride, p.src0RepStride);
     add_rep_spans(r, b, repeat, mk, E, p.src1BlkStride, p.src1RepStride);
@@ -185,12 +202,13 @@ inline void binary_rep(const char* op, const LocalTensor<T>& dst, const LocalTen
     const T* pa = a.emu_ptr(); const T* pb = b.emu_ptr(); T* pd = dst.emu_ptr();
     T tmp[E];
     for (int64_t rr = 0; rr < repeat; ++rr) {
+        const Mask mr = mk.at(rr, E);
         for (uint32_t e = 0; e < E; ++e)
-            if (mk.on(e))
+            if (mr.on(e))
                 tmp[e] = out<T>(f(in<T>(pa[eoff<T>(rr, e, p.src0BlkStride, p.src0RepStride)]),
                                   in<T>(pb[eoff<T>(rr, e, p.src1BlkStride, p.src1RepStride)])));
         for (uint32_t e = 0; e < E; ++e)
-            if (mk.on(e)) pd[eoff<T>(rr, e, p.dstBlkStride, p.dstRepStride)] = tmp[e];
+            if (mr.on(e)) pd[eoff<T>(rr, e, p.dstBlkStride, p.dstRepStride)] = tmp[e];
     }
 }
 
@@ -213,6 +231,7 @@ inline void unary_rep(const char* op, const LocalTensor<D>& dst, const LocalTens
                       uint64_t dblk, uint64_t sblk, uint64_t drep, uint64_t srep, F f, const Loc& loc) {
     check_repeat<D>(repeat, op, loc); check_ub(dst, op, loc); check_ub(src, op, loc);
     constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
+    repeat = mk.repeats(repeat, E);
     ops::SpanSet r, w;
     add_rep_spans(r, src, repeat, mk, E, sblk, srep);
     add_rep_spans(w, dst, repeat, mk, E, dblk, drep);
@@ -221,10 +240,11 @@ inline void unary_rep(const char* op, const LocalTensor<D>& dst, const LocalTens
     const S* ps = src.emu_ptr(); D* pd = dst.emu_ptr();
     D tmp[E];
     for (int64_t rr = 0; rr < repeat; ++rr) {
+        const Mask mr = mk.at(rr, E);
         for (uint32_t e = 0; e < E; ++e)
-            if (mk.on(e)) tmp[e] = f(ps[eoff<S>(rr, e, sblk, srep)]);
+            if (mr.on(e)) tmp[e] = f(ps[eoff<S>(rr, e, sblk, srep)]);
         for (uint32_t e = 0; e < E; ++e)
-            if (mk.on(e)) pd[eoff<D>(rr, e, dblk, drep)] = tmp[e];
+            if (mr.on(e)) pd[eoff<D>(rr, e, dblk, drep)] = tmp[e];
     }
 }
 
@@ -373,16 +393,30 @@ EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
 #undef EMU_BINARY_OP
 
 // ---------------------------------------------------------------- scalar ops (tensor op scalar)
-// The scalar is first converted to T (rounded), as the hardware holds it in T.
+// The scalar is first converted to T (rounded), as the hardware holds it in T. Overloads as
+// documented: <T, isSetMask> with a T scalar, and <T, U, isSetMask> for another scalar type
+// (a LocalTensor is never a scalar here: the 3510 single-point forms are in emu_vector_ext.h).
+// The count form with isSetMask = false takes its extent from the mask register: its count in
+// counter mode; in normal mode its bit mask over ceil(count * sizeof(T) / 256) repeats
+// (**assumed**; the page only says count is then unused).
 #define EMU_SCALAR_OP(NAME, EXPR)                                                                                     \
-    template <typename T, typename U>                                                                                 \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const int32_t& count, \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count, \
                      const emu::Loc& loc = emu::Loc::current()) {                                                     \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
-        emu::vec::unary_count(#NAME, dst, src, count,                                                                 \
-                              [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc);         \
+        auto f = [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); };                             \
+        if (isSetMask) { emu::vec::unary_count(#NAME, dst, src, count, f, loc); return; }                             \
+        emu::vec::Mask mk = emu::vec::mask_reg<T>();                                                                  \
+        emu::vec::unary_rep(#NAME, dst, src, mk, (count * (int64_t)sizeof(T) + 255) / 256, 1, 1, 8, 8, f, loc);        \
     }                                                                                                                 \
-    template <typename T, typename U, bool isSetMask = true>                                                          \
+    template <typename T, typename U, bool isSetMask = true,                                                          \
+              std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>        \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const int32_t& count, \
+                     const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        NAME<T, isSetMask>(dst, src, T(scalarValue), count, loc);                                                     \
+    }                                                                                                                 \
+    template <typename T, typename U, bool isSetMask = true,                                                          \
+              std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, uint64_t mask,        \
                      const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
@@ -390,13 +424,24 @@ EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
         emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
                             p.srcRepStride, [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
     }                                                                                                                 \
-    template <typename T, typename U, bool isSetMask = true>                                                          \
+    template <typename T, typename U, bool isSetMask = true,                                                          \
+              std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const uint64_t mask[], \
                      const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
         emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
         emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
                             p.srcRepStride, [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, uint64_t mask,        \
+                     const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        NAME<T, T, isSetMask>(dst, src, scalarValue, mask, repeatTime, p, loc);                                       \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const uint64_t mask[], \
+                     const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        NAME<T, T, isSetMask>(dst, src, scalarValue, mask, repeatTime, p, loc);                                       \
     }
 
 EMU_SCALAR_OP(Adds, a + b)
@@ -486,8 +531,7 @@ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const Rou
                  const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) {
     emu::vec::check_cast<D, S>(round_mode, loc);
     constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
-    if (isSetMask && mask > E) emu::fail("invalid_param", "Cast: mask exceeds the elements of one repeat", loc);
-    emu::vec::Mask mk; if (isSetMask) mk.cnt = mask; else mk = emu::vec::mask_reg<D>();
+    emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<D>(mask, "Cast", loc, E) : emu::vec::mask_reg<D>();
     RoundMode m = round_mode;
     emu::vec::unary_rep("Cast", dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride, p.srcRepStride,
                         [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
