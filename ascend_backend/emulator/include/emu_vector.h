@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 #include "emu_types.h"
 #include "emu_copy.h"
 
@@ -340,6 +341,25 @@ inline void write_index(T* dst, uint32_t idx) {
     else { uint32_t v = idx; std::memcpy(dst, &v, 4); }
 }
 
+// Pairwise (binary-tree) sum as the reduction pages define it (ReduceDataBlock, "关键特性说明"):
+// level by level v[2i] + v[2i+1], every partial sum rounded to T (half stays half; overflow
+// gives inf); an odd level is padded with 0. Shared by the reductions that sum a repeat.
+template <class T>
+inline Calc<T> tree_sum(std::vector<Calc<T>> v) {
+    if (v.empty()) return Calc<T>(0);
+    while (v.size() > 1) {
+        if (v.size() % 2) v.push_back(Calc<T>(0));
+        for (size_t i = 0; i < v.size() / 2; ++i) v[i] = in<T>(out<T>(v[2 * i] + v[2 * i + 1]));
+        v.resize(v.size() / 2);
+    }
+    return v[0];
+}
+
+// Special registers the reductions leave behind (GetReduceRepeatSumSpr /
+// GetReduceRepeatMaxMinSpr): the last ReduceSum count-form result, the last max/min and index.
+struct ReduceSpr { double sum = 0; double mm_val = 0; uint32_t mm_idx = 0; };
+inline ReduceSpr& reduce_spr() { thread_local ReduceSpr s; return s; }
+
 }  // namespace emu::vec
 
 namespace AscendC {
@@ -486,7 +506,7 @@ EMU_UNARY_OP(Relu, false, (a > 0 || a != a) ? a : decltype(a)(0))
 #undef EMU_UNARY_OP
 
 // ---------------------------------------------------------------- Duplicate
-template <typename T, typename U>
+template <typename T, typename U, std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>
 inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int32_t& count,
                       const emu::Loc& loc = emu::Loc::current()) {
     emu::vec::check_count(count, "Duplicate", loc); emu::vec::check_ub(dst, "Duplicate", loc);
@@ -497,22 +517,7 @@ inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int
     T* d = dst.emu_ptr();
     for (int32_t i = 0; i < count; ++i) d[i] = v;
 }
-template <typename T, typename U, bool isSetMask = true>
-inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, uint64_t mask, const uint8_t repeatTime,
-                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, const emu::Loc& loc = emu::Loc::current()) {
-    emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, "Duplicate", loc) : emu::vec::mask_reg<T>();
-    const T v = T(scalarValue);
-    emu::vec::unary_rep("Duplicate", dst, dst, mk, repeatTime, dstBlockStride, dstBlockStride, dstRepeatStride,
-                        dstRepeatStride, [v](T) { return v; }, loc);
-}
-template <typename T, typename U, bool isSetMask = true>
-inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const uint64_t mask[], const uint8_t repeatTime,
-                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, const emu::Loc& loc = emu::Loc::current()) {
-    emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, "Duplicate", loc) : emu::vec::mask_reg<T>();
-    const T v = T(scalarValue);
-    emu::vec::unary_rep("Duplicate", dst, dst, mk, repeatTime, dstBlockStride, dstBlockStride, dstRepeatStride,
-                        dstRepeatStride, [v](T) { return v; }, loc);
-}
+// Mask/repeat forms of Duplicate: emu_vector_ext.h (they only write dst).
 
 // ---------------------------------------------------------------- Cast
 // Conversion with the documented rounding modes: CAST_NONE (exact conversions, or round to
@@ -559,6 +564,7 @@ inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTen
         double acc = 0;
         for (int32_t i = 0; i < count; ++i) acc += (double)emu::vec::in<T>(s[i]);
         d[0] = emu::vec::out<T>((emu::vec::Calc<T>)acc);
+        emu::vec::reduce_spr().sum = (double)emu::vec::in<T>(d[0]);   // GetReduceRepeatSumSpr
     } else {
         uint32_t best = 0;
         for (int32_t i = 1; i < count; ++i) {
@@ -567,6 +573,8 @@ inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTen
         }
         d[0] = s[best];
         if (calIndex) emu::vec::write_index(d + 1, best);
+        emu::vec::reduce_spr().mm_val = (double)emu::vec::in<T>(s[best]);   // GetReduceRepeatMaxMinSpr
+        emu::vec::reduce_spr().mm_idx = best;
     }
 }
 }  // namespace emu_detail
@@ -689,88 +697,6 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
         }
 }
 
-// ---------------------------------------------------------------- Compare / Select
-// Compare (count form): bit i of dst (uint8 bytes, little-endian bit order) = src0[i] OP src1[i].
-// count * sizeof(T) must be a multiple of 256 bytes.
-namespace emu_detail {
-template <class C>
-inline bool cmp(CMPMODE m, C a, C b) {
-    switch (m) {
-        case CMPMODE::LT: return a < b; case CMPMODE::GT: return a > b; case CMPMODE::EQ: return a == b;
-        case CMPMODE::LE: return a <= b; case CMPMODE::GE: return a >= b; case CMPMODE::NE: return a != b;
-    }
-    return false;
-}
-template <typename U, typename T, class GetB>
-inline void compare_impl(const char* op, const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>* src1,
-                         GetB getb, CMPMODE m, uint32_t count, const emu::Loc& loc) {
-    emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src0, op, loc);
-    if (((uint64_t)count * sizeof(T)) % 256 != 0)
-        emu::fail("invalid_param", std::string(op) + ": count * sizeof(T) must be a multiple of 256 bytes", loc);
-    emu::ops::SpanSet r, w;
-    r.add(src0, 0, (uint64_t)count * sizeof(T));
-    if (src1) r.add(*src1, 0, (uint64_t)count * sizeof(T));
-    w.add(dst, 0, (uint64_t)count / 8);
-    emu::Cost c; c.elems = count; c.repeats = (uint32_t)((uint64_t)count * sizeof(T) / 256);
-    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
-    const T* a = src0.emu_ptr();
-    uint8_t* d = reinterpret_cast<uint8_t*>(dst.emu_ptr());
-    std::vector<uint8_t> bytes(count / 8, 0);
-    for (uint32_t i = 0; i < count; ++i)
-        if (cmp(m, emu::vec::in<T>(a[i]), emu::vec::in<T>(getb(i)))) bytes[i / 8] |= (uint8_t)(1u << (i % 8));
-    std::memcpy(d, bytes.data(), bytes.size());
-}
-}  // namespace emu_detail
-
-template <typename T, typename U>
-inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-                    uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
-    const T* b = src1.emu_ptr();
-    emu_detail::compare_impl("Compare", dst, src0, &src1, [b](uint32_t i) { return b[i]; }, cmpMode, count, loc);
-}
-template <typename T, typename U, typename S>
-inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const S& src1Scalar, CMPMODE cmpMode,
-                          uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
-    const T b = T(src1Scalar);
-    emu_detail::compare_impl("CompareScalar", dst, src0, (const LocalTensor<T>*)nullptr, [b](uint32_t) { return b; },
-                             cmpMode, count, loc);
-}
-
-// Select (count form): dst[i] = bit i of selMask ? src0[i] : src1[i] (VSEL_TENSOR_TENSOR_MODE)
-// or : scalar (VSEL_TENSOR_SCALAR_MODE). VSEL_CMPMASK_SPR (mask from a register) is not emulated.
-namespace emu_detail {
-template <typename T, typename U, class GetB>
-inline void select_impl(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-                        const LocalTensor<T>* src1, GetB getb, uint32_t count, const emu::Loc& loc) {
-    emu::vec::check_ub(dst, "Select", loc); emu::vec::check_ub(src0, "Select", loc); emu::vec::check_ub(selMask, "Select", loc);
-    emu::ops::SpanSet r, w;
-    r.add(selMask, 0, ((uint64_t)count + 7) / 8);
-    r.add(src0, 0, (uint64_t)count * sizeof(T));
-    if (src1) r.add(*src1, 0, (uint64_t)count * sizeof(T));
-    w.add(dst, 0, (uint64_t)count * sizeof(T));
-    emu::Cost c; c.elems = count; c.repeats = (uint32_t)(((uint64_t)count * sizeof(T) + 255) / 256);
-    emu::ops::record_sets("Select", emu::Pipe::V, r, w, c, loc);
-    const uint8_t* mk = reinterpret_cast<const uint8_t*>(selMask.emu_ptr());
-    const T* a = src0.emu_ptr(); T* d = dst.emu_ptr();
-    for (uint32_t i = 0; i < count; ++i) d[i] = ((mk[i / 8] >> (i % 8)) & 1u) ? a[i] : getb(i);
-}
-}  // namespace emu_detail
-
-template <typename T, typename U>
-inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
-    if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE)
-        emu::fail("invalid_param", "Select: with a tensor src1 only VSEL_TENSOR_TENSOR_MODE is emulated", loc);
-    const T* b = src1.emu_ptr();
-    emu_detail::select_impl(dst, selMask, src0, &src1, [b](uint32_t i) { return b[i]; }, count, loc);
-}
-template <typename T, typename U, typename S, std::enable_if_t<std::is_arithmetic_v<S> || emu::is_f16_like<S>, int> = 0>
-inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, S src1,
-                   SELMODE selMode, uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
-    if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE)
-        emu::fail("invalid_param", "Select: with a scalar src1 only VSEL_TENSOR_SCALAR_MODE is emulated", loc);
-    const T b = T(src1);
-    emu_detail::select_impl(dst, selMask, src0, (const LocalTensor<T>*)nullptr, [b](uint32_t) { return b; }, count, loc);
-}
+// Compare / Compares / Select (all forms) and the CmpMask register: emu_vector_ext.h.
 
 }  // namespace AscendC
