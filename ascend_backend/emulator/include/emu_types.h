@@ -104,6 +104,9 @@ static_assert(sizeof(bfloat16_t) == 2 && std::is_trivially_copyable_v<bfloat16_t
 namespace AscendC {
 using ::half;
 using ::bfloat16_t;
+// 4-bit signed integer [-8, 7], two per byte (element 2k in the low nibble). Tensors of it are
+// made by ReinterpretCast of int8_t tensors (Cast page); only Cast reads or writes it.
+struct int4b_t { uint8_t storage = 0; };
 }
 
 namespace emu {

@@ -524,22 +524,38 @@ inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int
 // nearest even where precision is lost), CAST_RINT (nearest, ties to even), CAST_FLOOR,
 // CAST_CEIL, CAST_ROUND (nearest, ties away from zero), CAST_TRUNC (toward zero), CAST_ODD
 // (round to odd, float -> half). Integer results saturate; NaN -> 0.
+}  // namespace AscendC
+namespace emu::vec {   // int4b_t casts (emu_vector_ext.h): count form when repeat < 0
+template <class D, class S>
+void cast_int4(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<S>& src, AscendC::RoundMode mode,
+               bool isSetMask, uint64_t mask, const uint64_t* maskBits, int64_t repeat,
+               const AscendC::UnaryRepeatParams& p, const Loc& loc);
+}  // namespace emu::vec
+namespace AscendC {
 template <typename D, typename S>
 inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& round_mode, const uint32_t count,
                  const emu::Loc& loc = emu::Loc::current()) {
+    if constexpr (std::is_same_v<D, int4b_t> || std::is_same_v<S, int4b_t>) {
+        emu::vec::cast_int4(dst, src, round_mode, true, count, nullptr, -1, UnaryRepeatParams(), loc);
+    } else {
     emu::vec::check_cast<D, S>(round_mode, loc);
     RoundMode m = round_mode;
     emu::vec::unary_count("Cast", dst, src, count, [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
+    }
 }
 template <typename D, typename S, bool isSetMask = true>
 inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& round_mode, uint64_t mask,
                  const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    if constexpr (std::is_same_v<D, int4b_t> || std::is_same_v<S, int4b_t>) {
+        emu::vec::cast_int4(dst, src, round_mode, isSetMask, mask, nullptr, repeatTime, p, loc);
+    } else {
     emu::vec::check_cast<D, S>(round_mode, loc);
     constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
     emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<D>(mask, "Cast", loc, E) : emu::vec::mask_reg<D>();
     RoundMode m = round_mode;
     emu::vec::unary_rep("Cast", dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride, p.srcRepStride,
                         [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
+    }
 }
 
 // ---------------------------------------------------------------- reductions

@@ -1815,4 +1815,376 @@ inline void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex, const emu::
     maxMinIndex = idx;
 }
 
+// =============================================================== Sort32 / MrgSort
+// Sort32: each repeat sorts 32 (score, index) pairs by score, descending, equal scores keeping
+// their order; dst holds 8-byte structures (float: score in the low 4 bytes, index in the high
+// 4; half: score in the low 2 bytes, 2 reserved bytes written as 0, index in the high 4).
+// Repeat r reads src0/src1 elements [32r, 32r+32) and writes dst bytes [256r, 256r+256).
+namespace emu_ext {
+template <class T>
+inline float score_at(const uint8_t* p) { T v; std::memcpy(&v, p, sizeof(T)); return (float)v; }
+}  // namespace emu_ext
+template <typename T>
+inline void Sort32(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<uint32_t>& src1,
+                   const int32_t repeatTime, const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(emu_ext::one_of<T, half, float>, "Sort32: half and float only");
+    const char* op = "Sort32";
+    emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src0, op, loc); emu::vec::check_ub(src1, op, loc);
+    emu::vec::check_repeat_n(repeatTime, op, loc);
+    const uint64_t n = (uint64_t)repeatTime * 32;
+    emu::ops::SpanSet r, w;
+    r.add(src0, 0, n * sizeof(T)); r.add(src1, 0, n * 4); w.add(dst, 0, n * 8);
+    emu::Cost c; c.elems = n; c.repeats = (uint32_t)repeatTime;
+    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
+    const T* s = src0.emu_ptr(); const uint32_t* ix = src1.emu_ptr();
+    std::vector<uint8_t> out(n * 8, 0);
+    for (uint64_t rr = 0; rr < (uint64_t)repeatTime; ++rr) {
+        std::vector<uint32_t> ord(32);
+        for (uint32_t i = 0; i < 32; ++i) ord[i] = i;
+        std::stable_sort(ord.begin(), ord.end(), [&](uint32_t a, uint32_t b) {
+            return (float)s[rr * 32 + a] > (float)s[rr * 32 + b];
+        });
+        for (uint32_t k = 0; k < 32; ++k) {
+            uint8_t* o = &out[(rr * 32 + k) * 8];
+            std::memcpy(o, &s[rr * 32 + ord[k]], sizeof(T));
+            std::memcpy(o + 4, &ix[rr * 32 + ord[k]], 4);
+        }
+    }
+    std::memcpy(dst.emu_ptr(), out.data(), out.size());
+}
+
+// MrgSort: merges up to 4 score-descending queues of 8-byte structures (elementLengths in
+// structures; validBit 3/7/15 = first 2/3/4 queues) into dst, the highest score first, equal
+// scores taken from the lower-numbered queue first. ifExhaustedSuspension stops the merge when
+// a queue runs out (GetMrgSortResult then tells how many structures each queue gave).
+// repeatTimes > 1 applies only to 4 contiguous queues of equal length with validBit 15 and no
+// suspension: repeat r merges the 4 queues found r * 4 * length structures further on.
 }  // namespace AscendC
+namespace emu::vec {
+struct MrgSortCounts { uint16_t n[4] = {0, 0, 0, 0}; };
+inline MrgSortCounts& mrg_counts() { thread_local MrgSortCounts c; return c; }
+}  // namespace emu::vec
+namespace AscendC {
+template <typename T>
+inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& src, const MrgSort4Info& params,
+                    const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(emu_ext::one_of<T, half, float>, "MrgSort: half and float only");
+    const char* op = "MrgSort";
+    int nq;
+    switch (params.validBit) {
+        case 3: nq = 2; break;
+        case 7: nq = 3; break;
+        case 15: nq = 4; break;
+        default: emu::fail("invalid_param", "MrgSort: validBit must be 3, 7 or 15, got " + std::to_string(params.validBit), loc);
+    }
+    const LocalTensor<T>* qs[4] = {&src.src1, &src.src2, &src.src3, &src.src4};
+    emu::vec::check_ub(dst, op, loc);
+    for (int q = 0; q < nq; ++q) {
+        emu::vec::check_ub(*qs[q], op, loc);
+        if (params.elementLengths[q] > 4095) emu::fail("invalid_param", "MrgSort: elementLengths must be in [0, 4095]", loc);
+    }
+    const uint64_t L = params.elementLengths[0];
+    bool rep_ok = nq == 4 && !params.ifExhaustedSuspension;
+    for (int q = 1; q < 4 && rep_ok; ++q)
+        rep_ok = params.elementLengths[q] == L && qs[q]->emu_offset() == qs[0]->emu_offset() + q * L * 8;
+    const uint64_t reps = params.repeatTimes == 0 ? 0 : (rep_ok ? params.repeatTimes : 1);
+    // plan the merge first (pure), then record, then write
+    struct Pick { int q; uint64_t k; };
+    std::vector<std::vector<Pick>> plans(reps);
+    uint16_t taken[4] = {0, 0, 0, 0};
+    emu::ops::SpanSet r, w;
+    uint64_t total = 0;
+    for (uint64_t rr = 0; rr < reps; ++rr) {
+        const uint64_t shift = rr * 4 * L * 8;
+        const uint8_t* base[4] = {};
+        uint64_t len[4] = {0, 0, 0, 0}, pos[4] = {0, 0, 0, 0};
+        for (int q = 0; q < nq; ++q) {
+            base[q] = reinterpret_cast<const uint8_t*>(qs[q]->emu_ptr()) + shift;
+            len[q] = params.elementLengths[q];
+            r.add(*qs[q], shift, shift + len[q] * 8);
+        }
+        std::vector<Pick>& plan = plans[rr];
+        while (true) {
+            int best = -1; float bv = 0;
+            for (int q = 0; q < nq; ++q) {
+                if (pos[q] >= len[q]) continue;
+                const float v = emu_ext::score_at<T>(base[q] + pos[q] * 8);
+                if (best < 0 || v > bv) { best = q; bv = v; }
+            }
+            if (best < 0) break;
+            plan.push_back({best, pos[best]});
+            ++pos[best];
+            if (params.ifExhaustedSuspension && pos[best] == len[best]) break;
+        }
+        for (int q = 0; q < nq; ++q) taken[q] = (uint16_t)pos[q];
+        w.add(dst, total * 8, (total + plan.size()) * 8);
+        total += plan.size();
+    }
+    emu::Cost c; c.elems = total; c.repeats = (uint32_t)std::max<uint64_t>(1, (total * 8 + 255) / 256);
+    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
+    std::vector<uint8_t> out(total * 8);
+    uint64_t o = 0;
+    for (uint64_t rr = 0; rr < reps; ++rr) {
+        const uint64_t shift = rr * 4 * L * 8;
+        for (const auto& pk : plans[rr]) {
+            std::memcpy(&out[o * 8], reinterpret_cast<const uint8_t*>(qs[pk.q]->emu_ptr()) + shift + pk.k * 8, 8);
+            ++o;
+        }
+    }
+    std::memcpy(dst.emu_ptr(), out.data(), out.size());
+    for (int q = 0; q < 4; ++q) emu::vec::mrg_counts().n[q] = q < nq ? taken[q] : 0;
+}
+inline void GetMrgSortResult(uint16_t& mrgSortList1, uint16_t& mrgSortList2, uint16_t& mrgSortList3, uint16_t& mrgSortList4,
+                             const emu::Loc& loc = emu::Loc::current()) {
+    emu::record("GetMrgSortResult", emu::Pipe::S, {}, {}, emu::Cost{}, loc);
+    const auto& c = emu::vec::mrg_counts();
+    mrgSortList1 = c.n[0]; mrgSortList2 = c.n[1]; mrgSortList3 = c.n[2]; mrgSortList4 = c.n[3];
+}
+
+// =============================================================== Transpose / TransDataTo5HD
+// Transpose(dst, src): one 16x16 matrix of a 2-byte type, dst[j][i] = src[i][j] (in place
+// allowed). The extended form also converts [N,C,H,W] <-> [N,H,W,C] (sharedTmpBuffer must hold
+// the page's minimum; it is recorded as written).
+namespace emu_ext {
+template <class T>
+inline void transpose16(const LocalTensor<T>& dst, const LocalTensor<T>& src, const emu::Loc& loc) {
+    static_assert(sizeof(T) == 2, "Transpose (16x16): 2-byte types only");
+    emu::vec::check_ub(dst, "Transpose", loc); emu::vec::check_ub(src, "Transpose", loc);
+    emu::ops::SpanSet r, w; r.add(src, 0, 512); w.add(dst, 0, 512);
+    emu::Cost c; c.elems = 256; c.repeats = 2;
+    emu::ops::record_sets("Transpose", emu::Pipe::V, r, w, c, loc);
+    T tmp[256];
+    const T* s = src.emu_ptr();
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 16; ++j) tmp[j * 16 + i] = s[i * 16 + j];
+    std::memcpy(dst.emu_ptr(), tmp, sizeof(tmp));
+}
+}  // namespace emu_ext
+template <typename T>
+inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(emu_ext::one_of<T, int16_t, uint16_t, half>, "Transpose: int16_t, uint16_t and half only");
+    emu_ext::transpose16(dst, src, loc);
+}
+template <typename T>
+inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint8_t>& sharedTmpBuffer,
+                      const TransposeParamsExt& tp, const emu::Loc& loc = emu::Loc::current()) {
+    const char* op = "Transpose";
+    if (tp.transposeType == TransposeType::TRANSPOSE_ND2ND_B16) {
+        static_assert(sizeof(T) == 2, "Transpose TRANSPOSE_ND2ND_B16: 2-byte types only");
+        emu_ext::transpose16(dst, src, loc);
+        return;
+    }
+    const bool to_nhwc = tp.transposeType == TransposeType::TRANSPOSE_NCHW2NHWC;
+    if (!to_nhwc && tp.transposeType != TransposeType::TRANSPOSE_NHWC2NCHW)
+        emu::fail("invalid_param", "Transpose: only TRANSPOSE_ND2ND_B16, TRANSPOSE_NCHW2NHWC and TRANSPOSE_NHWC2NCHW are "
+                  "documented as supported", loc);
+    static_assert(sizeof(T) <= 4, "Transpose [N,C,H,W] <-> [N,H,W,C]: types of 1, 2 or 4 bytes");
+    emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src, op, loc); emu::vec::check_ub(sharedTmpBuffer, op, loc);
+    const uint64_t N = tp.nSize, Cn = tp.cSize, HW = (uint64_t)tp.hSize * tp.wSize;
+    if (N == 0 || Cn == 0 || HW == 0) return;   // documented: no computation, dst untouched
+    if (Cn > 4095 || HW > 4095 || (HW * sizeof(T)) % 32)
+        emu::fail("invalid_param", "Transpose: needs cSize <= 4095, hSize*wSize <= 4095 and hSize*wSize*sizeof(T) a "
+                  "multiple of 32 bytes", loc);
+    if (dst.emu_offset() == src.emu_offset()) emu::fail("invalid_param", "Transpose: NCHW<->NHWC cannot work in place", loc);
+    const uint64_t h0 = sizeof(T) == 1 ? 32 : 16, w0 = 32 / sizeof(T);
+    const uint64_t need = (to_nhwc ? (Cn + 2) : (2 * Cn + 1)) * h0 * w0 * sizeof(T);
+    if (sharedTmpBuffer.GetSize() < need)
+        emu::fail("invalid_param", "Transpose: sharedTmpBuffer holds " + std::to_string(sharedTmpBuffer.GetSize()) +
+                  " bytes, the page requires at least " + std::to_string(need), loc);
+    const uint64_t total = N * Cn * HW;
+    emu::ops::SpanSet r, w;
+    r.add(src, 0, total * sizeof(T)); w.add(dst, 0, total * sizeof(T)); w.add(sharedTmpBuffer, 0, need);
+    emu::Cost c; c.elems = total; c.repeats = (uint32_t)((total * sizeof(T) + 255) / 256);
+    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
+    const T* s = src.emu_ptr(); T* d = dst.emu_ptr();
+    for (uint64_t n = 0; n < N; ++n)
+        for (uint64_t ch = 0; ch < Cn; ++ch)
+            for (uint64_t x = 0; x < HW; ++x) {
+                const uint64_t nchw = (n * Cn + ch) * HW + x, nhwc = (n * HW + x) * Cn + ch;
+                if (to_nhwc) d[nhwc] = s[nchw]; else d[nchw] = s[nhwc];
+            }
+}
+
+// TransDataTo5HD: 16 source blocks (srcList, UB byte addresses from GetPhyAddr) are
+// transposed into 16 destination blocks per repeat. b16: dst block j element i = src block i
+// element j. b32: dst block 2j holds element j of src blocks 0..7, dst block 2j+1 element j of
+// src blocks 8..15 (**assumed**, the page shows it only as a figure). b8: the low or high half
+// (srcHighHalf) of each source block gives element j in 0..15, written to the low or high half
+// (dstHighHalf) of dst block j, byte i = src block i. Repeat r offsets every address by
+// r * repStride blocks, except that a single repeat is offset by one stride (page, repeatTimes).
+namespace emu_ext {
+template <class T>
+inline void trans5hd(const uint64_t* dl, const uint64_t* sl, const TransDataTo5HDParams& p,
+                     const emu::ops::SpanSet& extra, const emu::Loc& loc) {
+    static_assert(one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, int32_t, uint32_t, float> ||
+                  (emu::is_3510() && std::is_same_v<T, bfloat16_t>), "TransDataTo5HD: data type not supported on this arch");
+    const char* op = "TransDataTo5HD";
+    const uint64_t reps = p.repeatTimes;
+    const uint64_t ub = emu::mem_size(emu::Mem::UB);
+    auto mult = [&](uint64_t rr) { return reps == 1 ? 1 : rr; };
+    emu::ops::SpanSet r = extra, w;
+    for (uint64_t rr = 0; rr < reps; ++rr)
+        for (int i = 0; i < 16; ++i) {
+            const uint64_t sa = sl[i] + mult(rr) * p.srcRepStride * 32, da = dl[i] + mult(rr) * p.dstRepStride * 32;
+            if (sa % 32 || da % 32) emu::fail("invalid_param", "TransDataTo5HD: addresses must be 32-byte aligned", loc);
+            r.add(emu::Span{emu::Mem::UB, sa, sa + 32});
+            if (sizeof(T) == 1) {
+                const uint64_t h = p.dstHighHalf ? 16 : 0;
+                w.add(emu::Span{emu::Mem::UB, da + h, da + h + 16});
+            } else {
+                w.add(emu::Span{emu::Mem::UB, da, da + 32});
+            }
+            if (sa + 32 > ub || da + 32 > ub) break;   // the record reports it
+        }
+    emu::Cost c; c.elems = reps * 16 * emu::C0<T>; c.repeats = (uint32_t)(reps * 2);
+    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
+    uint8_t* u = emu::mem_base(emu::Mem::UB);
+    constexpr uint32_t C0 = emu::C0<T>;
+    for (uint64_t rr = 0; rr < reps; ++rr) {
+        T in[16][C0];
+        for (int i = 0; i < 16; ++i) std::memcpy(in[i], u + sl[i] + mult(rr) * p.srcRepStride * 32, 32);
+        for (int j = 0; j < 16; ++j) {
+            uint8_t* d = u + dl[j] + mult(rr) * p.dstRepStride * 32;
+            if constexpr (sizeof(T) == 2) {
+                T blk[16];
+                for (int i = 0; i < 16; ++i) blk[i] = in[i][j];
+                std::memcpy(d, blk, 32);
+            } else if constexpr (sizeof(T) == 4) {
+                T blk[8];
+                for (int i = 0; i < 8; ++i) blk[i] = in[(j % 2) * 8 + i][j / 2];
+                std::memcpy(d, blk, 32);
+            } else {
+                T half_blk[16];
+                for (int i = 0; i < 16; ++i) half_blk[i] = in[i][j + (p.srcHighHalf ? 16 : 0)];
+                std::memcpy(d + (p.dstHighHalf ? 16 : 0), half_blk, 16);
+            }
+        }
+    }
+}
+}  // namespace emu_ext
+template <typename T>
+inline void TransDataTo5HD(uint64_t dstList[NCHW_CONV_ADDR_LIST_SIZE], uint64_t srcList[NCHW_CONV_ADDR_LIST_SIZE],
+                           const TransDataTo5HDParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    emu_ext::trans5hd<T>(dstList, srcList, p, emu::ops::SpanSet(), loc);
+}
+template <typename T>
+inline void TransDataTo5HD(const LocalTensor<T> (&dstList)[NCHW_CONV_ADDR_LIST_SIZE],
+                           const LocalTensor<T> (&srcList)[NCHW_CONV_ADDR_LIST_SIZE], const TransDataTo5HDParams& p,
+                           const emu::Loc& loc = emu::Loc::current()) {
+    uint64_t d[16], s[16];
+    for (int i = 0; i < 16; ++i) {
+        emu::vec::check_ub(dstList[i], "TransDataTo5HD", loc); emu::vec::check_ub(srcList[i], "TransDataTo5HD", loc);
+        d[i] = dstList[i].emu_offset(); s[i] = srcList[i].emu_offset();
+    }
+    emu_ext::trans5hd<T>(d, s, p, emu::ops::SpanSet(), loc);
+}
+template <typename T>
+inline void TransDataTo5HD(const LocalTensor<uint64_t>& dst, const LocalTensor<uint64_t>& src, const TransDataTo5HDParams& p,
+                           const emu::Loc& loc = emu::Loc::current()) {
+    emu::vec::check_ub(dst, "TransDataTo5HD", loc); emu::vec::check_ub(src, "TransDataTo5HD", loc);
+    emu::ops::SpanSet extra;
+    extra.add(dst, 0, 16 * 8); extra.add(src, 0, 16 * 8);
+    uint64_t d[16], s[16];
+    std::memcpy(d, dst.emu_ptr(), sizeof(d)); std::memcpy(s, src.emu_ptr(), sizeof(s));
+    emu_ext::trans5hd<T>(d, s, p, extra, loc);
+}
+
+// =============================================================== SetPadValue
+// Sets the value DataCopyPad (GM -> UB) writes into padding (SetPadValue page; the DataCopyPad
+// side reads emu::ops::pad_value()). Scalar-unit register write: no memory access.
+template <typename T, TPosition pos = TPosition::MAX>
+inline void SetPadValue(T paddingValue, const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(sizeof(T) <= 8 && (std::is_arithmetic_v<T> || emu::is_f16_like<T>), "SetPadValue: scalar types only");
+    static_assert(pos == TPosition::MAX || pos == TPosition::VECIN || pos == TPosition::VECOUT,
+                  "SetPadValue: pos must be VECIN, VECOUT or MAX");
+    (void)loc;
+    auto& v = emu::ops::pad_value();
+    v.set = true;
+    std::memset(v.bytes, 0, sizeof(v.bytes));
+    std::memcpy(v.bytes, &paddingValue, sizeof(T));
+}
+
+}  // namespace AscendC
+
+// =============================================================== int4b_t casts
+// half / bfloat16_t / int16_t <-> int4b_t (Cast page: two int4b_t per byte, even element in the
+// low nibble; count and continuous masks even). To int4: round by the mode (CAST_NONE as
+// CAST_RINT), saturate to [-8, 7], NaN -> 0. From int4: exact. One repeat: 128 elements (the
+// wide operand's 256 bytes); int4 strides count 32-byte blocks of 64 nibbles.
+namespace emu::vec {
+template <class D, class S>
+void cast_int4(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<S>& src, AscendC::RoundMode mode,
+               bool isSetMask, uint64_t mask, const uint64_t* maskBits, int64_t repeat, const AscendC::UnaryRepeatParams& p,
+               const Loc& loc) {
+    using AscendC::int4b_t;
+    constexpr bool to4 = std::is_same_v<D, int4b_t>;
+    using X = std::conditional_t<to4, S, D>;
+    static_assert(!std::is_same_v<X, int4b_t>, "Cast: int4b_t to int4b_t");
+    static_assert(std::is_same_v<X, half> || std::is_same_v<X, int16_t> || std::is_same_v<X, bfloat16_t>,
+                  "Cast with int4b_t: the other type must be half, bfloat16_t or int16_t");
+    const char* op = "Cast";
+    check_ub(dst, op, loc); check_ub(src, op, loc);
+    constexpr uint32_t E = 256 / sizeof(X);
+    Shape sh;
+    uint64_t xb, xr, nb, nr;    // strides of the wide (X) and nibble operands
+    if (repeat < 0) {
+        if (mask % 2) fail("invalid_param", "Cast with int4b_t: count must be even", loc);
+        sh = shape_count(true, (int64_t)mask, E, op, loc);
+        xb = 1; xr = 8; nb = 1; nr = E / 64;
+    } else {
+        if (maskBits) sh = shape_bits(isSetMask, maskBits, repeat, E, op, loc);
+        else {
+            if (isSetMask && mask % 2) fail("invalid_param", "Cast with int4b_t: mask must be even", loc);
+            sh = shape_cont(isSetMask, mask, repeat, E, op, loc);
+        }
+        xb = to4 ? p.srcBlkStride : p.dstBlkStride; xr = to4 ? p.srcRepStride : p.dstRepStride;
+        nb = to4 ? p.dstBlkStride : p.srcBlkStride; nr = to4 ? p.dstRepStride : p.srcRepStride;
+    }
+    auto nib = [&](uint64_t r, uint32_t e) { return r * nr * 64 + (uint64_t)(e / 64) * nb * 64 + e % 64; };
+    const AscendC::LocalTensor<X>& xt = [&]() -> const AscendC::LocalTensor<X>& {
+        if constexpr (to4) return src; else return dst; }();
+    ops::SpanSet xs, ns;
+    add_rep_spans(xs, xt, (uint64_t)sh.repeat, sh.mk, E, xb, xr);
+    const auto& nt = [&]() -> const auto& { if constexpr (to4) return dst; else return src; }();
+    for (int64_t rr = 0; rr < sh.repeat; ++rr) {
+        const Mask mr = sh.mk.at((uint64_t)rr, E);
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint32_t e = 0; e < E; ++e)
+            if (mr.on(e)) { const uint64_t q = nib((uint64_t)rr, e); lo = std::min(lo, q); hi = std::max(hi, q + 1); }
+        if (hi > lo) ns.add(nt.emu_span_bytes(lo / 2, (hi + 1) / 2 - lo / 2));
+    }
+    Cost c; c.elems = sh.elems(); c.repeats = (uint32_t)sh.repeat;
+    if constexpr (to4) ops::record_sets(op, Pipe::V, xs, ns, c, loc);
+    else ops::record_sets(op, Pipe::V, ns, xs, c, loc);
+    const AscendC::RoundMode m = mode == AscendC::RoundMode::CAST_NONE ? AscendC::RoundMode::CAST_RINT : mode;
+    X* px = xt.emu_ptr();
+    uint8_t* pn = reinterpret_cast<uint8_t*>(nt.emu_ptr());
+    std::vector<int8_t> tmp(E);
+    for (int64_t rr = 0; rr < sh.repeat; ++rr) {
+        const Mask mr = sh.mk.at((uint64_t)rr, E);
+        for (uint32_t e = 0; e < E; ++e) {
+            if (!mr.on(e)) continue;
+            if constexpr (to4) {
+                const double v = (double)in<X>(px[eoff<X>((uint64_t)rr, e, xb, xr)]);
+                double q = std::isnan(v) ? 0.0 : round_int(v, m);
+                tmp[e] = (int8_t)std::clamp(q, -8.0, 7.0);
+            } else {
+                const uint64_t q = nib((uint64_t)rr, e);
+                int8_t v = (int8_t)((pn[q / 2] >> (4 * (q % 2))) & 0xF);
+                tmp[e] = (int8_t)(v >= 8 ? v - 16 : v);
+            }
+        }
+        for (uint32_t e = 0; e < E; ++e) {
+            if (!mr.on(e)) continue;
+            if constexpr (to4) {
+                const uint64_t q = nib((uint64_t)rr, e);
+                uint8_t& b = pn[q / 2];
+                const int sh4 = 4 * (int)(q % 2);
+                b = (uint8_t)((b & ~(0xF << sh4)) | (((uint8_t)tmp[e] & 0xF) << sh4));
+            } else {
+                px[eoff<X>((uint64_t)rr, e, xb, xr)] = X((float)tmp[e]);
+            }
+        }
+    }
+}
+}  // namespace emu::vec
