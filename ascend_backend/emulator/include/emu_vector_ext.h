@@ -499,6 +499,84 @@ inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& 
                                    loc);
 }
 
+// AddReluCast / SubReluCast / MulCast: the op in the source type (rounded), Relu where named,
+// then a conversion to the dst type (nearest-even, integers saturating: **assumed**, the pages
+// name only "Cast"). AddDeqRelu: int32 sum, times the half DEQSCALE set by SetDeqScale (in
+// float), converted to half by RINT (page), then Relu.
+}  // namespace AscendC
+namespace emu::vec {
+struct DeqScale { float scale = 1.0f; };
+inline DeqScale& deq_scale() { thread_local DeqScale d; return d; }
+}  // namespace emu::vec
+namespace AscendC {
+inline void SetDeqScale(half scale, const emu::Loc& loc = emu::Loc::current()) {
+    (void)loc;
+    emu::vec::deq_scale().scale = (float)scale;
+}
+namespace emu_ext {
+template <class T, class U>
+inline constexpr bool relu_cast_ok = (std::is_same_v<U, half> && std::is_same_v<T, int8_t>) ||
+                                     (std::is_same_v<U, int16_t> && std::is_same_v<T, int8_t>) ||
+                                     (std::is_same_v<U, float> && std::is_same_v<T, half>);
+template <class T, class U>
+inline constexpr bool mul_cast_ok = std::is_same_v<U, half> && one_of<T, int8_t, uint8_t>;
+template <class T, class U>
+inline T cast_to(C<U> v) { return emu::vec::cast_one<T>((double)v, RoundMode::CAST_RINT); }
+}  // namespace emu_ext
+#define EMU_EXT_CASTOP(NAME, OK, EXPR)                                                                                \
+    template <typename T, typename U>                                                                                 \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,                 \
+                     const uint32_t count, const emu::Loc& loc = emu::Loc::current()) {                                \
+        static_assert(OK, #NAME ": data type pair not supported (see the API page)");                                 \
+        emu_ext::binary_count<T, U, false>(#NAME, dst, src0, src1, count, [](U a, U b, T) { return EXPR; }, loc);      \
+    }                                                                                                                 \
+    template <typename T, typename U, bool isSetMask = true>                                                          \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1, uint64_t mask, \
+                     const uint8_t repeatTime, const BinaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        static_assert(OK, #NAME ": data type pair not supported (see the API page)");                                 \
+        constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(T), sizeof(U));                                        \
+        auto sh = emu::vec::shape_cont(isSetMask, mask, repeatTime, E, #NAME, loc);                                   \
+        emu_ext::binary_rep<T, U, false>(#NAME, dst, src0, src1, sh, p, [](U a, U b, T) { return EXPR; }, loc);        \
+    }                                                                                                                 \
+    template <typename T, typename U, bool isSetMask = true>                                                          \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,                 \
+                     const uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& p,                    \
+                     const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        static_assert(OK, #NAME ": data type pair not supported (see the API page)");                                 \
+        constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(T), sizeof(U));                                        \
+        auto sh = emu::vec::shape_bits(isSetMask, mask, repeatTime, E, #NAME, loc);                                   \
+        emu_ext::binary_rep<T, U, false>(#NAME, dst, src0, src1, sh, p, [](U a, U b, T) { return EXPR; }, loc);        \
+    }
+#define EMU_CU(x) emu_ext::cin<U>(x)
+#define EMU_RU(x) emu_ext::cout<U>(x)
+EMU_EXT_CASTOP(AddReluCast, (emu_ext::relu_cast_ok<T, U>),
+               (emu_ext::cast_to<T, U>(emu_ext::relu<U>(EMU_CU(EMU_RU(EMU_CU(a) + EMU_CU(b)))))))
+EMU_EXT_CASTOP(SubReluCast, (emu_ext::relu_cast_ok<T, U>),
+               (emu_ext::cast_to<T, U>(emu_ext::relu<U>(EMU_CU(EMU_RU(EMU_CU(a) - EMU_CU(b)))))))
+EMU_EXT_CASTOP(MulCast, (emu_ext::mul_cast_ok<T, U>), (emu_ext::cast_to<T, U>(EMU_CU(EMU_RU(EMU_CU(a) * EMU_CU(b))))))
+#define EMU_DEQ_OK (std::is_same_v<T, half> && std::is_same_v<U, int32_t>)
+#define EMU_DEQ_EXPR                                                                                                  \
+    (emu_ext::relu_h(half((float)(int32_t)((int64_t)a + (int64_t)b) * emu::vec::deq_scale().scale)))
+namespace emu_ext {
+inline half relu_h(half h) { return ((float)h > 0 || h != h) ? h : half(0.0f); }
+}  // namespace emu_ext
+EMU_EXT_CASTOP(AddDeqRelu, EMU_DEQ_OK, EMU_DEQ_EXPR)
+template <bool isSetMask = true>
+inline void AddDeqRelu(const LocalTensor<half>& dst, const LocalTensor<int32_t>& src0, const LocalTensor<int32_t>& src1,
+                       uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& p,
+                       const emu::Loc& loc = emu::Loc::current()) {
+    AddDeqRelu<half, int32_t, isSetMask>(dst, src0, src1, mask, repeatTime, p, loc);
+}
+template <bool isSetMask = true>
+inline void AddDeqRelu(const LocalTensor<half>& dst, const LocalTensor<int32_t>& src0, const LocalTensor<int32_t>& src1,
+                       const uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& p,
+                       const emu::Loc& loc = emu::Loc::current()) {
+    AddDeqRelu<half, int32_t, isSetMask>(dst, src0, src1, mask, repeatTime, p, loc);
+}
+#undef EMU_DEQ_OK
+#undef EMU_DEQ_EXPR
+#undef EMU_EXT_CASTOP
+
 // Unary Not (bitwise), count and mask forms.
 template <typename T>
 inline void Not(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count,
@@ -2119,6 +2197,11 @@ inline void SetPadValue(T paddingValue, const emu::Loc& loc = emu::Loc::current(
 }
 
 }  // namespace AscendC
+
+// The official examples call GetTPipePtr() unqualified outside `using namespace AscendC`
+// (compare, reduce_computation): it is reachable from the global namespace. A using-declaration
+// may be repeated, so another header declaring the same is harmless.
+using AscendC::GetTPipePtr;
 
 // =============================================================== int4b_t casts
 // half / bfloat16_t / int16_t <-> int4b_t (Cast page: two int4b_t per byte, even element in the
