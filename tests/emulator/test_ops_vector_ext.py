@@ -217,39 +217,52 @@ def test_compound_and_leaky(arch, dti):
         return _as(_go("fvec", x, y, [op, dti], arch, init), dt)
 
     # 0: AddRelu count form over 3 repeats + 5: Relu of the rounded sum, rest untouched
-    exp = init.clone(); k = 3 * rep + 5
+    exp = init.clone()
+    k = 3 * rep + 5
     exp[:k] = (x[:k] + y[:k]).relu()
     _eq(out(0), exp)
     # 1: SubRelu continuous mask REP-7 over 3 repeats
-    exp = init.clone(); m = _rep_mask(3, rep, lambda e: e < rep - 7)
+    exp = init.clone()
+    m = _rep_mask(3, rep, lambda e: e < rep - 7)
     exp[:3 * rep][m] = (x[:3 * rep] - y[:3 * rep]).relu()[m]
     _eq(out(1), exp)
     # 2: AddRelu bit mask
-    exp = init.clone(); m = _rep_mask(3, rep, lambda e: _bit_on(e, rep))
+    exp = init.clone()
+    m = _rep_mask(3, rep, lambda e: _bit_on(e, rep))
     exp[:3 * rep][m] = (x[:3 * rep] + y[:3 * rep]).relu()[m]
     _eq(out(2), exp)
     # 3: FusedMulAdd dst = x * dst + y, one rounding (double reference rounded once)
-    exp = init.clone(); k = 2 * rep
+    exp = init.clone()
+    k = 2 * rep
     exp[:k] = (x[:k].double() * init[:k].double() + y[:k].double()).to(dt)
     _eq(out(3), exp)
     # 4: MulAddRelu with src0 block stride 2 / repeat stride 16 (src0 reads every other block)
     c0 = rep // 8
     idx = torch.cat([torch.arange(r * 16 * c0 + b * 2 * c0, r * 16 * c0 + b * 2 * c0 + c0) for r in range(2) for b in range(8)])
-    exp = init.clone(); k = 2 * rep
+    exp = init.clone()
+    k = 2 * rep
     exp[:k] = (x[idx].double() * init[:k].double() + y[:k].double()).to(dt).relu()
     _eq(out(4), exp)
     # 5-7: LeakyRelu: x >= 0 ? x : s * x (rounded)
-    exp = init.clone(); k = 2 * rep; s = torch.tensor(0.125, dtype=dt)
+    exp = init.clone()
+    k = 2 * rep
+    s = torch.tensor(0.125, dtype=dt)
     exp[:k] = torch.where(x[:k] >= 0, x[:k], x[:k] * s)
     _eq(out(5), exp)
-    exp = init.clone(); s = torch.tensor(-1.5, dtype=dt); m = _rep_mask(4, rep, lambda e: e < rep // 2)
+    exp = init.clone()
+    s = torch.tensor(-1.5, dtype=dt)
+    m = _rep_mask(4, rep, lambda e: e < rep // 2)
     exp[:4 * rep][m] = torch.where(x[:4 * rep] >= 0, x[:4 * rep], x[:4 * rep] * s)[m]
     _eq(out(6), exp)
-    exp = init.clone(); s = torch.tensor(0.75, dtype=dt); m = _rep_mask(2, rep, lambda e: _bit_on(e, rep))
+    exp = init.clone()
+    s = torch.tensor(0.75, dtype=dt)
+    m = _rep_mask(2, rep, lambda e: _bit_on(e, rep))
     exp[:2 * rep][m] = torch.where(x[:2 * rep] >= 0, x[:2 * rep], x[:2 * rep] * s)[m]
     _eq(out(7), exp)
     # 8: Axpy dst = s * x + dst, product and sum each rounded to T (assumed two roundings)
-    exp = init.clone(); k = 2 * rep; s = torch.tensor(3.0, dtype=dt)
+    exp = init.clone()
+    k = 2 * rep
+    s = torch.tensor(3.0, dtype=dt)
     exp[:k] = (x[:k] * s) + init[:k]
     _eq(out(8), exp)
 
@@ -266,13 +279,16 @@ def test_counter_mode_and_mask_register(arch, dti):
     def out(op):
         return _as(_go("fvec", x, y, [op, dti], arch, init), dt)
 
-    exp = init.clone(); k = 2 * rep + 3                     # counter mode: repeatTime ignored
+    exp = init.clone()
+    k = 2 * rep + 3  # counter mode: repeatTime ignored
     exp[:k] = x[:k] + y[:k]
     _eq(out(10), exp)
-    exp = init.clone(); k = rep + 9                         # isSetMask=true in counter mode: mask[0] = count
+    exp = init.clone()
+    k = rep + 9  # isSetMask=true in counter mode: mask[0] = count
     exp[:k] = x[:k] + 1
     _eq(out(11), exp)
-    exp = init.clone(); k = 2 * rep                         # a continuous mask above REP acts as REP
+    exp = init.clone()
+    k = 2 * rep  # a continuous mask above REP acts as REP
     exp[:k] = x[:k] + y[:k]
     _eq(out(12), exp)
     exp = init.clone()                                      # normal mode register bits 0b10110, 2 repeats
@@ -284,18 +300,22 @@ def test_counter_mode_and_mask_register(arch, dti):
     for r in range(2):
         exp[r * rep:r * rep + 5] = x[r * rep:r * rep + 5] * 2
     _eq(out(19), exp)
-    exp = init.clone(); k = rep + 1                         # count form, isSetMask=false, counter register
+    exp = init.clone()
+    k = rep + 1  # count form, isSetMask=false, counter register
     exp[:k] = x[:k] + 1
     _eq(out(14), exp)
-    exp = init.clone(); exp[:2 * rep] = 7                   # Duplicate with the (reset) register mask
+    exp = init.clone()
+    exp[:2 * rep] = 7  # Duplicate with the (reset) register mask
     _eq(out(15), exp)
-    exp = init.clone(); c0 = rep // 8                       # Duplicate bit mask, dst block stride 2
+    exp = init.clone()
+    c0 = rep // 8  # Duplicate bit mask, dst block stride 2
     for r in range(2):
         for e in range(rep):
             if _bit_on(e, rep):
                 exp[r * 16 * c0 + (e // c0) * 2 * c0 + e % c0] = -2
     _eq(out(16), exp)
-    exp = init.clone(); k = 2 * rep + 16                    # CreateVecIndex count form
+    exp = init.clone()
+    k = 2 * rep + 16  # CreateVecIndex count form
     exp[:k] = (torch.arange(k, dtype=torch.float32) + 3).to(dt)
     _eq(out(17), exp)
     exp = init.clone()                                      # CreateVecIndex mask form: first + r*REP + e
@@ -336,23 +356,30 @@ def test_logic_and_shifts(arch, dti):
         t = torch.tensor([v & 0xFFFF for v in vs], dtype=torch.int32)
         return torch.where(t >= 32768, t - 65536, t).to(torch.int16)
 
-    exp = init.clone(); k = 2 * 128 + 3
+    exp = init.clone()
+    k = 2 * 128 + 3
     exp[:k] = xt[:k] & yt[:k]
     _eq(out(0), exp)
-    exp = init.clone(); m = _rep_mask(2, 128, lambda e: e < 127)
+    exp = init.clone()
+    m = _rep_mask(2, 128, lambda e: e < 127)
     exp[:256][m] = (xt[:256] | yt[:256])[m]
     _eq(out(1), exp)
-    exp = init.clone(); exp[:256] = ~xt[:256]
+    exp = init.clone()
+    exp[:256] = ~xt[:256]
     _eq(out(2), exp)
     xv = [val(v) for v in xt.tolist()]
-    exp = init.clone(); exp[:256] = bits16([_shl(v, 3, 16, signed) for v in xv[:256]])
+    exp = init.clone()
+    exp[:256] = bits16([_shl(v, 3, 16, signed) for v in xv[:256]])
     _eq(out(3), exp)
-    exp = init.clone(); exp[:256] = bits16([v >> 5 for v in xv[:256]])
+    exp = init.clone()
+    exp[:256] = bits16([v >> 5 for v in xv[:256]])
     _eq(out(4), exp)
     if arch == "dav-c220" and signed:                       # roundEn: int16/int32 on A2/A3 only
-        exp = init.clone(); exp[:256] = bits16([(v >> 5) + ((v >> 4) & 1) for v in xv[:256]])
+        exp = init.clone()
+        exp[:256] = bits16([(v >> 5) + ((v >> 4) & 1) for v in xv[:256]])
         _eq(out(5), exp)
-    exp = init.clone(); exp[:256] = bits16([_shl(v, 16, 16, signed) for v in xv[:256]])
+    exp = init.clone()
+    exp[:256] = bits16([_shl(v, 16, 16, signed) for v in xv[:256]])
     _eq(out(6), exp)
 
 
@@ -360,21 +387,23 @@ def test_logic_and_shifts(arch, dti):
 def test_mixed_type_ops(arch):
     g = torch.Generator().manual_seed(4)
     hx, hy = (torch.randn(4096, generator=g) * 4).half(), (torch.randn(4096, generator=g) * 4).half()
-    fx, fy = hx[:2048].view(torch.float32), hy[:2048].view(torch.float32)   # same bytes, read as float below
 
     def outm(op, x, y, init=None):
         return _go("mvec", x, y, [op], arch, init)
 
     f_init = torch.full((2048,), 1.5)
     o = outm(0, hx, hy, f_init).view(torch.float32)                        # MulAddDst half -> float
-    exp = f_init.clone(); exp[:128] = (hx[:128].float() * hy[:128].float()) + 1.5
+    exp = f_init.clone()
+    exp[:128] = (hx[:128].float() * hy[:128].float()) + 1.5
     _eq(o, exp)
     o = outm(1, hx, hy, f_init).view(torch.float32)                        # Axpy half -> float, dst rep 8, src rep 4
-    exp = f_init.clone(); exp[:128] = hx[:128].float() * 0.5 + 1.5
+    exp = f_init.clone()
+    exp[:128] = hx[:128].float() * 0.5 + 1.5
     _eq(o, exp)
     fxx, fyy = (torch.randn(2048, generator=g) * 100).float(), (torch.randn(2048, generator=g) * 100).float()
     o = outm(2, fxx, fyy, torch.zeros(4096, dtype=torch.float16)).view(torch.float16)   # AddReluCast float -> half
-    exp = torch.zeros(4096, dtype=torch.float16); exp[:128] = (fxx[:128] + fyy[:128]).relu().half()
+    exp = torch.zeros(4096, dtype=torch.float16)
+    exp[:128] = (fxx[:128] + fyy[:128]).relu().half()
     _eq(o, exp)
     o = outm(3, hx, hy, torch.zeros(NB, dtype=torch.int8)).view(torch.int8)  # MulCast half -> int8 (RINT, saturate)
     prod = (hx[:256] * hy[:256]).double().numpy()
@@ -411,29 +440,39 @@ def test_950_flexible_scalar_interleave(arch):
     def o(op, x=fx, y=fy):
         return _go("mvec", x, y, [op], arch, init).view(torch.float32)
 
-    exp = init.clone(); exp[:64] = 10.0 - fx[:64]
+    exp = init.clone()
+    exp[:64] = 10.0 - fx[:64]
     _eq(o(20), exp)
-    exp = init.clone(); exp[:64] = fy[3] - fx[:64]                       # config {0}: left single point
+    exp = init.clone()
+    exp[:64] = fy[3] - fx[:64]  # config {0}: left single point
     _eq(o(21), exp)
-    exp = init.clone(); exp[:64] = torch.maximum(fx[:64], fy[5])
+    exp = init.clone()
+    exp[:64] = torch.maximum(fx[:64], fy[5])
     _eq(o(22), exp)
-    exp = init.clone(); inter = torch.stack([fx[:128], fy[:128]], 1).reshape(-1)
+    exp = init.clone()
+    inter = torch.stack([fx[:128], fy[:128]], 1).reshape(-1)
     exp[:256] = inter
     _eq(o(23), exp)
-    exp = init.clone(); cat = torch.cat([fx[:128], fy[:128]])
-    exp[:128] = cat[0::2]; exp[128:256] = cat[1::2]
+    exp = init.clone()
+    cat = torch.cat([fx[:128], fy[:128]])
+    exp[:128] = cat[0::2]
+    exp[128:256] = cat[1::2]
     _eq(o(24), exp)
-    exp = init.clone(); exp[:128] = fx[:256][0::2]; exp[128:256] = fx[:256][1::2]
+    exp = init.clone()
+    exp[:128] = fx[:256][0::2]
+    exp[128:256] = fx[:256][1::2]
     _eq(o(25), exp)
-    exp = init.clone(); exp[:100] = fy[7]
+    exp = init.clone()
+    exp[:100] = fy[7]
     _eq(o(26), exp)
-    exp = init.clone(); exp[:64] = -fx[:64]
+    exp = init.clone()
+    exp[:64] = -fx[:64]
     _eq(o(28), exp)
     sx = torch.randint(-32768, 32767, (4096,), generator=g, dtype=torch.int32).to(torch.int16)
     sh = torch.randint(-2, 20, (4096,), generator=g, dtype=torch.int32).to(torch.int16)
     out = _go("mvec", sx, sh, [27], arch, torch.zeros(4096, dtype=torch.int16)).view(torch.int16)
     exp = torch.tensor([_shl(a, b, 16, True) if b >= 0 else (-1 if a < 0 else 0)
-                        for a, b in zip(sx[:256].tolist(), sh[:256].tolist())], dtype=torch.int32)
+                        for a, b in zip(sx[:256].tolist(), sh[:256].tolist(), strict=True)], dtype=torch.int32)
     exp = torch.where(exp >= 32768, exp - 65536, exp).to(torch.int16)
     _eq(out[:256], exp)
 
@@ -445,7 +484,9 @@ def test_arch_only_ops_do_not_compile_on_c220():
 #include "kernel_operator.h"
 using namespace AscendC;
 extern "C" __global__ __aicore__ void bad(GM_ADDR x) {
-    TPipe pipe; TBuf<TPosition::VECCALC> b; pipe.InitBuffer(b, 4096);
+    TPipe pipe
+    TBuf<TPosition::VECCALC> b
+    pipe.InitBuffer(b, 4096);
     LocalTensor<float> t = b.Get<float>();
     Interleave(t, t[64], t[128], t[192], 64);
 }
