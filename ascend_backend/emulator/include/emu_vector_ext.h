@@ -2168,13 +2168,11 @@ inline void TransDataTo5HD(const LocalTensor<uint64_t>& dst, const LocalTensor<u
 }
 
 // =============================================================== utilities the vector examples use
-// DivCeil (used by the official examples and by the ReduceMax/ReduceSum pages' formulas),
-// Conditional (a type selector), GetSystemCycle (system counter on the scalar pipe; the
-// emulator returns a per-core count of GetSystemCycle calls, not time: **assumed** stand-in).
+// DivCeil (used by the official examples and by the ReduceMax/ReduceSum pages' formulas) and
+// GetSystemCycle (system counter on the scalar pipe; the emulator returns a per-core count of
+// GetSystemCycle calls, not time: **assumed** stand-in). Conditional is emu-entry's.
 template <class T, class U>
 constexpr inline auto DivCeil(T a, U b) { return (a + b - 1) / b; }
-template <bool cond, class T, class F> struct Conditional { using type = T; };
-template <class T, class F> struct Conditional<false, T, F> { using type = F; };
 inline int64_t GetSystemCycle(const emu::Loc& loc = emu::Loc::current()) {
     thread_local int64_t n = 0;
     emu::record("GetSystemCycle", emu::Pipe::S, {}, {}, emu::Cost{}, loc);
