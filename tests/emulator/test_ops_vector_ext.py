@@ -114,6 +114,8 @@ __aicore__ inline void mixed(GM_ADDR x, GM_ADDR y, GM_ADDR out, int op) {
                   Cast<int4b_t, half>(q, hx, RoundMode::CAST_CEIL, (uint64_t)128, 2, {1, 1, 2, 8}); break; }
         case 6: { LocalTensor<int4b_t> q = ux.ReinterpretCast<int4b_t>();          // int4 -> half
                   Cast(ho, q, RoundMode::CAST_NONE, 256); break; }
+        case 7: { uint64_t m[2] = {0x00FF00FF00FF00FFull, 0};                        // Cast with a bit mask
+                  Cast(fo, hx, RoundMode::CAST_NONE, m, 2, {1, 1, 8, 4}); break; }
 #if defined(EMU_ARCH_3510)
         // ---- 950 flexible-scalar forms, Interleave / DeInterleave, Duplicate from a tensor
         case 20: Subs(fo, float(10.0f), fx, 64); break;                              // scalar on the left
@@ -429,6 +431,13 @@ def test_mixed_type_ops(arch):
     vals = torch.stack([v & 0xF, v >> 4], 1).reshape(-1)
     vals = torch.where(vals >= 8, vals - 16, vals)
     _eq(o[:256], vals.half())
+    o = outm(7, hx, hy, f_init).view(torch.float32)                        # Cast half -> float, bit mask
+    exp = f_init.clone()
+    for r in range(2):
+        for e in range(64):
+            if (0x00FF00FF00FF00FF >> e) & 1:
+                exp[r * 64 + e] = hx[r * 64 + e].float()
+    _eq(o, exp)
 
 
 @pytest.mark.parametrize("arch", ["dav-3510"])

@@ -577,6 +577,22 @@ inline void AddDeqRelu(const LocalTensor<half>& dst, const LocalTensor<int32_t>&
 #undef EMU_DEQ_EXPR
 #undef EMU_EXT_CASTOP
 
+// Cast with a bit mask (the count and continuous-mask forms are in emu_vector.h).
+template <typename D, typename S, bool isSetMask = true>
+inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& round_mode, const uint64_t mask[],
+                 const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    if constexpr (std::is_same_v<D, int4b_t> || std::is_same_v<S, int4b_t>) {
+        emu::vec::cast_int4(dst, src, round_mode, isSetMask, 0, mask, repeatTime, p, loc);
+    } else {
+        emu::vec::check_cast<D, S>(round_mode, loc);
+        constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
+        auto sh = emu::vec::shape_bits(isSetMask, mask, repeatTime, E, "Cast", loc);
+        const RoundMode m = round_mode;
+        emu_ext::unary_rep<D, S, false>("Cast", dst, src, sh, p, [m](S x, D) { return emu::vec::cast_one<D>((double)x, m); },
+                                        loc);
+    }
+}
+
 // Unary Not (bitwise), count and mask forms.
 template <typename T>
 inline void Not(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count,
