@@ -2,14 +2,15 @@
 // emu_dtypes.h: the 8-bit and 4-bit storage types the docs name (fp8_e4m3fn_t, fp8_e5m2_t,
 // fp8_e8m0_t, hifloat8_t; AscendC::int4b_t). Each is one byte of storage with the bit layout
 // of its format; the fp8 types convert to and from float bit-exactly (float -> fp8 rounds to
-// nearest, ties to even, like torch.float8_e4m3fn / torch.float8_e5m2). Like half, they define
+// nearest, ties to even, like torch.float8_e4m3fn / torch.float8_e5m2; e4m3fn saturates). Like half, they define
 // no arithmetic: values are computed in float. Written from the format definitions only.
 #include <cmath>
 #include <cstdint>
 
 namespace emu {
 // Minifloat with E exponent bits, M mantissa bits, exponent bias B. `fn`: no infinities, the
-// all-ones code is NaN and overflow gives NaN (e4m3fn); otherwise IEEE-like (overflow -> inf).
+// all-ones code is NaN, and out-of-range values (infinities included) saturate to the largest
+// finite value, as torch.float8_e4m3fn does; otherwise IEEE-like (overflow -> inf).
 template <int E, int M, int B, bool fn>
 inline uint8_t to_minifloat(float f) {
     const uint8_t sign = std::signbit(f) ? 0x80 : 0;
@@ -17,7 +18,7 @@ inline uint8_t to_minifloat(float f) {
     const uint8_t max_code = fn ? 0x7e : (uint8_t)((((1 << E) - 2) << M) | ((1 << M) - 1));
     if (std::isnan(f)) return (uint8_t)(sign | nan);
     double a = std::fabs((double)f);
-    if (std::isinf(f)) return (uint8_t)(sign | (fn ? nan : (uint8_t)(((1 << E) - 1) << M)));
+    if (std::isinf(f)) return (uint8_t)(sign | (fn ? max_code : (uint8_t)(((1 << E) - 1) << M)));
     if (a == 0) return sign;
     int ex;
     std::frexp(a, &ex);
@@ -32,7 +33,7 @@ inline uint8_t to_minifloat(float f) {
         if (r >= (double)(2 << M)) { r /= 2; ++e; }
         code = (uint32_t)((e + B) << M) | ((uint32_t)r - (1u << M));
     }
-    if (code > max_code) return (uint8_t)(sign | (fn ? nan : (uint8_t)(((1 << E) - 1) << M)));
+    if (code > max_code) return (uint8_t)(sign | (fn ? max_code : (uint8_t)(((1 << E) - 1) << M)));
     return (uint8_t)(sign | code);
 }
 template <int E, int M, int B, bool fn>
