@@ -86,7 +86,19 @@ struct hifloat8_t {
     uint8_t bits() const { return bits_; }
 };
 
+// Two fp4 values per byte (e2m1 / e1m2): storage only, raw bits.
+struct fp4x2_e2m1_t {
+    uint8_t bits_ = 0;
+    uint8_t bits() const { return bits_; }
+};
+struct fp4x2_e1m2_t {
+    uint8_t bits_ = 0;
+    uint8_t bits() const { return bits_; }
+};
+
 namespace AscendC {
+using ::fp4x2_e1m2_t;
+using ::fp4x2_e2m1_t;
 using ::fp8_e4m3fn_t;
 using ::fp8_e5m2_t;
 using ::fp8_e8m0_t;

@@ -7,6 +7,7 @@
 // programming (LocalMemAllocator, InitSocState), IsSameType, ascendc_assert, DumpTensor,
 // GetUBSizeInBytes, the block_idx variable and the common constants.
 // Included by kernel_operator.h after the op headers.
+#include <cassert>  // kernels may use assert() as on the device
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
@@ -142,9 +143,18 @@ template <class T, class U>
 struct IsSameType {
     static constexpr bool value = std::is_same_v<T, U>;
 };
+// Conditional<cond, T1, T2>::type (the C++ standard library page "conditional")
+template <bool cond, class T1, class T2>
+struct Conditional {
+    using type = std::conditional_t<cond, T1, T2>;
+};
 
 // UB size in bytes (GetUBSizeInBytes page: 248 KB on Ascend 950); the emulator's usable UB.
 inline uint32_t GetUBSizeInBytes() { return (uint32_t)emu::mem_size(emu::Mem::UB); }
+#if defined(EMU_ARCH_3510)
+// GetRuntimeUBSize page (Ascend 950 only): the UB available at run time; without SIMT, all of it.
+inline uint32_t GetRuntimeUBSize() { return (uint32_t)emu::mem_size(emu::Mem::UB); }
+#endif
 
 // InitSocState: resets the core state the emulator models (on the AIV: normal mask mode and
 // a full mask). Everything else it initialises starts in its initial state in the emulator.
@@ -305,3 +315,4 @@ void DumpTensor(const T& t, uint32_t desc, uint32_t dumpSize, const S&, const em
 #define ASSERT(expr) ascendc_assert(expr)
 #endif
 using AscendC::QuantMode_t;
+using AscendC::GetTPipePtr;  // the official examples call it unqualified
