@@ -104,13 +104,6 @@ static_assert(sizeof(bfloat16_t) == 2 && std::is_trivially_copyable_v<bfloat16_t
 namespace AscendC {
 using ::half;
 using ::bfloat16_t;
-// 4-bit signed integer [-8, 7], two per byte (element 2k in the low nibble). Tensors of it are
-// made by ReinterpretCast of int8_t tensors (Cast page); the ops that take it do the packing.
-// (emu-entry's emu_dtypes.h declares the same tag type: keep one definition when merging.)
-struct int4b_t {
-    uint8_t bits_ = 0;
-    static constexpr int emu_bits = 4;
-};
 }
 
 namespace emu {

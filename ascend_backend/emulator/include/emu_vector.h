@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 #include "emu_types.h"
+#include "emu_dtypes.h"
 #include "emu_copy.h"
 
 namespace AscendC {
