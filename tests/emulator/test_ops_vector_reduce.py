@@ -54,6 +54,13 @@ __aicore__ inline void body(GM_ADDR x, GM_ADDR out, GM_ADDR aux, int op) {
                  PairReduceSum(lo[64], lx, 1, REP, 1, 1, 8);
                  RepeatReduceSum(lo[256], lx, 2, REP, 0, 1, 1, 8); break;
         case 11: ReduceRepeat<ReduceType::SUM, T>(lo, lx, REP, 1, 1, 2, 16); break;   // block stride 2
+#if defined(EMU_ARCH_C220)
+        case 12: { ReduceRepeat<ReduceType::MAX, T>(lo, lx, REP, 3, 1, 1, 8);           // max over all repeats
+                   SetFlag<HardEvent::V_S>(0); WaitFlag<HardEvent::V_S>(0);
+                   T v, i; GetReduceRepeatMaxMinSpr<T>(v, i);
+                   uint32_t iv = sizeof(T) == 2 ? *reinterpret_cast<uint16_t*>(&i) : *reinterpret_cast<uint32_t*>(&i);
+                   ga.SetValue(0, (float)v); ga.SetValue(1, (float)iv); break; }
+#endif
     }
     SetFlag<HardEvent::V_MTE3>(0); WaitFlag<HardEvent::V_MTE3>(0);
     DataCopy(go, uo, NB);
@@ -287,6 +294,10 @@ def test_reduce_all_mask_forms_and_spr(arch, dti):
     assert v[2 * c0] == xn[best] and iv[2 * c0 + 1] == best
     o, aux = _go("red", x, 9, dti, arch, torch.zeros(NB // esz, dtype=tdt))
     assert float(aux[0]) == float(o.view(tdt)[0])                 # GetReduceRepeatSumSpr = ReduceSum result
+    if arch == "dav-c220":                                      # GetReduceRepeatMaxMinSpr after ReduceRepeat<MAX>
+        _, aux = _go("red", x, 12, dti, arch, torch.zeros(NB // esz, dtype=tdt))
+        seg = xn[:3 * rep]
+        assert float(aux[0]) == float(seg.max()) and int(aux[1]) == int(np.argmax(seg))
     o, _ = _go("red", x, 10, dti, arch, torch.zeros(NB // esz, dtype=tdt))   # the earlier names
     v = o.view(tdt).numpy()
     for b in range(16):

@@ -90,6 +90,15 @@ using AscendC::LocalTensor;
 struct MaskState { bool counter = false; uint64_t hi = ~0ull, lo = ~0ull; };
 inline MaskState& mask_state() { thread_local MaskState s; return s; }
 
+// Special registers the reductions leave behind (GetReduceRepeatSumSpr / GetReduceRepeatMaxMinSpr
+// in emu_vector_ext.h): the count-form ReduceSum/Max/Min note where their result went (read at
+// Get time), the ReduceRepeat family stores value and index directly.
+struct ReduceSpr {
+    bool at_dst = false; Mem mem = Mem::UB; uint64_t off = 0;   // last count-form result location
+    double sum = 0; double mm_val = 0; uint32_t mm_idx = 0;
+};
+inline ReduceSpr& reduce_spr() { thread_local ReduceSpr s; return s; }
+
 // Active-element selector of one repeat. In counter mode (SetMaskCount) `cnt` counts the
 // elements of the whole instruction: repeatTime is ignored, the repeats are ceil(cnt / E)
 // and the last one is partial (mask page, "Counter模式").
@@ -342,25 +351,6 @@ inline void write_index(T* dst, uint32_t idx) {
     else { uint32_t v = idx; std::memcpy(dst, &v, 4); }
 }
 
-// Pairwise (binary-tree) sum as the reduction pages define it (ReduceDataBlock, "关键特性说明"):
-// level by level v[2i] + v[2i+1], every partial sum rounded to T (half stays half; overflow
-// gives inf); an odd level is padded with 0. Shared by the reductions that sum a repeat.
-template <class T>
-inline Calc<T> tree_sum(std::vector<Calc<T>> v) {
-    if (v.empty()) return Calc<T>(0);
-    while (v.size() > 1) {
-        if (v.size() % 2) v.push_back(Calc<T>(0));
-        for (size_t i = 0; i < v.size() / 2; ++i) v[i] = in<T>(out<T>(v[2 * i] + v[2 * i + 1]));
-        v.resize(v.size() / 2);
-    }
-    return v[0];
-}
-
-// Special registers the reductions leave behind (GetReduceRepeatSumSpr /
-// GetReduceRepeatMaxMinSpr): the last ReduceSum count-form result, the last max/min and index.
-struct ReduceSpr { double sum = 0; double mm_val = 0; uint32_t mm_idx = 0; };
-inline ReduceSpr& reduce_spr() { thread_local ReduceSpr s; return s; }
-
 }  // namespace emu::vec
 
 namespace AscendC {
@@ -569,6 +559,7 @@ template <typename T, int KIND>
 inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
                        int32_t count, bool calIndex, const emu::Loc& loc) {
     (void)work;
+    emu::vec::reduce_spr() = {true, dst.emu_mem(), dst.emu_offset()};   // the SPR reads dst[0] (ext header)
     emu::vec::check_count(count, op, loc); emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src, op, loc);
     emu::ops::SpanSet r, w;
     r.add(src, 0, (uint64_t)count * sizeof(T));
@@ -581,7 +572,6 @@ inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTen
         double acc = 0;
         for (int32_t i = 0; i < count; ++i) acc += (double)emu::vec::in<T>(s[i]);
         d[0] = emu::vec::out<T>((emu::vec::Calc<T>)acc);
-        emu::vec::reduce_spr().sum = (double)emu::vec::in<T>(d[0]);   // GetReduceRepeatSumSpr
     } else {
         uint32_t best = 0;
         for (int32_t i = 1; i < count; ++i) {
@@ -590,8 +580,6 @@ inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTen
         }
         d[0] = s[best];
         if (calIndex) emu::vec::write_index(d + 1, best);
-        emu::vec::reduce_spr().mm_val = (double)emu::vec::in<T>(s[best]);   // GetReduceRepeatMaxMinSpr
-        emu::vec::reduce_spr().mm_idx = best;
     }
 }
 }  // namespace emu_detail

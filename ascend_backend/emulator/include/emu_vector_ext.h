@@ -159,6 +159,21 @@ template <class X> inline constexpr bool is_local_v = is_local<std::remove_cv_t<
 template <class X> struct elem_of { using type = X; };
 template <class X> struct elem_of<LocalTensor<X>> { using type = X; };
 
+// Pairwise (binary-tree) sum as the reduction pages define it (ReduceDataBlock, "关键特性说明"):
+// level by level v[2i] + v[2i+1], every partial sum rounded to T (half stays half; overflow
+// gives inf); an odd level is padded with 0. (emu-sync's emu::vec::tree_sum is the same tree on
+// T values; this one works on Calc<T> so integer sums of the 950's int16 -> int32 form fit.)
+template <class T>
+inline Calc<T> tree_sum_c(std::vector<Calc<T>> v) {
+    if (v.empty()) return Calc<T>(0);
+    while (v.size() > 1) {
+        if (v.size() % 2) v.push_back(Calc<T>(0));
+        for (size_t i = 0; i < v.size() / 2; ++i) v[i] = in<T>(out<T>(v[2 * i] + v[2 * i + 1]));
+        v.resize(v.size() / 2);
+    }
+    return v[0];
+}
+
 // ---- instruction shape: the resolved mask and repeat count of one call
 struct Shape {
     Mask mk;
@@ -1617,7 +1632,7 @@ inline bool red_one(const std::vector<U>& vals, const std::vector<char>& on, T& 
     if constexpr (RT == ReduceType::SUM) {
         std::vector<emu::vec::Calc<T>> v(vals.size());
         for (size_t i = 0; i < vals.size(); ++i) v[i] = on[i] ? (emu::vec::Calc<T>)emu::vec::in<U>(vals[i]) : 0;
-        out = emu::vec::out<T>(emu::vec::tree_sum<T>(std::move(v)));
+        out = emu::vec::out<T>(emu::vec::tree_sum_c<T>(std::move(v)));
         idx = 0;
     } else {
         int64_t best = -1;
@@ -1707,7 +1722,10 @@ inline void reduce_groups(const char* op, const LocalTensor<T>& dst, const Local
             case ReduceOrder::ORDER_ONLY_INDEX: { uint32_t i = o.idx; std::memcpy(q, &i, 4); break; }
         }
     }
-    if (have_best) { emu::vec::reduce_spr().mm_val = best_v; emu::vec::reduce_spr().mm_idx = best_i; }
+    if (have_best) {
+        auto& spr = emu::vec::reduce_spr();
+        spr.at_dst = false; spr.mm_val = best_v; spr.mm_idx = best_i;
+    }
 }
 template <class U>
 inline Shape red_shape_c(bool isSetMask, int32_t mask, int32_t repeat, const char* op, const emu::Loc& loc) {
@@ -1838,14 +1856,14 @@ inline void reduce_all_rep(const char* op, const LocalTensor<T>& dst, const Loca
             const emu::vec::Mask mr = sh.mk.at((uint64_t)rr, E);
             std::vector<emu::vec::Calc<T>> v(E);
             for (uint32_t e = 0; e < E; ++e) v[e] = mr.on(e) ? emu::vec::in<T>(so.at((uint64_t)rr, e)) : 0;
-            part.push_back(emu::vec::tree_sum<T>(std::move(v)));
+            part.push_back(emu::vec::tree_sum_c<T>(std::move(v)));
         }
         while (part.size() > 1) {
             std::vector<emu::vec::Calc<T>> next;
             for (size_t i = 0; i < part.size(); i += E) {
                 std::vector<emu::vec::Calc<T>> chunk(E, 0);
                 for (size_t k = 0; k < E && i + k < part.size(); ++k) chunk[k] = part[i + k];
-                next.push_back(emu::vec::tree_sum<T>(std::move(chunk)));
+                next.push_back(emu::vec::tree_sum_c<T>(std::move(chunk)));
             }
             part.swap(next);
         }
@@ -1864,8 +1882,8 @@ inline void reduce_all_rep(const char* op, const LocalTensor<T>& dst, const Loca
         if (!have) return;
         pd[0] = best;
         if (with_idx) emu::vec::write_index(pd + 1, (uint32_t)bi);
-        emu::vec::reduce_spr().mm_val = (double)emu::vec::in<T>(best);
-        emu::vec::reduce_spr().mm_idx = (uint32_t)bi;
+        auto& spr = emu::vec::reduce_spr();
+        spr.at_dst = false; spr.mm_val = (double)emu::vec::in<T>(best); spr.mm_idx = (uint32_t)bi;
     }
 }
 }  // namespace emu_ext
@@ -1897,15 +1915,25 @@ template <typename T>
 inline T GetReduceRepeatSumSpr(const emu::Loc& loc = emu::Loc::current()) {
     static_assert(emu_ext::one_of<T, half, float>, "GetReduceRepeatSumSpr: half and float only");
     emu::record("GetReduceRepeatSumSpr", emu::Pipe::S, {}, {}, emu::Cost{}, loc);
-    return T(emu::vec::reduce_spr().sum);
+    const auto& spr = emu::vec::reduce_spr();
+    if (!spr.at_dst) return T(spr.sum);
+    T v; std::memcpy(&v, emu::mem_base(spr.mem) + spr.off, sizeof(T));   // the count-form ReduceSum's result
+    return v;
 }
 template <typename T>
 inline void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex, const emu::Loc& loc = emu::Loc::current()) {
     static_assert(emu_ext::one_of<T, half, float>, "GetReduceRepeatMaxMinSpr: half and float only");
     static_assert(emu::is_c220() && emu_ext::dep<T>, "GetReduceRepeatMaxMinSpr(value, index) is documented for A2/A3 only");
     emu::record("GetReduceRepeatMaxMinSpr", emu::Pipe::S, {}, {}, emu::Cost{}, loc);
-    maxMinValue = T(emu::vec::reduce_spr().mm_val);
-    T idx; emu::vec::write_index(&idx, emu::vec::reduce_spr().mm_idx);
+    const auto& spr = emu::vec::reduce_spr();
+    T idx;
+    if (spr.at_dst) {   // after ReduceMax/ReduceMin: the value only (the page: the index is not exact)
+        std::memcpy(&maxMinValue, emu::mem_base(spr.mem) + spr.off, sizeof(T));
+        emu::vec::write_index(&idx, 0);
+    } else {
+        maxMinValue = T(spr.mm_val);
+        emu::vec::write_index(&idx, spr.mm_idx);
+    }
     maxMinIndex = idx;
 }
 
