@@ -196,6 +196,7 @@ def run_source(
     pool: int | None = None,
     timeout: float | None = None,
     timing: bool = True,
+    auto_sync: bool = True,
 ) -> Report:
     """Compile ``source`` with g++ against the emulator and run ``kernel`` over ``block_dim`` blocks.
 
@@ -204,7 +205,10 @@ def run_source(
     ``.report``) on kernel errors, deadlocks and crashes, and in strict mode on any race or
     flag error. ``isolate`` (default) runs the kernel in a forked child process so a wild
     pointer cannot take Python down. ``pool``: worker threads (default: CPU count, at most 2
-    unless TL_ASCEND_EMU_POOL says otherwise).
+    unless TL_ASCEND_EMU_POOL says otherwise). ``auto_sync`` (default) models bisheng's default
+    ``--cce-auto-sync=on``: the syncs it inserts by itself (docs/emulator.md, "Automatic
+    synchronisation") are treated as present; pass False for code built with
+    ``--cce-auto-sync=off``, such as everything tilelang-ascendc generates.
     """
     arch = cache.normalize_arch(arch)
     sig = _select(source, kernel)
@@ -234,6 +238,7 @@ def run_source(
     keep: list[Any] = []
     ptrs = (ctypes.c_void_p * max(1, len(args)))()
     cfg = [f"block_dim {block_dim}", f"kernel_type {kt}", f"checks {int(bool(checks))}", f"pool {pool}",
+           f"auto_sync {int(bool(auto_sync))}",
            f"mode0 {int(mode0)}",
            f"trace_cap {int(os.environ.get('TL_ASCEND_EMU_TRACE_CAP', '1000000')) if timing else 0}"]
     copies: list[tuple[torch.Tensor, torch.Tensor]] = []  # (user tensor, contiguous stand-in)
