@@ -262,7 +262,7 @@ def run_source(
             addr = src.data_ptr()
             ptrs[i] = addr
             if nbytes:
-                cfg.append(f"gm {addr} {addr + nbytes} {p.name}")
+                cfg.append(f"gm {addr} {addr + nbytes} {p.name} {i}")
         else:
             if isinstance(a, torch.Tensor):
                 a = a.item()

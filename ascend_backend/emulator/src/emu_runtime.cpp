@@ -172,8 +172,10 @@ struct Core {
 };
 
 struct Region {
-    uint64_t b, e;
+    uint64_t b, e;       // the emulator's guarded copy the kernel works on (see relocate_gm)
     std::string name;
+    int arg = -1;        // kernel argument index
+    uint64_t ob = 0;     // the caller's address of the argument
     std::atomic<bool> written{false};
     std::vector<uint64_t> read_blocks;  // bitmap of the 32 B blocks read so far (L2 model: first reads miss)
     Region(uint64_t b_, uint64_t e_, std::string n) : b(b_), e(e_), name(std::move(n)) {}
@@ -213,6 +215,24 @@ struct Agg0 {
     std::vector<Dep> refs;
 };
 
+// One guarded copy of a group of GM arguments (overlapping views share one): PROT_NONE guard
+// zones of kGuard bytes on both sides, data ending at (or just before) a page boundary.
+struct GuardMap {
+    uint8_t* base = nullptr;
+    size_t len = 0;
+    uint64_t data_b = 0, data_e = 0;  // the copy
+    uint64_t ob = 0;                  // the caller's address of the group
+    std::vector<int> regions;
+};
+constexpr size_t kGuard = 256ull << 20;
+
+// What a SIGSEGV/SIGBUS in an isolated run hit (shared with the parent).
+struct FaultInfo {
+    volatile int set;
+    int gt;
+    uint64_t addr;
+};
+
 struct Global {
     // config
     int block_dim = 1, ktype = 0;
@@ -225,6 +245,7 @@ struct Global {
     bool has_aic = false;
     int naiv = 1, per_block = 1;
     std::deque<Region> gm;
+    std::vector<GuardMap> maps;
     std::string arch;
     void (*entry)(void**) = nullptr;
     void** args = nullptr;
@@ -1380,8 +1401,9 @@ bool parse_cfg(const char* cfg) {
         else if (key == "gm") {
             unsigned long long b, e;
             std::string name;
-            in >> b >> e >> name;
-            G->gm.emplace_back(b, e, name);
+            int arg = -1;
+            in >> b >> e >> name >> arg;
+            G->gm.emplace_back(b, e, name).arg = arg;
         } else {
             std::string rest;
             std::getline(in, rest);
@@ -1398,22 +1420,105 @@ bool parse_cfg(const char* cfg) {
     return G->block_dim >= 1 && G->block_dim <= 4096;
 }
 
+// Copies every GM argument (a group of overlapping views together) into its own mapping
+// between PROT_NONE guard zones and points the kernel's argument at the copy, so that an
+// access past one argument never lands in another: through the API it is outside every
+// argument (gm_out_of_bounds), through a raw pointer it faults in a guard zone (reported as
+// gm_out_of_bounds in isolated runs). The copy ends within 64 bytes of a page end and keeps
+// the caller's address modulo 64 (alignment the kernel may rely on).
+bool relocate_gm(void** args) {
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    std::vector<int> order(G->gm.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = (int)i;
+    std::sort(order.begin(), order.end(), [](int a, int b) { return G->gm[a].b < G->gm[b].b; });
+    for (size_t i = 0; i < order.size();) {
+        uint64_t gb = G->gm[order[i]].b, ge = G->gm[order[i]].e;
+        size_t j = i + 1;
+        while (j < order.size() && G->gm[order[j]].b < ge) ge = std::max(ge, G->gm[order[j++]].e);
+        GuardMap m;
+        const uint64_t size = ge - gb, data_len = (size + 64 + page - 1) / page * page;
+        m.len = kGuard + data_len + kGuard;
+        void* base = mmap(nullptr, m.len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base == MAP_FAILED) return false;
+        m.base = (uint8_t*)base;
+        if (mprotect(m.base + kGuard, data_len, PROT_READ | PROT_WRITE) != 0) return false;
+        // big arguments: 2 MB pages make the copy's page faults (and the fork's page tables) cheap
+        if (data_len >= (4u << 20)) madvise(m.base + kGuard, data_len, MADV_HUGEPAGE);
+        const uint64_t end = (uint64_t)(uintptr_t)(m.base + kGuard + data_len);
+        uint64_t start = ((end - size) & ~63ull) + (gb & 63);
+        if (start + size > end) start -= 64;
+        m.data_b = start;
+        m.data_e = start + size;
+        m.ob = gb;
+        memcpy((void*)(uintptr_t)start, (const void*)(uintptr_t)gb, size);
+        for (size_t k = i; k < j; ++k) {
+            Region& r = G->gm[order[k]];
+            const uint64_t nb = start + (r.b - gb);
+            if (r.arg >= 0 && (uint64_t)(uintptr_t)args[r.arg] == r.b) args[r.arg] = (void*)(uintptr_t)nb;
+            r.ob = r.b;
+            r.e = nb + (r.e - r.b);
+            r.b = nb;
+            m.regions.push_back(order[k]);
+        }
+        G->maps.push_back(std::move(m));
+        i = j;
+    }
+    return true;
+}
+
+// In-process runs: the results go back into the caller's memory, whole groups.
+void copy_back_gm() {
+    for (auto& m : G->maps) memcpy((void*)(uintptr_t)m.ob, (const void*)(uintptr_t)m.data_b, m.data_e - m.data_b);
+}
+void unmap_gm() {
+    for (auto& m : G->maps) munmap(m.base, m.len);
+    G->maps.clear();
+}
+
+// A fault address in a guard zone, as a sentence naming the argument(s), or "".
+std::string guard_fault_text(uint64_t a) {
+    for (auto& m : G->maps) {
+        const uint64_t lo = (uint64_t)(uintptr_t)m.base, hi = lo + m.len;
+        if (a < lo || a >= hi || (a >= m.data_b && a < m.data_e)) continue;
+        std::string names;
+        for (int r : m.regions) names += (names.empty() ? "'" : " / '") + G->gm[r].name + "'";
+        const uint64_t size = m.data_e - m.data_b;
+        std::string where = a >= m.data_e ? "past the end" : "before the start";
+        return "raw __gm__ pointer access " + where + " of argument " + names + " (" + std::to_string(size) +
+               " bytes): at its byte offset " + std::to_string((int64_t)(a - m.data_b)) +
+               " (not an API call, so no line; index __gm__ pointers within their argument)";
+    }
+    return "";
+}
+
+FaultInfo* g_fault = nullptr;
+void on_fault(int sig, siginfo_t* si, void*) {
+    if (g_fault && !g_fault->set) {
+        g_fault->addr = (uint64_t)(uintptr_t)si->si_addr;
+        g_fault->gt = tls ? tls->gt : -1;
+        g_fault->set = 1;
+    }
+    signal(sig, SIG_DFL);  // returning re-runs the access, which now kills the process
+}
+
 char* dup_str(const std::string& s) {
     char* p = (char*)malloc(s.size() + 1);
     memcpy(p, s.c_str(), s.size() + 1);
     return p;
 }
 
-std::string crash_report(const std::string& why, LastOp* last, int n) {
+// only_gt >= 0: one error, for that core (the one that faulted), of kind `kind`.
+std::string crash_report(const std::string& why, LastOp* last, int n, const char* kind = "crash", int only_gt = -1) {
     std::string errs;
     for (int i = 0; i < n; ++i) {
-        if (!last[i].active) continue;
+        if (!last[i].active || (only_gt >= 0 && i != only_gt)) continue;
         std::string core = G->has_aic ? (i % G->per_block == 0 ? "AIC" : "AIV" + std::to_string(i % G->per_block - 1))
                                       : "AIV0";
         if (!errs.empty()) errs += ",";
-        errs += "{\"kind\":\"crash\",\"message\":" +
-                jstr(why + "; this core's last emulated op was " + (last[i].name ? last[i].name : "(none)") + " at line " +
-                     std::to_string(last[i].line)) +
+        errs += "{\"kind\":" + jstr(kind) + ",\"message\":" +
+                jstr(why + (last[i].name ? "; this core's last emulated op was " + std::string(last[i].name) + " at line " +
+                                                std::to_string(last[i].line)
+                                          : std::string("; this core had run no emulated op yet"))) +
                 ",\"line\":" + std::to_string(last[i].line) + ",\"file\":" + jstr(last[i].file ? base_name(last[i].file) : "") +
                 ",\"block\":" + std::to_string(i / G->per_block) + ",\"core\":" + jstr(core) + ",\"op\":\"\"}";
     }
@@ -1494,24 +1599,35 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
         return dup_str(r);
     }
     int n = G->block_dim * G->per_block;
+    if (!relocate_gm(args)) {
+        unmap_gm();
+        G = nullptr;
+        return dup_str("{\"fatal\":\"mmap of the guarded GM copies failed\"}");
+    }
     if (!isolate) {
         std::vector<LastOp> last(n);
         G->last = last.data();
         std::string r = run_inproc();
+        copy_back_gm();
+        unmap_gm();
         G = nullptr;
         return dup_str(r);
     }
-    size_t last_bytes = sizeof(LastOp) * (size_t)n;
+    // one shared page: each core's last op, then what a fatal signal hit
+    size_t last_bytes = sizeof(LastOp) * (size_t)n + sizeof(FaultInfo);
     auto* last = (LastOp*)mmap(nullptr, last_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (last == MAP_FAILED) {
+        unmap_gm();
         G = nullptr;
         return dup_str("{\"fatal\":\"mmap failed\"}");
     }
     memset(last, 0, last_bytes);
     G->last = last;
+    g_fault = reinterpret_cast<FaultInfo*>(last + n);
     int fds[2];
     if (pipe(fds) != 0) {
         munmap(last, last_bytes);
+        unmap_gm();
         G = nullptr;
         return dup_str("{\"fatal\":\"pipe failed\"}");
     }
@@ -1521,6 +1637,14 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
     if (pid == 0) {
         // restore default crash handlers (the parent's, e.g. Python's faulthandler, must not run here)
         for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
+        // a fault records its address first, so the parent can tell a guard-zone hit (raw
+        // pointer out of bounds) from any other crash
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, nullptr);
+        sigaction(SIGBUS, &sa, nullptr);
         close(fds[0]);
         std::string r = run_inproc();
         fflush(stdout);
@@ -1590,7 +1714,7 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
                     why = "corrupt result stream from the kernel process";
                     break;
                 }
-                if (!rd.read((void*)(uintptr_t)(G->gm[idx].b + off), nb)) break;
+                if (!rd.read((void*)(uintptr_t)(G->gm[idx].ob + off), nb)) break;  // the caller's memory
             }
         }
         if (rd.timed_out) {
@@ -1606,6 +1730,21 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
                 int sig = WTERMSIG(status);
                 why = std::string("the kernel process died with signal ") + std::to_string(sig) + " (" + strsignal(sig) +
                       "), e.g. a wild pointer in kernel code";
+                if (g_fault->set) {
+                    char t[32];
+                    snprintf(t, sizeof t, "0x%llx", (unsigned long long)g_fault->addr);
+                    std::string oob = guard_fault_text(g_fault->addr);
+                    if (!oob.empty()) {
+                        std::string r = crash_report(oob, last, n, "gm_out_of_bounds", g_fault->gt);
+                        close(fds[0]);
+                        munmap(last, last_bytes);
+                        unmap_gm();
+                        g_fault = nullptr;
+                        G = nullptr;
+                        return dup_str(r);
+                    }
+                    why += std::string(" at address ") + t;
+                }
             } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 why = "the kernel process exited with status " + std::to_string(WEXITSTATUS(status));
             } else if (out.empty()) {
@@ -1616,6 +1755,8 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
     close(fds[0]);
     std::string r = why.empty() ? out : crash_report(why, last, n);
     munmap(last, last_bytes);
+    unmap_gm();
+    g_fault = nullptr;
     G = nullptr;
     return dup_str(r);
 }
