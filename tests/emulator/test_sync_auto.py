@@ -122,7 +122,8 @@ extern "C" __global__ __aicore__ void overlap(GM_ADDR x, GM_ADDR z, uint32_t bar
 }
 
 // The TPipe reuse form: one TPipe after another over the same memory. how: 0 Destroy (ends
-// with PIPE_ALL), 1 Reset (waits for the pending FreeTensor events), 2 DestroyWithoutPipeAll.
+// with PIPE_ALL), 1 Reset (waits for the pending FreeTensor events) and the same TPipe again,
+// 2 DestroyWithoutPipeAll, 3 a second TPipe while the first is alive (not allowed).
 __aicore__ inline void stage(GM_ADDR x, GM_ADDR z, TPipe* pipe, float s) {
     GlobalTensor<float> gx, gz;
     gx.SetGlobalBuffer((__gm__ float*)x, 128);
@@ -146,11 +147,15 @@ __aicore__ inline void stage(GM_ADDR x, GM_ADDR z, TPipe* pipe, float s) {
 extern "C" __global__ __aicore__ void reuse(GM_ADDR x, GM_ADDR z, uint32_t how) {
     TPipe p1;
     stage(x, z, &p1, 3.0f);
+    if (how == 1) {
+        p1.Reset();
+        stage(x, z, &p1, 5.0f);
+        return;
+    }
     if (how == 0) p1.Destroy();
-    else if (how == 1) p1.Reset();
-    else p1.DestroyWithoutPipeAll();
-    TPipe p2;
-    stage(x, z, &p2, 5.0f);  // @SECOND
+    else if (how == 2) p1.DestroyWithoutPipeAll();
+    TPipe p2;  // @P2
+    stage(x, z, &p2, 5.0f);
     p2.Destroy();
 }
 
@@ -311,6 +316,9 @@ def test_tpipe_destroy_and_reset_order_the_next_pipe(arch):
     bad = run(SRC, [x, torch.zeros(128), 2], kernel="reuse", arch=arch)
     kinds = {(r["first"]["pipe"], r["second"]["pipe"]) for r in bad.races}
     assert ("V", "MTE2") in kinds and ("MTE3", "MTE3") in kinds  # buffer reuse, and z written twice
+    two = run(SRC, [x, torch.zeros(128), 3], kernel="reuse", arch=arch)
+    assert [e["kind"] for e in two.errors] == ["invalid_param"] and two.errors[0]["line"] == line_of(SRC, "@P2")
+    assert "only one TPipe" in two.errors[0]["message"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)

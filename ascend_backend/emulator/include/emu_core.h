@@ -424,7 +424,17 @@ TPipe*& current_pipe();
 
 class TPipe {
 public:
-    TPipe() { emu_detail::current_pipe() = this; }
+    // Only one TPipe may exist at a time; a further one needs Destroy() on the previous first
+    // (TPipe constructor page: otherwise hangs or random behaviour).
+    TPipe(const emu::Loc& loc = emu::Loc::current()) : line_(loc.line()) {
+        TPipe* prev = emu_detail::current_pipe();
+        if (prev && !prev->destroyed_)
+            emu::fail("invalid_param",
+                      "a second TPipe while the TPipe constructed at line " + std::to_string(prev->line_) +
+                          " is alive and not destroyed: only one TPipe may exist at a time; call Destroy() on the first",
+                      loc);
+        emu_detail::current_pipe() = this;
+    }
     ~TPipe() {
         if (emu_detail::current_pipe() == this) emu_detail::current_pipe() = nullptr;
     }
@@ -462,8 +472,12 @@ public:
     void Destroy(const emu::Loc& loc = emu::Loc::current()) {
         emu::pipe_barrier(PIPE_ALL, loc);
         Reset(loc);
+        destroyed_ = true;
     }
-    void DestroyWithoutPipeAll() { release(); }
+    void DestroyWithoutPipeAll() {
+        release();
+        destroyed_ = true;
+    }
     void Reset(const emu::Loc& loc = emu::Loc::current()) {
         emu::pipe_reset(loc);
         release();
@@ -490,6 +504,8 @@ private:
         for (auto& d : detail_) d.clear();
     }
     static int slot(HardEvent e) { return (int)((uint16_t)e % 128); }
+    uint32_t line_ = 0;
+    bool destroyed_ = false;
     uint64_t used_[emu::kNumMems] = {};
     std::string detail_[emu::kNumMems];
     uint8_t busy_[128] = {};
