@@ -12,6 +12,11 @@
 
 namespace emu::ops {
 
+// The value SetPadValue (emu_vector_ext.h) set for DataCopyPad GM -> UB padding: `set` is
+// false until a kernel calls it; `bytes` hold the value's bit pattern (per core).
+struct PadValue { bool set = false; uint8_t bytes[8] = {}; };
+inline PadValue& pad_value() { thread_local PadValue v; return v; }
+
 // ---------------------------------------------------------------- spans and recording
 // A span of `tensor`'s bytes [b, e) relative to the tensor start. Built from the contract's
 // emu_span(count) so that whatever the core puts in a Span (memory, address) stays right.
@@ -354,8 +359,9 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 // elems][dummy elems up to the next 32-byte boundary], and rows are dstStride 32-byte blocks
 // apart (gap). Filler, per the "DataCopyPad (GMToUB)" page: with no left/right padding the
 // dummy elements take the row's first element (isPad or not); with padding, isPad gives
-// paddingValue to the padding and the dummy elements, and without isPad they are undefined
-// ("random", or SetPadValue's value): the emulator leaves undefined filler unwritten.
+// paddingValue to the padding and the dummy elements; without isPad they take the value of
+// SetPadValue if the kernel called it, else they are undefined ("random"): the emulator then
+// leaves them unwritten.
 namespace emu_detail {
 template <class T>
 inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t blockCount,
@@ -372,7 +378,9 @@ inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, 
     uint64_t rowUb = (lb + blockLen + rb + 31) / 32 * 32;
     uint64_t dstPitch = rowUb + dstGapBlocks * 32, srcPitch = blockLen + srcGapBytes;
     const bool first_fill = left == 0 && right == 0 && blockLen > 0;  // dummy = the row's first element
-    const bool pad_fill = (left != 0 || right != 0) && isPad;         // padding and dummy = paddingValue
+    const emu::ops::PadValue& reg = emu::ops::pad_value();
+    const bool pad_fill = (left != 0 || right != 0) && (isPad || reg.set);  // padding and dummy
+    if (!isPad && reg.set) std::memcpy(&padValue, reg.bytes, sizeof(T));    // SetPadValue's value
     emu::ops::SpanSet r, w;
     for (uint32_t i = 0; i < blockCount; ++i) {
         r.add(src, i * srcPitch, i * srcPitch + blockLen);
