@@ -65,6 +65,28 @@ extern "C" __global__ __aicore__ void trans(GM_ADDR x, GM_ADDR z, GM_ADDR s, uin
     gs.SetValue(0, v);
 }
 
+// GetReduceRepeatSumSpr reads the register ReduceSum set: bisheng syncs V -> S before it, so
+// the copy-out after it needs no V_MTE3 flag (only with auto-sync).
+extern "C" __global__ __aicore__ void spr(GM_ADDR x, GM_ADDR z, GM_ADDR s) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bx, bw, br;
+    pipe.InitBuffer(bx, 256 * sizeof(float));
+    pipe.InitBuffer(bw, 256 * sizeof(float));
+    pipe.InitBuffer(br, 8 * sizeof(float));
+    GlobalTensor<float> gx, gz, gs;
+    gx.SetGlobalBuffer((__gm__ float*)x, 256);
+    gz.SetGlobalBuffer((__gm__ float*)z, 8);
+    gs.SetGlobalBuffer((__gm__ float*)s, 8);
+    LocalTensor<float> lx = bx.Get<float>(), lw = bw.Get<float>(), lr = br.Get<float>();
+    DataCopy(lx, gx, 256);
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
+    ReduceSum(lr, lx, lw, 256);                 // @SRED
+    float v = GetReduceRepeatSumSpr<float>();
+    DataCopy(gz, lr, 8);                        // @SOUT
+    gs.SetValue(0, v);
+}
+
 // GlobalTensor::SetValue is not among the scalar calls auto-sync covers.
 extern "C" __global__ __aicore__ void gmset(GM_ADDR x, GM_ADDR z, uint32_t sync) {
     TPipe pipe;
@@ -263,6 +285,16 @@ def test_scalar_wait_orders_later_ops_only_when_there_is_a_dependency(arch):
     assert rep.ok and torch.equal(z, 3 * x) and s[0] == 3 * x[1]
     bad = run(SRC, [x, torch.zeros(64), torch.zeros(8), 0], kernel="trans", arch=arch)
     assert _races(bad) == {_lines("@MUL", "@OUT")}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reduce_spr_read_is_synced_after_the_vector_op(arch):
+    x = torch.randn(256)
+    z, s = torch.zeros(8), torch.zeros(8)
+    rep = run_source(SRC, "spr", [x, z, s], 1, arch=arch)
+    assert rep.ok and z[0] == s[0] and abs(s[0].item() - x.sum().item()) < 1e-3
+    bad = run(SRC, [x, torch.zeros(8), torch.zeros(8)], kernel="spr", arch=arch, auto_sync=False)
+    assert _races(bad) == {_lines("@SRED", "@SOUT")}
 
 
 @pytest.mark.parametrize("arch", ARCHS)

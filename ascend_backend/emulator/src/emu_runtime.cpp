@@ -780,6 +780,11 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
             if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, true, cur, clk, nullptr, &auto_pipes);
             else access(hist_of(x.owner, m), m, x.b, x.e, true, cur, clk, x.owner, &auto_pipes);
         }
+        // The reduction / sort special-register reads depend on the vector op that set them
+        // (no memory access to find): bisheng syncs V -> S before them.
+        if (auto_ok && c->kind == CoreKind::AIV && n_reads == 0 && n_writes == 0 && strncmp(op, "Get", 3) == 0 &&
+            strcmp(op, "GetValue") != 0)
+            auto_pipes |= 1u << (int)Pipe::V;
         if (auto_pipes) apply_auto_sync(c, pipe, e, auto_pipes, loc);
     }
     OpRec r{op, loc.line(), R_OP, (uint8_t)pipe, (uint8_t)(n_reads ? (int)reads[0].mem : 255),
