@@ -44,7 +44,10 @@ def bisheng_command(source_path: str, out_path: str, arch) -> list[str]:
     inc = [f"-I{cann}/include", f"-I{cann}/compiler/tikcpp/tikcfw",
            f"-I{cann}/compiler/tikcpp/tikcfw/impl", f"-I{cann}/compiler/tikcpp/tikcfw/interface"] if cann else []
     libs = [f"-L{cann}/lib64"] if cann else []
-    return ["bisheng", "-O2", "-std=c++17", f"--npu-arch={arch.bisheng_arch}", "-xasc", "-shared", "-fPIC",
+    # --cce-auto-sync=off: the device runs exactly the syncs the generated code carries, which
+    # are what the emulator checked (run_source(auto_sync=False)); bisheng's default is on.
+    return ["bisheng", "-O2", "-std=c++17", f"--npu-arch={arch.bisheng_arch}", "-xasc", "--cce-auto-sync=off",
+            "-shared", "-fPIC",
             *inc, source_path, "-o", out_path, *libs, "-lascendcl", "-lruntime"]
 
 
