@@ -564,10 +564,17 @@ def _mb(n: float) -> str:
 def cmd_cache(args: argparse.Namespace, out, err) -> int:
     """``tl-ascend cache info`` / ``tl-ascend cache prune [--all | --max-size SIZE]``."""
     from ascend_backend import buildcache
-    from ascend_backend.emulator.cache import _protect_current
+
+    with buildcache.guard(buildcache.cache_root(), f"running `cache {args.cache_command}`"):
+        return _cache_command(args, out)
+
+
+def _cache_command(args: argparse.Namespace, out) -> int:
+    from ascend_backend import buildcache
+    from ascend_backend.emulator.cache import protect_current
 
     if args.cache_command == "info":
-        i = buildcache.info(protect=_protect_current)
+        i = buildcache.info(protect=protect_current)
         where = "TL_ASCEND_CACHE_DIR" if i["root_from_env"] else "default; TL_ASCEND_CACHE_DIR moves it"
         out.write(f"cache: {i['root']} ({where})" + ("" if i["exists"] else ", does not exist yet") + "\n")
         cap = "TL_ASCEND_CACHE_MAX_MB" if i["cap_from_env"] else f"default {buildcache.DEFAULT_MAX_MB} MB"
@@ -579,7 +586,7 @@ def cmd_cache(args: argparse.Namespace, out, err) -> int:
                   "(removed by `tl-ascend cache prune` and after every build)\n")
         return EXIT_OK
     if args.all:
-        res = buildcache.prune(remove_all=True, protect=_protect_current, strict=True)
+        res = buildcache.prune(remove_all=True, protect=protect_current, strict=True)
     else:
         if args.max_size is not None:
             try:
@@ -589,7 +596,7 @@ def cmd_cache(args: argparse.Namespace, out, err) -> int:
             keep = False
         else:
             cap, keep = buildcache.max_bytes_from_env(), True
-        res = buildcache.prune(max_bytes=cap, keep_protected=keep, protect=_protect_current, strict=True)
+        res = buildcache.prune(max_bytes=cap, keep_protected=keep, protect=protect_current, strict=True)
     by_kind: dict[str, int] = {}
     for e in res.removed:
         by_kind[e.kind] = by_kind.get(e.kind, 0) + 1

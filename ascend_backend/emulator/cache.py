@@ -124,7 +124,7 @@ def emulator_hash() -> str:
     return h.hexdigest()[:20]
 
 
-def _protect_current(e: buildcache.Entry) -> bool:
+def protect_current(e: buildcache.Entry) -> bool:
     """The current emulator's runtime libraries and precompiled headers (the automatic prune keeps them)."""
     return e.kind in ("runtime", "pch") and emulator_hash() in e.name
 
@@ -135,7 +135,7 @@ def _publish(tmp_binary: Path, final: Path, ident: dict[str, Any]) -> str:
 
 
 def _housekeeping() -> None:
-    buildcache.auto_prune(_protect_current)
+    buildcache.auto_prune(protect_current)
 
 
 @contextmanager
