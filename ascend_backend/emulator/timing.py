@@ -7,8 +7,9 @@ measured on hardware.
 Model, per core: the scalar unit issues every instruction in program order
 (``issue_cycles`` each). An op on pipe P starts when it is issued, when P is free, and
 after every flag the pipe waited on; it occupies P for its busy cycles, and its result is
-visible ``gm_latency`` cycles later when it touches GM (requests are pipelined: the latency
-does not occupy the pipe). SetFlag on SRC fires when every earlier op of SRC is complete;
+visible ``gm_latency`` cycles later when it touches GM, or the path's documented
+first-instruction latency later for LoadData, Fixpipe and L1 -> BT/FB (requests are
+pipelined: the latency does not occupy the pipe). SetFlag on SRC fires when every earlier op of SRC is complete;
 WaitFlag holds the DST pipe (the scalar unit too when DST is S) until then. PipeBarrier<PIPE_ALL> holds the scalar unit
 until every pipe is idle. Cross-core sets reach the waiting core ``cross_core_latency``
 cycles after the setting pipe is idle. Blocks are list-scheduled, in index order, onto
@@ -37,8 +38,9 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "aiv_cores": 48,
         "groups": 24,                     # physical AI-core groups that run blocks
         # L1 -> L0 (MTE1) and the Fixpipe unit: devkit tests/perf/{load_data_perf,fixpipe_perf}
-        # README (theoretical bandwidth and fixed latency per path); an op occupies its pipe for
-        # latency + ceil(bytes / bandwidth), the READMEs' "TheoryCycle".
+        # README (theoretical bandwidth and fixed latency per path). A transfer occupies its pipe
+        # for ceil(bytes / bandwidth); its result is visible `latency` cycles later (the
+        # first-instruction latency: a burst of back-to-back transfers pays it once).
         "l1_to_l0a_bpc": 256,             # LoadData 2D L1 -> L0A (load_data_perf scenario 1)
         "l1_to_l0a_latency": 28,
         "l1_to_l0b_bpc": 128,             # LoadData 2D L1 -> L0B (scenario 2)
@@ -201,22 +203,25 @@ def fixpipe_bpc(arch: str, out_elems: int, out_bytes: int, dual: bool = False) -
     return bpc * (a["fixpipe_dual_dst_factor"] if dual else 1)
 
 
-def local_path(arch: str, src: str | None, dst: str | None, name: str = "") -> tuple[float, int]:
-    """(bytes per cycle, fixed latency) of an on-chip copy from ``src`` to ``dst`` by op ``name``
-    (load_data_perf README; undocumented paths: 128 B/cycle and ``local_copy_overhead``)."""
+def local_path(arch: str, src: str | None, dst: str | None, name: str = "") -> tuple[float, int, bool]:
+    """(bytes per cycle, fixed cycles, documented) of an on-chip copy from ``src`` to ``dst`` by op
+    ``name``. Documented paths (load_data_perf README): the fixed cycles are the path's
+    first-instruction latency, which delays the result but does not occupy the pipe. Other
+    paths: 128 B/cycle unless ``*_bpc`` says otherwise, and ``local_copy_overhead`` occupying it."""
     a = ASSUMPTIONS[arch]
     if src == "L1" and dst in ("L0A", "L0B"):
         bw = a["l1_to_l0a_bpc"] if dst == "L0A" else a["l1_to_l0b_bpc"]
         if "3D" in name:
-            return bw, int(a["load_3d_latency"])
+            return bw, int(a["load_3d_latency"]), True
         if "Transpose" in name:
-            return bw, int(a["load_transpose_latency"])
-        return bw, int(a["l1_to_l0a_latency"] if dst == "L0A" else a["l1_to_l0b_latency"])
-    table = {("L1", "BT"): ("l1_to_bt_bpc", "l1_to_bt_latency"), ("L1", "FB"): ("l1_to_fb_bpc", "l1_to_fb_latency"),
-             ("UB", "L1"): ("ub_to_l1_bpc", None), ("L1", "UB"): ("l1_to_ub_bpc", None)}
-    bw_key, lat_key = table.get((src, dst), (None, None))
-    bw = a[bw_key] if bw_key else 128
-    return bw, int(a[lat_key] if lat_key else a["local_copy_overhead"])
+            return bw, int(a["load_transpose_latency"]), True
+        return bw, int(a["l1_to_l0a_latency"] if dst == "L0A" else a["l1_to_l0b_latency"]), True
+    if (src, dst) == ("L1", "BT"):
+        return a["l1_to_bt_bpc"], int(a["l1_to_bt_latency"]), True
+    if (src, dst) == ("L1", "FB"):
+        return a["l1_to_fb_bpc"], int(a["l1_to_fb_latency"]), True
+    bw = {("UB", "L1"): a["ub_to_l1_bpc"], ("L1", "UB"): a["l1_to_ub_bpc"]}.get((src, dst), 128)
+    return bw, int(a["local_copy_overhead"]), False
 
 
 def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, macs: int, repeats: int,
@@ -242,11 +247,13 @@ def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, m
         if from_l0c:  # the Fixpipe output unit also bounds a write to GM
             bpc = min(bpc, fixpipe_bpc(arch, elems, nbytes))
         return int(a["gm_op_issue"] + math.ceil(nbytes / bpc)), int(a["gm_latency"])
-    if from_l0c:
+    if from_l0c:  # the Fixpipe unit's first-instruction latency: the result is visible after it
         bw = fixpipe_bpc(arch, elems, nbytes, dual=repeats >= 2)
-        return int(a["fixpipe_latency"] + math.ceil(nbytes / bw)), 0
-    bw, lat = local_path(arch, s, d, name)
-    return int(lat + math.ceil(nbytes / bw)), 0
+        return int(math.ceil(nbytes / bw)), int(a["fixpipe_latency"])
+    bw, fixed, documented = local_path(arch, s, d, name)
+    if documented:  # back-to-back transfers stream at the bandwidth; the latency delays the result
+        return int(math.ceil(nbytes / bw)), fixed
+    return int(fixed + math.ceil(nbytes / bw)), 0
 
 
 def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gts: list[int],

@@ -75,8 +75,7 @@ def test_cost_formulas():
     L1, L0B = 2, 4
     c220, _ = timing.op_cost("dav-c220", 3, L1, L0B, 32768, 0, 0, 0)
     c3510, _ = timing.op_cost("dav-3510", 3, L1, L0B, 32768, 0, 0, 0)
-    b = timing.ASSUMPTIONS["dav-3510"]
-    assert c220 - a["l1_to_l0b_latency"] == 2 * (c3510 - b["l1_to_l0b_latency"])
+    assert c220 == 2 * c3510
     # a 128x128x64 fp16 Mmad: 8 x 8 output fractals x 64/16 K steps (= 1M MACs / 4096 per cycle)
     assert timing.op_cost("dav-3510", 2, 3, 5, 64 * 2, 64, 128 * 128 * 64, 64) == (256, 0)
     # an Mmad without the operand record: the 16-bit rate on the MAC count
@@ -119,15 +118,35 @@ def test_mmad_dtype_ratios():
 def test_load_data_cost_per_path(arch):
     a = timing.ASSUMPTIONS[arch]
     nbytes = 128 * 64 * 2
+    # (busy = bytes / bandwidth, then the path's first-instruction latency until the result is visible)
     for dst, bw, lat in [(L0A, "l1_to_l0a_bpc", "l1_to_l0a_latency"), (L0B_, "l1_to_l0b_bpc", "l1_to_l0b_latency")]:
-        want = a[lat] + -(-nbytes // int(a[bw]))
-        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0, name="LoadData") == (want, 0)
-        tr = a["load_transpose_latency"] + -(-nbytes // int(a[bw]))
-        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0, name="LoadDataWithTranspose") == (tr, 0)
-        d3 = a["load_3d_latency"] + -(-nbytes // int(a[bw]))
-        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0, name="LoadData3DV2") == (d3, 0)
-    assert timing.op_cost(arch, MTE1, L1_, BT, 1024, 0, 0, 0) == (a["l1_to_bt_latency"] + 1024 // 32, 0)
-    assert timing.op_cost(arch, FIX, L1_, FB, 1024, 0, 0, 0) == (a["l1_to_fb_latency"] + 1024 // 32, 0)
+        busy = -(-nbytes // int(a[bw]))
+        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0, name="LoadData") == (busy, a[lat])
+        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0,
+                              name="LoadDataWithTranspose") == (busy, a["load_transpose_latency"])
+        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0, name="LoadData3DV2") == (busy, a["load_3d_latency"])
+    assert a["l1_to_bt_bpc"] == a["l1_to_fb_bpc"] == 32
+    assert timing.op_cost(arch, MTE1, L1_, BT, 1024, 0, 0, 0) == (1024 // 32, a["l1_to_bt_latency"])
+    assert timing.op_cost(arch, FIX, L1_, FB, 1024, 0, 0, 0) == (1024 // 32, a["l1_to_fb_latency"])
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_load_data_latency_is_paid_once_per_burst(arch):
+    # four back-to-back LoadData, then SetFlag<MTE1_M> / WaitFlag and an Mmad: the transfers stream
+    # at the bandwidth and the Mmad starts one latency after the last (load_data_perf's costing of
+    # a loop of LoadData: latency + all bytes / bandwidth)
+    a = timing.ASSUMPTIONS[arch]
+    load = [0, MTE1, 0, 1, L1_, L0A, 2048, 0, 0, 0]
+    mmad = [0, M_PIPE, 1, 2, L0A, L0C, 64 * 2, 64, 64 * 64 * 64, 16]
+    ops = [load, load, load, load, [1, MTE1, 2, 3, MTE1, M_PIPE, 0, 0, 0, 0],
+           [2, M_PIPE, 3, 4, MTE1, M_PIPE, 0, 0, 0, 0, 0, 4], mmad]
+    tr = {"names": ["LoadData", "Mmad", "SetFlag", "WaitFlag"], "threads": [{"block": 0, "core": "AIC", "ops": ops}]}
+    t, tl = timing.model(tr, arch, 1)
+    per = 2048 // int(a["l1_to_l0a_bpc"])
+    starts = [e[4] for e in tl[:4]]
+    assert [s - starts[0] for s in starts] == [0, per, 2 * per, 3 * per]
+    assert tl[4][4] == starts[0] + 4 * per + a["l1_to_l0a_latency"]
+    assert t["busy_percent"]["MTE1"] == pytest.approx(100 * 4 * per / t["total_cycles"])
 
 
 @pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
@@ -138,10 +157,10 @@ def test_fixpipe_cost_per_path(arch):
     # 64 output elements per cycle x destination size, at most 128 B/cycle (fixpipe_perf README)
     for dsz, bpc in [(2, 128), (1, 64), (4, 128)]:
         assert bpc == min(64 * dsz, 128)
-        assert timing.op_cost(arch, FIX, L0C, L1_, e * dsz, e, 0, 0) == (lat + e * dsz // bpc, 0)
+        assert timing.op_cost(arch, FIX, L0C, L1_, e * dsz, e, 0, 0) == (e * dsz // bpc, lat)
     if arch == "dav-3510":  # L0C -> UB: fp32 128 B/cycle, 256 with both AIVs (dual destination)
-        assert timing.op_cost(arch, FIX, L0C, UB, e * 4, e, 0, 0) == (lat + e * 4 // 128, 0)
-        assert timing.op_cost(arch, FIX, L0C, UB, e * 4, e, 0, 2) == (lat + e * 4 // 256, 0)
+        assert timing.op_cost(arch, FIX, L0C, UB, e * 4, e, 0, 0) == (e * 4 // 128, lat)
+        assert timing.op_cost(arch, FIX, L0C, UB, e * 4, e, 0, 2) == (e * 4 // 256, lat)
     # to GM: the core's GM write rate, bounded by the Fixpipe output rate (int8 out: 64 B/cycle)
     r = timing.gm_rates(arch, 1, 1.0)
     busy, glat = timing.op_cost(arch, FIX, L0C, GM, e, e, 0, 0, r)
@@ -283,5 +302,6 @@ def test_cube_ops_report_their_dtype_to_the_model(arch):
     # documented ratios: fp32 vs fp16 = 4096/1024 (dav-c220) or 4096/256 (dav-3510); int8 twice as fast
     assert fp32 == fp16 * (4 if arch == "dav-c220" else 16)
     assert int8 * 2 == fp16
-    # Fixpipe fp32 -> fp16 into L1: 64 output elements per cycle
-    assert fix == a["fixpipe_latency"] + 128 * 128 // 64
+    # Fixpipe fp32 -> fp16 into L1: 64 output elements per cycle, then its latency (nothing follows it)
+    assert fix == 128 * 128 // 64
+    assert rep.timing["total_cycles"] == ops[-1]["end"] + a["fixpipe_latency"]
