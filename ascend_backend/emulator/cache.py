@@ -240,7 +240,8 @@ def pch_dir(arch: str) -> Path | None:
     gch = d / "kernel_operator.h.gch"
     ident = buildcache.identity("pch", d.name, arch=arch, emulator_hash=emulator_hash(), cxx=cxx(), flags=flags)
     key = str(gch)
-    if _pch_checked.get(key) and gch.is_file():
+    if (_pch_checked.get(key) and gch.is_file()) or buildcache.verify(gch, ident, embedded=False):
+        _pch_checked[key] = True
         return d
     with _lock, _file_lock(d.name):
         if buildcache.verify(gch, ident, embedded=False):
