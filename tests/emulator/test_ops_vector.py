@@ -68,13 +68,14 @@ __aicore__ inline void body(GM_ADDR x, GM_ADDR y, GM_ADDR out, int op) {
         case 34: WholeReduceMax(lo, lx, REP, N / REP, 1, 1, 8); break;
         case 35: WholeReduceMax(lo, lx, REP / 2, N / REP, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE); break;
         // compare / select: lo = x < y ? x : y via a bit mask in lt
-        case 40: { LocalTensor<uint8_t> mk = lt.template ReinterpretCast<uint8_t>();
+        // Compare/Select take half/float on A2/A3 (bf16 only on the 950): not instantiated for bf16
+        case 40: if constexpr (!std::is_same_v<T, bfloat16_t>) { LocalTensor<uint8_t> mk = lt.template ReinterpretCast<uint8_t>();
                    Compare(mk, lx, ly, CMPMODE::LT, N); PipeBarrier<PIPE_V>();
                    Select(lo, mk, lx, ly, SELMODE::VSEL_TENSOR_TENSOR_MODE, N); break; }
-        case 41: { LocalTensor<uint8_t> mk = lt.template ReinterpretCast<uint8_t>();
+        case 41: if constexpr (!std::is_same_v<T, bfloat16_t>) { LocalTensor<uint8_t> mk = lt.template ReinterpretCast<uint8_t>();
                    CompareScalar(mk, lx, s, CMPMODE::GE, N); PipeBarrier<PIPE_V>();
                    Select(lo, mk, lx, T(-2.0f), SELMODE::VSEL_TENSOR_SCALAR_MODE, N); break; }
-        case 42: { LocalTensor<uint8_t> mk = lt.template ReinterpretCast<uint8_t>();
+        case 42: if constexpr (!std::is_same_v<T, bfloat16_t>) { LocalTensor<uint8_t> mk = lt.template ReinterpretCast<uint8_t>();
                    Compare(mk, lx, ly, CMPMODE::EQ, N); PipeBarrier<PIPE_V>();
                    LocalTensor<T> mt = mk.template ReinterpretCast<T>();
                    DataCopy(lo, mt, (uint32_t)(N / 8 / sizeof(T))); break; }
@@ -265,17 +266,26 @@ def test_compare_select(arch, dti):
 
 @pytest.mark.parametrize("arch", ARCHES)
 def test_mask_errors(arch):
-    """A mask wider than one repeat and a non-32-byte DataCopy are reported as invalid_param."""
+    """mask[1] != 0 for a 32-bit type is invalid_param; a continuous mask above one repeat's
+    elements counts as a full repeat (mask page: out-of-range masks use the type's maximum)."""
     src = r'''
 #include "kernel_operator.h"
 using namespace AscendC;
 extern "C" __global__ __aicore__ void bad(GM_ADDR x, int32_t which) {
     TPipe pipe; TBuf<TPosition::VECCALC> b; pipe.InitBuffer(b, 4096);
+    GlobalTensor<float> g; g.SetGlobalBuffer((__gm__ float*)x, 128);
     LocalTensor<float> t = b.Get<float>();
+    Duplicate(t, 1.0f, 128);
+    PipeBarrier<PIPE_V>();
     if (which == 0) Add(t, t, t, (uint64_t)65, 1, BinaryRepeatParams());
     else { uint64_t m[2] = {1, 1}; Add(t, t, t, m, 1, BinaryRepeatParams()); }
+    SetFlag<HardEvent::V_MTE3>(0); WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(g, t, 128);
 }
 '''
-    for which in (0, 1):
-        rep = run(src, "bad", [torch.zeros(8), which], arch=arch, kernel_type="aiv")
-        assert any("invalid_param" in str(e) for e in rep.get("errors", [])), rep
+    x = torch.zeros(128)
+    rep = run(src, "bad", [x, 0], arch=arch, kernel_type="aiv")
+    check_ok(rep)
+    assert (x[:64] == 2).all() and (x[64:] == 1).all()
+    rep = run(src, "bad", [torch.zeros(128), 1], arch=arch, kernel_type="aiv")
+    assert any("invalid_param" in str(e) for e in rep.get("errors", [])), rep

@@ -12,6 +12,11 @@
 
 namespace emu::ops {
 
+// The value SetPadValue (emu_vector_ext.h) set for DataCopyPad GM -> UB padding: `set` is
+// false until a kernel calls it; `bytes` hold the value's bit pattern (per core).
+struct PadValue { bool set = false; uint8_t bytes[8] = {}; };
+inline PadValue& pad_value() { thread_local PadValue v; return v; }
+
 // ---------------------------------------------------------------- spans and recording
 // A span of `tensor`'s bytes [b, e) relative to the tensor start. Built from the contract's
 // emu_span(count) so that whatever the core puts in a Span (memory, address) stays right.

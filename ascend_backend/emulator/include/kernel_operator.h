@@ -8,4 +8,5 @@
 #include "emu_copy.h"
 #include "emu_cube.h"
 #include "emu_vector.h"
+#include "emu_vector_ext.h"
 #include "emu_entry.h"
