@@ -93,7 +93,7 @@ def test_read_only_cache_dir_by_chmod(tmp_path, monkeypatch):
             pass
         else:
             pytest.skip("chmod does not deny writes here (running as root); "
-                        "test_read_only_cache_dir_simulated covers the error path")
+                        "test_read_only_or_full_cache_dir_simulated covers the error path")
         monkeypatch.setenv("TL_ASCEND_CACHE_DIR", str(d))
         with pytest.raises(EmulatorEnvironmentError) as ei:
             _run_fill()
