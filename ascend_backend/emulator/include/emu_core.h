@@ -65,6 +65,9 @@ struct Span {
     uint64_t begin, end;
     int8_t core = -1;
 };
+// What the timing model costs (docs/emulator-internals.md): copies `bytes`; vector ops
+// `repeats`/`bytes`; Mmad `macs`, `repeats` = 16x16 output fractals, `elems` = K and
+// `bytes` = K x operand size (the dtype rate); Fixpipe `elems`/`bytes` written.
 struct Cost {
     uint64_t bytes = 0, elems = 0, macs = 0;
     uint32_t repeats = 0;
