@@ -94,8 +94,10 @@ class AscendKernel:
         else:
             from .emulator import run_source
 
+            # Generated code carries every sync it needs and is built with --cce-auto-sync=off
+            # on the NPU (npu.py), so it is checked without bisheng's automatic syncs.
             self.last_report = run_source(self.kernel_source, self.name, full, self.block_dim,
-                                          arch=self.arch.name, strict=self.strict)
+                                          arch=self.arch.name, strict=self.strict, auto_sync=False)
         if allocate:
             return outputs[0] if len(outputs) == 1 else outputs
         return None
