@@ -371,7 +371,7 @@ def _compile(sel: Selected, arch: str, dump: set[str]):
 # ---------------------------------------------------------------------------------------------
 def cmd_inspect(args: argparse.Namespace, out, err) -> int:
     from ascend_backend.pipeline import STAGES
-    from ascend_backend.reports import render_memory_map, render_sync_table
+    from ascend_backend.reports import render_memory_map, render_sync_table, sync_table
 
     stages: list[str] = []
     for s in args.stage or ():
@@ -392,18 +392,20 @@ def cmd_inspect(args: argparse.Namespace, out, err) -> int:
     sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
     ir_stages = [s for s in stages if s in STAGES]
     result = _compile(sel, args.arch, set(ir_stages))
-    kernel = result.kernel
-    out.write(f"# kernel {kernel.name} from {args.file} ({sel.how}); arch {kernel.arch.name}, "
-              f"type {kernel.kernel_type}, block_dim {kernel.block_dim}\n")
+    program = result.program
+    kinds = ", ".join(lc.kernel_type.value for lc in program.launches)
+    blocks = ", ".join(str(lc.block_dim) for lc in program.launches)
+    out.write(f"# kernel {program.name} from {args.file} ({sel.how}); arch {program.arch.name}, "
+              f"type {kinds}, block_dim {blocks}\n")
     console = _console(out)
     for s in stages:
         if s == "memory":
             _heading(out, "memory map")
-            console.print(render_memory_map(kernel))
+            console.print(render_memory_map(program))
         elif s == "sync":
             _heading(out, "sync table")
-            if kernel.flags:
-                console.print(render_sync_table(kernel))
+            if sync_table(program):
+                console.print(render_sync_table(program))
             else:
                 out.write("(no SetFlag/WaitFlag pairs: no cross-pipe dependency in this kernel)\n")
         elif s == "codegen":
@@ -497,7 +499,7 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
     table = Table(title=f"outputs of {kernel.name} vs reference (atol={case.atol}, rtol={case.rtol})")
     for col in ("output", "shape", "dtype", "max abs error", "mismatched", "result"):
         table.add_column(col, justify="right" if col in ("max abs error", "mismatched") else "left")
-    params = kernel.kernel.params
+    params = kernel.params
     for idx, exp in zip(case.outputs, expected, strict=True):
         got = run_args[idx]
         g, e = got.float(), exp.float()
@@ -529,17 +531,17 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
     module = load_module(args.file)
     sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
     result = _compile(sel, args.arch, set())
-    kernel = result.kernel
+    kernel = result.program
     out_dir = args.out or os.path.join("build", kernel.name)
     os.makedirs(out_dir, exist_ok=True)
     src = os.path.join(out_dir, f"{kernel.name}.cpp")
     lib = os.path.join(out_dir, f"lib{kernel.name}.so")
     with open(src, "w") as f:
         f.write(result.source)
-        f.write(host_wrapper(kernel.name, kernel.params))
+        f.write(host_wrapper(kernel))
     cmd = bisheng_command(src, lib, get_arch(args.arch))
     out.write(f"# kernel {kernel.name} from {args.file} ({sel.how}); arch {args.arch}, block_dim "
-              f"{kernel.block_dim}\n")
+              f"{kernel.launch.block_dim}\n")
     out.write(f"wrote {src} (the kernel and a host wrapper launch_{kernel.name}(block_dim, stream, ...))\n")
     out.write("bisheng command:\n")
     out.write(shlex.join(cmd) + "\n")

@@ -11,8 +11,28 @@ from __future__ import annotations
 import tvm
 from tvm import tirx
 
+from .dtypes import dtype, known
 from .errors import SrcLoc, UnsupportedError
-from .ir import Buffer, Kernel, Loop, Param, TileOp
+from .ir import (
+    Buffer,
+    BufferKind,
+    GridAxis,
+    Kernel,
+    Launch,
+    Loop,
+    LoopKind,
+    ParallelStore,
+    Param,
+    Program,
+    ReduceKind,
+    Region,
+    Scope,
+    TileCopy,
+    TileFill,
+    TileGemm,
+    TileParallel,
+    TileReduce,
+)
 
 _TILE_OPS = {
     "tl.tileop.copy": "copy",
@@ -61,7 +81,7 @@ class _Importer:
         self.last_loc: SrcLoc | None = None
 
     # -- helpers
-    def _add_buffer(self, buf, kind: str, loc: SrcLoc | None) -> str:
+    def _add_buffer(self, buf, kind: BufferKind, loc: SrcLoc | None) -> str:
         name = str(buf.name)
         base, n = name, 1
         while name in self.buffers:
@@ -76,7 +96,10 @@ class _Importer:
                     hint="give the kernel static shapes (the ascendc target compiles one kernel per shape)",
                 )
             shape.append(int(s))
-        self.buffers[name] = Buffer(name=name, shape=tuple(shape), dtype=str(buf.dtype), kind=kind, loc=loc)
+        if not known(buf.dtype):
+            raise UnsupportedError(f"buffer '{buf.name}' has dtype {buf.dtype}, which the ascendc target does not know",
+                                   loc=loc, hint="use float16, bfloat16, float32 or an integer type")
+        self.buffers[name] = Buffer(name=name, shape=tuple(shape), dtype=dtype(buf.dtype), kind=kind, loc=loc)
         self.tvm_buffers[buf] = name
         return name
 
@@ -86,28 +109,25 @@ class _Importer:
         return self.tvm_buffers[buf]
 
     # -- entry
-    def run(self) -> Kernel:
+    def run(self) -> Program:
         params = []
         for p in self.func.params:
             if p in self.func.buffer_map:
                 buf = self.func.buffer_map[p]
                 loc = buffer_loc(buf)
-                name = self._add_buffer(buf, "param", loc)
-                self.buffers[name].scope = "GM"
-                params.append(Param(name=name, kind="tensor", dtype=str(buf.dtype), buffer=name, var=p))
+                name = self._add_buffer(buf, BufferKind.PARAM, loc)
+                self.buffers[name].scope = Scope.GM
+                params.append(Param(name=name, dtype=dtype(buf.dtype), buffer=name, var=p))
             else:
-                params.append(Param(name=str(p.name), kind="scalar", dtype=str(p.dtype), var=p))
+                if not known(p.dtype):
+                    raise UnsupportedError(f"scalar argument '{p.name}' has dtype {p.dtype}, which the ascendc target "
+                                           "does not know")
+                params.append(Param(name=str(p.name), dtype=dtype(p.dtype), var=p))
         body = self._strip_launch(self.func.body)
         stmts = self._stmts(body)
-        return Kernel(
-            name=self.name,
-            params=params,
-            grid=self.grid,
-            buffers=self.buffers,
-            body=stmts,
-            arch=self.arch,
-            source_file=self.first_loc.file if self.first_loc else None,
-        )
+        launch = Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=self.buffers, body=stmts)})
+        return Program(name=self.name, arch=self.arch, params=params, launches=[launch],
+                       source_file=self.first_loc.file if self.first_loc else None)
 
     def _strip_launch(self, stmt):
         """Peel the block bindings, launch-thread binds and root blocks; collect allocations."""
@@ -116,15 +136,14 @@ class _Importer:
                 tag = str(stmt.thread_binding.thread_tag)
                 if not tag.startswith("blockIdx"):
                     raise UnsupportedError(f"thread binding '{tag}' is not supported", loc=stmt_loc(stmt))
-                self.grid.append((stmt.loop_var, int(stmt.extent), tag))
+                self.grid.append(GridAxis(stmt.loop_var, int(stmt.extent), tag))
                 stmt = stmt.body
             elif isinstance(stmt, tirx.SBlockRealize):
                 stmt = stmt.block
             elif isinstance(stmt, tirx.SBlock):
                 for buf in stmt.alloc_buffers:
                     scope = str(buf.scope())
-                    kind = "fragment" if "fragment" in scope or scope.startswith("local") else "shared"
-                    self._add_buffer(buf, kind, buffer_loc(buf))
+                    self._add_buffer(buf, _kind_of(scope), buffer_loc(buf))
                 stmt = stmt.body
             elif isinstance(stmt, tirx.SeqStmt):
                 rest = [s for s in stmt.seq if not self._is_launch_bind(s)]
@@ -167,7 +186,7 @@ class _Importer:
                     var=stmt.loop_var,
                     extent=stmt.extent,
                     body=self._stmts(stmt.body),
-                    kind="pipelined" if "num_stages" in ann else "serial",
+                    kind=LoopKind.PIPELINED if "num_stages" in ann else LoopKind.SERIAL,
                     num_stages=max(1, stages),
                     loc=loc,
                 )
@@ -176,8 +195,7 @@ class _Importer:
             inner = stmt.block if isinstance(stmt, tirx.SBlockRealize) else stmt
             for buf in inner.alloc_buffers:
                 scope = str(buf.scope())
-                kind = "fragment" if "fragment" in scope or scope.startswith("local") else "shared"
-                self._add_buffer(buf, kind, buffer_loc(buf))
+                self._add_buffer(buf, _kind_of(scope), buffer_loc(buf))
             return self._stmts(inner.body)
         if isinstance(stmt, tirx.BufferStore):
             raise UnsupportedError(
@@ -200,7 +218,7 @@ class _Importer:
         self.last_loc = loc
         return loc
 
-    def _parallel(self, stmt, loc) -> TileOp:
+    def _parallel(self, stmt, loc) -> TileParallel:
         loop_vars, extents = [], []
         body = stmt
         while isinstance(body, tirx.For) and body.kind == tirx.ForKind.PARALLEL:
@@ -224,20 +242,20 @@ class _Importer:
         collect(body)
         for s, _ in stores:
             self.buffer_name(s.buffer)  # validate
-        return TileOp(op="parallel", args={"vars": loop_vars, "extents": extents, "stores": stores}, loc=loc)
+        return TileParallel(vars=tuple(loop_vars), extents=tuple(extents),
+                            stores=tuple(ParallelStore(st, sl) for st, sl in stores), loc=loc)
 
-    def _region(self, arg, loc):
+    def _region(self, arg, loc) -> Region:
         """Decode a ``tl.region(buf[base...], access, extents...)`` (or a BufferLoad/Buffer)."""
         if isinstance(arg, tirx.Call) and str(arg.op.name) == "tl.region":
             load = arg.args[0]
-            extents = [int(e) if isinstance(e, tirx.IntImm) else e for e in arg.args[2:]]
-            return {"buffer": self.buffer_name(load.buffer), "base": list(load.indices), "extents": extents}
+            extents = tuple(int(e) if isinstance(e, tirx.IntImm) else e for e in arg.args[2:])
+            return Region(self.buffer_name(load.buffer), tuple(load.indices), extents)
         if isinstance(arg, tirx.BufferLoad):
-            return {"buffer": self.buffer_name(arg.buffer), "base": list(arg.indices),
-                    "extents": [1] * len(arg.indices)}
+            return Region(self.buffer_name(arg.buffer), tuple(arg.indices), (1,) * len(arg.indices))
         raise UnsupportedError(f"unexpected tile-op operand {arg}", loc=loc)
 
-    def _tile_call(self, call, loc) -> TileOp:
+    def _tile_call(self, call, loc):
         if not isinstance(call, tirx.Call):
             raise UnsupportedError(f"expression statement {call} is not supported", loc=loc)
         name = str(call.op.name) if hasattr(call.op, "name") else str(call.op)
@@ -251,34 +269,19 @@ class _Importer:
         op = _TILE_OPS[name]
         a = call.args
         if op == "copy":
-            return TileOp(op="copy", args={"src": self._region(a[0], loc), "dst": self._region(a[1], loc)}, loc=loc)
+            return TileCopy(src=self._region(a[0], loc), dst=self._region(a[1], loc), loc=loc)
         if op == "fill":
-            return TileOp(op="fill", args={"dst": self._region(a[0], loc), "value": a[1]}, loc=loc)
+            return TileFill(dst=self._region(a[0], loc), value=a[1], loc=loc)
         if op == "reduce":
-            return TileOp(
-                op="reduce",
-                args={
-                    "src": self._region(a[0], loc),
-                    "dst": self._region(a[1], loc),
-                    "type": str(a[2].value) if hasattr(a[2], "value") else str(a[2]),
-                    "dim": int(a[3]),
-                    "clear": bool(a[4]),
-                },
-                loc=loc,
-            )
+            kind = str(a[2].value) if hasattr(a[2], "value") else str(a[2])
+            if kind not in {k.value for k in ReduceKind}:
+                raise UnsupportedError(f"T.reduce_{kind} is not supported (sum, max, min are)", loc=loc)
+            return TileReduce(src=self._region(a[0], loc), dst=self._region(a[1], loc), kind=ReduceKind(kind),
+                              dim=int(a[3]), clear=bool(a[4]), loc=loc)
         # gemm: A, B, C, trans_A, trans_B, M, N, K, policy, clear_accum, ...
-        return TileOp(
-            op="gemm",
-            args={
-                "A": self._region(a[0], loc),
-                "B": self._region(a[1], loc),
-                "C": self._region(a[2], loc),
-                "trans_A": bool(a[3]),
-                "trans_B": bool(a[4]),
-                "clear_accum": bool(a[9]) if len(a) > 9 else False,
-            },
-            loc=loc,
-        )
+        return TileGemm(a=self._region(a[0], loc), b=self._region(a[1], loc), c=self._region(a[2], loc),
+                        trans_a=bool(a[3]), trans_b=bool(a[4]), clear_accum=bool(a[9]) if len(a) > 9 else False,
+                        loc=loc)
 
 
 def _inline_binds(seq) -> list:
@@ -321,7 +324,11 @@ def _find_call_line(after: SrcLoc | None, stmt) -> SrcLoc | None:
     return None
 
 
-def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Kernel:
+def _kind_of(scope: str) -> BufferKind:
+    return BufferKind.FRAGMENT if "fragment" in scope or scope.startswith("local") else BufferKind.SHARED
+
+
+def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Program:
     """Import ``func`` into the kernel IR (stage ``frontend``)."""
     if not isinstance(func, tirx.PrimFunc):
         raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}")
@@ -329,11 +336,11 @@ def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Kerne
     kname = _c_identifier(gname)
     if kname == "main":
         kname = "main_kernel"  # `main` is reserved for the C++ entry point
-    kernel = _Importer(func, kname, arch).run()
-    if not kernel.grid:
+    program = _Importer(func, kname, arch).run()
+    if not program.launches[0].grid:
         raise UnsupportedError("the kernel has no `with T.Kernel(...)` block",
                                hint="wrap the body in T.Kernel(grid...)")
-    return kernel
+    return program
 
 
 def _c_identifier(s: str) -> str:

@@ -55,19 +55,29 @@ def bisheng_command(source_path: str, out_path: str, arch) -> list[str]:
             *inc, source_path, "-o", out_path, *libs, "-lascendcl", "-lruntime"]
 
 
-def host_wrapper(name: str, params: list, workspace: bool = False) -> str:
+def host_wrapper(program) -> str:
+    """A C entry ``launch_<name>(block_dim, stream, args...)`` that launches the kernel with <<<>>>:
+    tensors as device pointers, scalars of their own C type (16-bit floats as float, converted by
+    the call), then the GM workspace when the program has one."""
     decl, call = [], []
-    for p in params:
-        if p.kind == "tensor":
-            decl.append(f"uint8_t* {p.name}")
-        else:
-            decl.append(f"{'float' if 'float' in p.dtype else 'int32_t'} {p.name}")
+    for p in program.params:
+        decl.append(f"uint8_t* {p.name}" if p.is_tensor else f"{p.dtype.host_ctype} {p.name}")
         call.append(p.name)
-    if workspace:
+    if program.workspace_bytes:
         decl.append("uint8_t* workspace")
         call.append("workspace")
+    name = program.name
     return (f'\nextern "C" void launch_{name}(uint32_t block_dim, void* stream{", " if decl else ""}'
             f'{", ".join(decl)}) {{\n    {name}<<<block_dim, nullptr, stream>>>({", ".join(call)});\n}}\n')
+
+
+def _ctype_arg(dtype, value):
+    """A ctypes value for a scalar argument passed as ``dtype.host_ctype``."""
+    table = {"float": ctypes.c_float, "double": ctypes.c_double, "int8_t": ctypes.c_int8, "int16_t": ctypes.c_int16,
+             "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64, "uint8_t": ctypes.c_uint8,
+             "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
+             "bool": ctypes.c_bool}
+    return table[dtype.host_ctype](value)
 
 
 def _bisheng_build(source_path: str, out_path: str, arch) -> None:
@@ -113,29 +123,27 @@ def npu_library(full_source: str, name: str, arch, build: Callable[[str, str, An
 class NpuLauncher:
     """Builds a kernel with bisheng once and launches it on the current NPU stream."""
 
-    def __init__(self, source: str, name: str, params: list, arch, workspace: bool = False) -> None:
+    def __init__(self, source: str, program) -> None:
         reason = npu_unavailable_reason()
         if reason:
             raise RuntimeUnavailableError(f"cannot run on an NPU: {reason}", hint="use runtime='emulator'")
-        self.name, self.params, self.arch = name, params, arch
-        self.workspace = workspace
-        lib = npu_library(source + host_wrapper(name, params, workspace), name, arch)
+        self.program = program
+        name, arch = program.name, program.arch
+        lib = npu_library(source + host_wrapper(program), name, arch)
         self.lib = ctypes.CDLL(str(lib))
         self.fn = getattr(self.lib, f"launch_{name}")
 
     def __call__(self, block_dim: int, args: list) -> None:
+        """Launch on the current stream; ``args`` are the kernel's arguments, workspace last."""
         import torch
 
         stream = torch.npu.current_stream().npu_stream
         cargs = [ctypes.c_uint32(block_dim), ctypes.c_void_p(stream)]
-        if self.workspace:
-            params = [*self.params, type("P", (), {"kind": "tensor"})()]
-        else:
-            params = self.params
-        for p, a in zip(params, args, strict=True):
-            if p.kind == "tensor":
+        for n, a in enumerate(args):
+            p = self.program.params[n] if n < len(self.program.params) else None
+            if p is None or p.is_tensor:  # a tensor, or the workspace after the parameters
                 cargs.append(ctypes.c_void_p(a.data_ptr()))
             else:
-                cargs.append(ctypes.c_float(a) if "float" in p.dtype else ctypes.c_int32(a))
+                cargs.append(_ctype_arg(p.dtype, a))
         self.fn(*cargs)
         torch.npu.synchronize()

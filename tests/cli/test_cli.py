@@ -96,7 +96,7 @@ def test_inspect_each_stage(capsys, stage):
     if stage == "codegen":
         assert "Mmad" in body and "Fixpipe" in body
     else:
-        assert "kernel gemm" in body and "gemm.py:" in body
+        assert "program gemm" in body and "gemm.py:" in body
 
 
 def test_inspect_stages_differ(capsys):
@@ -511,3 +511,23 @@ def test_inspect_modern_style_ascend_jit(tmp_path, capsys):
     rc, out, err = cli(capsys, "inspect", path, "--param", "M=64", "--param", "N=128", "--stage", "codegen")
     assert rc == 0, err
     assert "Add(a, a, b, 2048);" in out and "block_dim = 4" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# every stage of every example, both arches
+# ---------------------------------------------------------------------------------------------
+EXAMPLES = sorted(os.path.join(EX, f) for f in os.listdir(EX) if f.endswith(".py"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+@pytest.mark.parametrize("arch", ["dav-3510", "dav-c220"])
+def test_inspect_every_stage_of_every_example(capsys, path, arch):
+    rc, out, err = cli(capsys, "inspect", path, "--arch", arch, "--stage", "all")
+    assert rc == 0, err
+    assert "Traceback" not in out + err
+    for stage in STAGES:
+        title = "frontend IR" if stage == "frontend" else ("codegen (Ascend C)" if stage == "codegen"
+                                                           else f"after {stage}")
+        assert f"==== {title} ====" in out, stage
+    # the IR after the last pass is a whole program; the source is there too
+    assert out.count("program ") >= len(STAGES) - 1 and "extern \"C\" __global__ __aicore__" in out
