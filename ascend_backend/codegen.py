@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import jinja2
 
-from .cexpr import cexpr, cname, float_literal
+from .cexpr import LOAD, cexpr, cname, float_literal
 from .dtypes import DType
 from .errors import InternalCompilerError, UnsupportedError
 from .ir import (
@@ -44,6 +44,7 @@ from .ir import (
     LoopKind,
     Mmad,
     PipeBarrier,
+    Print,
     Program,
     QuantMode,
     Rounding,
@@ -166,6 +167,51 @@ def scalar(v) -> str:
 
 def local_ctype(b) -> str:
     return "float" if b.scope is Scope.L0C else b.dtype.ctype
+
+
+def _flat(b, indices) -> str:
+    """The element offset of ``indices`` in buffer ``b`` (UB rows are ``pitch`` apart)."""
+    shape = list(b.shape)
+    if b.scope is Scope.UB and len(shape) == 2 and b.pitch:
+        shape[-1] = b.pitch
+    if len(indices) != len(shape):
+        raise UnsupportedError(f"'{b.name}' is indexed with {len(indices)} indices but has {len(shape)} dimensions")
+    terms = []
+    stride = 1
+    for i, n in reversed(list(zip(indices, shape, strict=True))):
+        txt = cexpr(i)
+        if txt != "0":
+            terms.append(txt if stride == 1 else f"({txt}) * {stride}")
+        stride *= int(n)
+    return " + ".join(reversed(terms)) if terms else "0"
+
+
+def scalar_access(kernel: Kernel, tvm_buffer, indices) -> tuple:
+    """(buffer, C++ lvalue-ish text) of one element read or written by the scalar unit."""
+    b = kernel.buffer_of(tvm_buffer)
+    flat = _flat(b, indices)
+    if b.scope is Scope.LOCAL:
+        return b, f"{b.name}[{flat}]"
+    if b.scope is Scope.UB:
+        return b, f"{b.name}.GetValue({flat})"
+    if b.scope is Scope.GM:
+        return b, f"{gm_tensor(b.name)}.GetValue({flat})"
+    raise UnsupportedError(f"the scalar unit cannot read '{b.name}' in {b.scope}; only scalar locals, vector tiles "
+                           "(UB) and global tensors", hint="copy the values into a T.alloc_fragment tile first")
+
+
+def _store(kernel: Kernel, s: ScalarStore) -> str:
+    b = kernel.buffers[s.buffer]
+    flat = _flat(b, s.indices)
+    value = cexpr(s.value)
+    if b.scope is Scope.LOCAL:
+        return f"{b.name}[{flat}] = {value};"
+    if b.scope is Scope.UB:
+        return f"{b.name}.SetValue({flat}, ({b.dtype.ctype})({value}));"
+    if b.scope is Scope.GM:
+        return f"{gm_tensor(b.name)}.SetValue({flat}, ({b.dtype.ctype})({value}));"
+    raise UnsupportedError(f"the scalar unit cannot write '{b.name}' in {b.scope}", loc=s.loc,
+                           hint="write element-wise code inside `for i, j in T.Parallel(...)`")
 
 
 # ---------------------------------------------------------------- one function per op kind
@@ -361,7 +407,15 @@ def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
                 _body(s.else_body, indent + 1, kernel, out)
             out.append(f"{pad}}}")
         elif isinstance(s, ScalarStore):
-            raise UnsupportedError(f"a scalar store to '{s.buffer}' is not supported yet", loc=s.loc)
+            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+            out.append(f"{pad}{_store(kernel, s)}{note}")
+        elif isinstance(s, Print):
+            value = cexpr(s.value)
+            fmt = "%lld" if "int" in str(s.value.dtype) else "%f"
+            cast = "(long long)" if fmt == "%lld" else "(double)"
+            label = s.label.replace('"', "'")
+            out.append(f'{pad}printf("{label} = {fmt}\\n", {cast}({value}));  // T.print'
+                       + (f", {_short_loc(s.loc)}" if s.loc else ""))
         elif isinstance(s, AscOp):
             lines = render_op(s).splitlines()
             if s.loc:
@@ -381,8 +435,14 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
             memories.append({"name": mem.value, "position": POSITION[mem], "var": f"{mem.value.lower()}_buf",
                              "used": kernel.memory_used[mem], "capacity": arch.capacity[mem]})
     locals_ = []
+    scalars = []
     for b in kernel.buffers.values():
-        if b.scope in (Scope.GM, Scope.LOCAL):
+        if b.scope is Scope.LOCAL:
+            where = f", {_short_loc(b.loc)}" if b.loc else ""
+            scalars.append({"name": b.name, "ctype": b.dtype.ctype, "count": b.numel,
+                            "desc": f"scalar local {b.name}{where}"})
+            continue
+        if b.scope is Scope.GM:
             continue
         if b.offset is None:
             raise InternalCompilerError(f"buffer {b.name} has no offset", stage="codegen")
@@ -407,8 +467,13 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
         block_index.append(f"const int32_t {v} = GetSubBlockIdx();  // this AIV's half of the rows: [{v} * {half}, "
                            f"+{half})")
     body: list = []
-    _body(kernel.body, indent, kernel, body)
-    return {"memories": memories, "locals": locals_, "block_index": block_index, "body": "\n".join(body)}
+    token = LOAD.set(lambda e: scalar_access(kernel, e.buffer, list(e.indices))[1])
+    try:
+        _body(kernel.body, indent, kernel, body)
+    finally:
+        LOAD.reset(token)
+    return {"memories": memories, "locals": locals_, "scalars": scalars, "block_index": block_index,
+            "body": "\n".join(body)}
 
 
 def _globals(program: Program, launch: Launch) -> list:

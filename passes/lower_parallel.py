@@ -378,12 +378,15 @@ class ParallelLowerer:
         )
 
     def _uses_domain(self, e) -> bool:
+        """Does ``e`` vary over the T.Parallel domain? A load at indices that do not (a scalar
+        local, one element of a tile or tensor) is a scalar the scalar unit reads."""
         found = []
 
         def visit(n):
             if isinstance(n, tirx.Var) and any(n.same_as(v) for v in self.vars):
                 found.append(n)
-            if isinstance(n, tirx.BufferLoad):
+            if isinstance(n, tirx.BufferLoad) and self.buffers[n.buffer.name].scope is not Scope.LOCAL and \
+                    any(self._uses_domain(i) for i in n.indices):
                 found.append(n)
 
         tirx.stmt_functor.post_order_visit(e, visit)

@@ -53,6 +53,7 @@ from ascend_backend.ir import (
     LoopKind,
     Mmad,
     Pipe,
+    Print,
     Program,
     QuantMode,
     Region,
@@ -150,7 +151,7 @@ class TileLowerer:
             elif isinstance(s, If):
                 out.append(dataclasses.replace(s, then_body=self.lower_body(s.then_body),
                                                else_body=self.lower_body(s.else_body)))
-            elif isinstance(s, ScalarStore):
+            elif isinstance(s, ScalarStore | Print):
                 out.append(s)
             else:
                 rule = self.RULES.get(type(s))
@@ -531,7 +532,7 @@ def verify_lowered(program: Program) -> None:
     a pipe of its core kind."""
     for _, core, k in program.kernels():
         for s in walk(k.body):
-            if isinstance(s, Loop | If | ScalarStore):
+            if isinstance(s, Loop | If | ScalarStore | Print):
                 continue
             if not isinstance(s, AscOp):
                 raise InternalCompilerError(f"{type(s).__name__} left after lowering", stage="lower_tile_ops")
