@@ -519,20 +519,14 @@ def _peer_memory(sec: dict, owner: Kernel, targets, arch, scope: Scope, label: s
                               "desc": desc.format(target=target, layout=b.layout)})
 
 
-def generate(program: Program) -> str:
-    """Ascend C source of a compiled Program (one launch)."""
-    from ascend_backend import __version__
-
-    launch = program.launch
+def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
+    """The kernel entry of one launch: its name, type, grid, parameters, GM tensors and sections."""
     arch = program.arch
-    src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
-    frame = {"version": __version__, "arch": arch.name, "source": src, "name": program.name,
-             "kernel_type": launch.kernel_type.value, "block_dim": launch.block_dim, "params": kernel_params(program),
-             "globals": _globals(program, launch), "workspace_bytes": program.workspace_bytes}
+    frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value, "block_dim": launch.block_dim,
+             "params": kernel_params(program), "globals": _globals(program, launch), "peer_ub": False}
     if not launch.mixed:
         (kernel,) = launch.kernels.values()
-        return _env().get_template("kernel.cpp.j2").render(
-            **frame, sections=[{"guard": None, **_section(kernel, launch, arch, 1, "GetBlockIdx()")}], peer_ub=False)
+        return {**frame, "sections": [{"guard": None, **_section(kernel, launch, arch, 1, "GetBlockIdx()")}]}
     aic, aiv = launch.kernels[Core.AIC], launch.kernels[Core.AIV]
     aic_sec = _section(aic, launch, arch, 2, "GetBlockIdx()")
     aiv_sec = _section(aiv, launch, arch, 2, "(GetBlockIdx() / GetTaskRation())")
@@ -548,9 +542,19 @@ def generate(program: Program) -> str:
                                             "slots", stage="codegen")
         _peer_memory(aiv_sec, aic, peers_l1, arch, Scope.L1, "L1 of the AIC (written by DataCopy UB -> L1)", "A1",
                      "peer_l1", "_l1_peer", "{target} in the AIC's L1 ({layout})")
+    return {**frame, "peer_ub": bool(peers_ub),
+            "sections": [{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}]}
+
+
+def generate(program: Program) -> str:
+    """Ascend C source of a compiled Program: one kernel entry per launch, launched in order."""
+    from ascend_backend import __version__
+
+    src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
+    kernels = [_launch_frame(program, n, lc) for n, lc in enumerate(program.launches)]
     return _env().get_template("kernel.cpp.j2").render(
-        **frame, peer_ub=bool(peers_ub),
-        sections=[{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}])
+        version=__version__, arch=program.arch.name, source=src, kernels=kernels,
+        workspace_bytes=program.workspace_bytes, peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
 
 
 __all__ = ["generate", "kernel_params", "render_op", "POSITION"]

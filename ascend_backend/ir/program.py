@@ -155,6 +155,11 @@ class Program:
                                    "handles one")
         return self.launches[0]
 
+    def entry_name(self, n: int) -> str:
+        """The C name of launch ``n``'s kernel entry: the program's name, or ``name_<n>`` when the
+        PrimFunc has several launches."""
+        return self.name if len(self.launches) == 1 else f"{self.name}_{n}"
+
     @property
     def workspace_bytes(self) -> int:
         """GM workspace the launcher passes as the last argument (0: none)."""
