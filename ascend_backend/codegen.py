@@ -19,6 +19,7 @@ from .dtypes import DType
 from .errors import InternalCompilerError, UnsupportedError
 from .ir import (
     AscOp,
+    AtomicOp,
     BufferKind,
     CopyForm,
     CopyGmToL1,
@@ -234,10 +235,15 @@ def _gm_ub(op: CopyGmToUb | CopyUbToGm, to_ub: bool) -> dict:
     return p
 
 
+ATOMIC = {AtomicOp.ADD: "SetAtomicAdd", AtomicOp.MAX: "SetAtomicMax", AtomicOp.MIN: "SetAtomicMin"}
+
+
 def _copy_ub_to_gm(op: CopyUbToGm) -> dict:
-    if op.atomic is not None:
-        raise UnsupportedError(f"atomic stores ({op.atomic}) to '{op.gm}' are not supported yet", loc=op.loc)
-    return _gm_ub(op, False)
+    p = _gm_ub(op, False)
+    # A DMA-atomic store: the copy adds (max, min) into GM; the mode is set around it on the scalar
+    # unit, whose order with the copy the hardware keeps for the atomic-mode calls.
+    p["atomic"] = f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None
+    return p
 
 
 def _copy_gm_to_l1(op: CopyGmToL1) -> dict:

@@ -591,10 +591,16 @@ class ParallelLowerer:
         for ps in self.op.stores:
             st, sloc = ps.store, ps.loc
             self.loc = sloc or self.op.loc
-            ops.extend(self._store(st))
+            if ps.atomic is not None and self.buffers[st.buffer.name].scope is not Scope.GM:
+                # One vector program per block: an atomic add into a tile is a plain add.
+                st = tirx.BufferStore(st.buffer, tirx.Add(tirx.BufferLoad(st.buffer, st.indices), st.value),
+                                      st.indices)
+                ops.extend(self._store(st))
+            else:
+                ops.extend(self._store(st, atomic=ps.atomic))
         return ops
 
-    def _store(self, st) -> list:
+    def _store(self, st, atomic=None) -> list:
         self.pre = []
         buf = self.buffers[st.buffer.name]
         post: list = []
@@ -604,7 +610,7 @@ class ParallelLowerer:
                 raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
             out_buf = self.vec.temp(shape, buf.dtype)
             w = self.gm_window(buf, region, shape, self.loc)
-            post.append(self.ub_gm_op(out_buf, buf, w, self.loc))
+            post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
         elif buf.scope is Scope.UB:
             if self._pattern(st) != "tile":

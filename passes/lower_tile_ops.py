@@ -193,6 +193,14 @@ class TileLowerer:
             return [self.copy_gm_l1(s, src, dst)]
         if key == (Scope.L0C, Scope.GM):
             return [self.fixpipe_gm(s, src, dst)]
+        if s.atomic is not None and dst.scope is Scope.UB:
+            # One vector program per block: an atomic add into a tile is a plain add.
+            self._check_full(s.src, src, s)
+            self._check_full(s.dst, dst, s)
+            return self.vec.binary(VecBinary.ADD, dst.name, dst.name, src.name, s.loc)
+        if s.atomic is not None and key != (Scope.UB, Scope.GM):
+            raise UnsupportedError(f"T.atomic_add from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not "
+                                   "supported", loc=s.loc, hint="add a vector tile (UB) into a global tensor")
         if key == (Scope.UB, Scope.UB):
             self._check_full(s.src, src, s)
             self._check_full(s.dst, dst, s)
