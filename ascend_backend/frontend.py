@@ -95,6 +95,7 @@ class _Importer:
         self.last_loc: SrcLoc | None = None
         self.macro: tuple | None = None  # (tilelang file, line, user line) of the last macro statement
         self.macro_user: SrcLoc | None = None  # the user line the last macro call was found at
+        self.thread_vars: set = set()  # the vars T.Kernel binds to thread indices (threads=...)
 
     # -- helpers
     def _add_buffer(self, buf, kind: BufferKind, loc: SrcLoc | None) -> str:
@@ -202,11 +203,25 @@ class _Importer:
             else:
                 return stmt
 
-    @staticmethod
-    def _is_launch_bind(s) -> bool:
-        if type(s).__name__ == "Bind":
-            return "launch_thread" in str(s.value)
+    def _is_launch_bind(self, s) -> bool:
+        if type(s).__name__ == "Bind" and "launch_thread" in str(s.value):
+            self.thread_vars.add(s.var)
+            return True
         return False
+
+    def _check_threads(self, stmt, loc) -> None:
+        """A use of a thread index (threadIdx via T.get_thread_binding) is GPU-only: say so at its line."""
+        if not self.thread_vars:
+            return
+        used = []
+
+        def visit(n):
+            if isinstance(n, tirx.Var) and n in self.thread_vars:
+                used.append(n)
+
+        tirx.stmt_functor.post_order_visit(stmt, visit)
+        if used:
+            raise _gpu_only(f"the thread index '{used[0]}' (T.get_thread_binding / the threads of T.Kernel)", loc)
 
     def _stmts(self, stmt) -> list:
         if isinstance(stmt, tirx.SeqStmt):
@@ -215,6 +230,10 @@ class _Importer:
                 out.extend(self._stmts(s))
             return out
         loc = self._user_loc(stmt)
+        if not isinstance(stmt, tirx.For | tirx.IfThenElse | tirx.SBlockRealize | tirx.SBlock | tirx.AttrStmt):
+            self._check_threads(stmt, loc)
+        elif isinstance(stmt, tirx.For | tirx.IfThenElse):
+            self._check_threads(stmt.extent if isinstance(stmt, tirx.For) else stmt.condition, loc)
         if isinstance(stmt, tirx.Evaluate):
             if isinstance(stmt.value, tirx.IntImm):
                 return []  # a no-op (e.g. what `None` in the DSL leaves)
@@ -316,8 +335,7 @@ class _Importer:
             elif isinstance(s, tirx.BufferStore):
                 value = s.value
                 if cond is not None:  # `if c: x[i, j] = v` is x[i, j] = c ? v : x[i, j]
-                    value = tirx.Call(value.dtype, tirx.op.Op.get("tir.if_then_else"),
-                                      [cond, value, tirx.BufferLoad(s.buffer, s.indices)])
+                    value = tirx.if_then_else(cond, value, tirx.BufferLoad(s.buffer, s.indices))
                 stores.append(ParallelStore(tirx.BufferStore(s.buffer, value, s.indices), sl))
             elif isinstance(s, tirx.IfThenElse):
                 c = s.condition if cond is None else tirx.And(cond, s.condition)
@@ -348,6 +366,7 @@ class _Importer:
         collect(body)
         for ps in stores:
             self.buffer_name(ps.store.buffer)  # validate
+            self._check_threads(ps.store, ps.loc)
         return TileParallel(vars=tuple(loop_vars), extents=tuple(extents), stores=tuple(stores), loc=loc)
 
     def _region(self, arg, loc) -> Region:
@@ -364,8 +383,10 @@ class _Importer:
         if not isinstance(call, tirx.Call):
             raise UnsupportedError(f"expression statement {call} is not supported", loc=loc)
         name = _op_name(call)
-        if name == "tirx.call_extern" and len(call.args) >= 2 and str(call.args[1]).strip('"') == "debug_print_var":
-            label = str(call.args[2]).strip('"') if len(call.args) > 3 else "value"
+        if name == "tirx.call_extern" and call.args and str(call.args[0]).strip('"') == "debug_print_var":
+            label = str(call.args[1]).strip('"') if len(call.args) > 2 else "value"
+            if label.startswith("expr<") and label.endswith(">"):
+                label = label[5:-1]
             return [Print(label=label, value=call.args[-1], loc=loc)]
         if name in _GPU_ONLY:
             raise _gpu_only(_GPU_ONLY[name], loc)
