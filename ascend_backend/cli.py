@@ -3,6 +3,7 @@
     tl-ascend inspect FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--stage STAGE ...|all]
     tl-ascend run FILE.py [--case NAME] [--arch ARCH] [--timeline out.svg] [--no-strict]
     tl-ascend build FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--out DIR]
+    tl-ascend cache info | prune [--all | --max-size SIZE]
 
 How FILE is searched for a kernel (docs/cli.md says the same):
 
@@ -451,7 +452,7 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
     import torch
 
     import ascend_backend
-    from ascend_backend.emulator import EmulatorCompileError, EmulatorError
+    from ascend_backend.emulator import EmulatorCompileError, EmulatorEnvironmentError, EmulatorError
 
     module = load_module(args.file)
     case = _find_case(module, args.file, args.case, parse_params(args.param))
@@ -463,6 +464,8 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
     run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
     try:
         kernel(*run_args)
+    except EmulatorEnvironmentError:
+        raise
     except EmulatorCompileError as exc:
         err.write(f"FAIL: the generated Ascend C did not compile against the emulator: {exc}\n")
         if exc.line:
@@ -554,6 +557,85 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# tl-ascend cache info|prune
+# ---------------------------------------------------------------------------------------------
+def _mb(n: float) -> str:
+    return f"{n / 2**20:.1f} MB"
+
+
+def cmd_cache(args: argparse.Namespace, out, err) -> int:
+    """``tl-ascend cache info`` / ``tl-ascend cache prune [--all | --max-size SIZE]``."""
+    from ascend_backend import buildcache
+
+    with buildcache.guard(buildcache.cache_root(), f"running `cache {args.cache_command}`"):
+        return _cache_command(args, out)
+
+
+def _cache_command(args: argparse.Namespace, out) -> int:
+    from ascend_backend import buildcache
+    from ascend_backend.emulator.cache import protect_current
+
+    if args.cache_command == "info":
+        i = buildcache.info(protect=protect_current)
+        where = "TL_ASCEND_CACHE_DIR" if i["root_from_env"] else "default; TL_ASCEND_CACHE_DIR moves it"
+        out.write(f"cache: {i['root']} ({where})" + ("" if i["exists"] else ", does not exist yet") + "\n")
+        cap = "TL_ASCEND_CACHE_MAX_MB" if i["cap_from_env"] else f"default {buildcache.DEFAULT_MAX_MB} MB"
+        out.write(f"size: {_mb(i['total_bytes'])} of a {_mb(i['cap_bytes'])} cap ({cap})\n")
+        out.write(f"{'kind':<10}{'entries':>8}{'size':>14}\n")
+        for kind, v in i["kinds"].items():
+            out.write(f"{kind:<10}{v['entries']:>8}{_mb(v['bytes']):>14}\n")
+        out.write(f"temps: {i['in_progress']} of running builds, {i['orphans']} orphaned "
+                  "(removed by `tl-ascend cache prune` and after every build)\n")
+        return EXIT_OK
+    if args.all:
+        res = buildcache.prune(remove_all=True, protect=protect_current, strict=True)
+    else:
+        if args.max_size is not None:
+            try:
+                cap = buildcache.parse_size(args.max_size)
+            except ValueError as exc:
+                raise CliError(f"error: --max-size: {exc}") from None
+            keep = False
+        else:
+            cap, keep = buildcache.max_bytes_from_env(), True
+        res = buildcache.prune(max_bytes=cap, keep_protected=keep, protect=protect_current, strict=True)
+    by_kind: dict[str, int] = {}
+    for e in res.removed:
+        by_kind[e.kind] = by_kind.get(e.kind, 0) + 1
+    what = ", ".join(f"{n} {k}" for k, n in sorted(by_kind.items())) or "nothing"
+    out.write(f"removed {what} ({_mb(res.freed)}); the cache at {buildcache.cache_root()} now holds "
+              f"{_mb(res.total)}\n")
+    return EXIT_OK
+
+
+def add_cache_parser(sub, fmt) -> None:
+    """The ``cache`` subcommand (its own function: other commands are added beside it)."""
+    from ascend_backend.buildcache import DEFAULT_MAX_MB
+
+    sp = sub.add_parser(
+        "cache", formatter_class=fmt, help="show or prune the build cache (emulator and NPU builds)",
+        description="The build cache holds the emulator's runtime libraries, precompiled headers and "
+                    "kernels, and NPU kernel libraries, under TL_ASCEND_CACHE_DIR (default "
+                    "~/.cache/tilelang-ascendc). It is kept under TL_ASCEND_CACHE_MAX_MB megabytes "
+                    f"(default {DEFAULT_MAX_MB}) by removing the least recently used entries after each build.",
+        epilog="examples:\n"
+               "  tl-ascend cache info\n"
+               "  tl-ascend cache prune                  # orphaned temps, then down to the cap\n"
+               "  tl-ascend cache prune --max-size 200M  # down to 200 MB (least recently used first)\n"
+               "  tl-ascend cache prune --all            # every build (they are rebuilt on demand)\n\n"
+               "exit codes: 0 done; 2 a usage error or a cache that cannot be read or written "
+               "(the message says what to do).\n")
+    csub = sp.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    csub.add_parser("info", help="location, size, cap, entries and bytes by kind")
+    pp = csub.add_parser("prune", help="remove orphaned temps, then least recently used entries down to a size")
+    g = pp.add_mutually_exclusive_group()
+    g.add_argument("--all", action="store_true", help="remove every build (rebuilt on demand)")
+    g.add_argument("--max-size", metavar="SIZE",
+                   help="prune down to SIZE (500M, 2G; a plain number is megabytes); default: the cap")
+    sp.set_defaults(handler=cmd_cache)
+
+
+# ---------------------------------------------------------------------------------------------
 # Argument parser
 # ---------------------------------------------------------------------------------------------
 _SELECTION_HELP = """\
@@ -570,7 +652,8 @@ kernel selection:
 
 _EXIT_HELP = """\
 exit codes: 0 ok; 1 mismatch, emulator error or bisheng failure; 2 user error (usage, file,
-kernel selection, a kernel the compiler rejects, with file:line); 3 internal compiler error.
+kernel selection, a kernel the compiler rejects, with file:line; an environment fault: no C++
+compiler, an unusable cache directory, a full disk); 3 internal compiler error.
 """
 
 
@@ -662,6 +745,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("--out", metavar="DIR", help="output directory (default: build/<kernel>)")
     sp.set_defaults(handler=cmd_build)
+    add_cache_parser(sub, fmt)
     return p
 
 
@@ -685,6 +769,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(out)
         return EXIT_USAGE
+    from ascend_backend.buildcache import BuildEnvironmentError
     from ascend_backend.errors import AscendCompileError, InternalCompilerError
 
     try:
@@ -692,6 +777,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         err.write(f"{exc}\n")
         return exc.code
+    except BuildEnvironmentError as exc:  # compiler, cache directory, disk: one line saying what to do
+        err.write(f"{exc}\n")
+        return EXIT_USAGE
     except AscendCompileError as exc:
         err.write(f"{exc}\n")
         return EXIT_USAGE

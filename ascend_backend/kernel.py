@@ -101,10 +101,12 @@ class AscendKernel:
             from .emulator import run_source
 
             # The launches of the PrimFunc run one after the other, as on the device's stream.
+            # Generated code carries every sync it needs and is built with --cce-auto-sync=off on
+            # the NPU (npu.py), so it is checked without bisheng's automatic syncs.
             self.reports = []
             for n, lc in enumerate(self.program.launches):
                 self.reports.append(run_source(self.kernel_source, self.program.entry_name(n), full, lc.block_dim,
-                                               arch=self.arch.name, strict=self.strict))
+                                               arch=self.arch.name, strict=self.strict, auto_sync=False))
             self.last_report = self.reports[-1]
         if allocate:
             return outputs[0] if len(outputs) == 1 else outputs

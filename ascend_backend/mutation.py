@@ -82,7 +82,9 @@ def run_mutations(case, arch: str) -> MutationResult:
         res.deleted += 1
         args = launch_args(program, [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs])
         try:
-            run_source(source, program.name, args, program.launch.block_dim, arch=arch, strict=True)
+            # auto_sync off: the NPU build runs generated code with --cce-auto-sync=off
+            run_source(source, program.name, args, program.launch.block_dim, arch=arch, strict=True,
+                       auto_sync=False)
         except EmulatorError as exc:
             res.caught += 1
             res.how[desc] = str(exc).splitlines()[0][:160]

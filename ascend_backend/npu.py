@@ -14,7 +14,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+from . import buildcache
 from .errors import RuntimeUnavailableError
 
 
@@ -44,7 +48,10 @@ def bisheng_command(source_path: str, out_path: str, arch) -> list[str]:
     inc = [f"-I{cann}/include", f"-I{cann}/compiler/tikcpp/tikcfw",
            f"-I{cann}/compiler/tikcpp/tikcfw/impl", f"-I{cann}/compiler/tikcpp/tikcfw/interface"] if cann else []
     libs = [f"-L{cann}/lib64"] if cann else []
-    return ["bisheng", "-O2", "-std=c++17", f"--npu-arch={arch.bisheng_arch}", "-xasc", "-shared", "-fPIC",
+    # --cce-auto-sync=off: the device runs exactly the syncs the generated code carries, which
+    # are what the emulator checked (run_source(auto_sync=False)); bisheng's default is on.
+    return ["bisheng", "-O2", "-std=c++17", f"--npu-arch={arch.bisheng_arch}", "-xasc", "--cce-auto-sync=off",
+            "-shared", "-fPIC",
             *inc, source_path, "-o", out_path, *libs, "-lascendcl", "-lruntime"]
 
 
@@ -74,6 +81,46 @@ def _ctype_arg(dtype, value):
     return table[dtype.host_ctype](value)
 
 
+def _bisheng_build(source_path: str, out_path: str, arch) -> None:
+    proc = subprocess.run(bisheng_command(source_path, out_path, arch), capture_output=True, text=True)
+    if proc.returncode:
+        if buildcache.no_space_in(proc.stderr):
+            raise buildcache.BuildEnvironmentError(
+                f"error: bisheng ran out of disk space (cache {buildcache.cache_root()}): free disk space, run "
+                "`tl-ascend cache prune`, or set TL_ASCEND_CACHE_DIR to another disk")
+        raise RuntimeUnavailableError(f"bisheng failed for kernel {Path(source_path).stem}:\n{proc.stderr[-4000:]}")
+
+
+def npu_library(full_source: str, name: str, arch, build: Callable[[str, str, Any], None] | None = None) -> Path:
+    """The bisheng-built library of ``full_source`` from the NPU build cache
+    (``$TL_ASCEND_CACHE_DIR/npu``), building it when missing or when the entry fails its check:
+    like the emulator's entries (ascend_backend/buildcache.py) it is loaded only when its meta
+    names this kernel's key and fields, its SHA-256 matches, and the library carries its key.
+    ``build(source_path, out_path, arch)`` builds (default: bisheng)."""
+    digest = hashlib.sha256((full_source + arch.name).encode()).hexdigest()[:16]
+    root = buildcache.ensure_dir(buildcache.cache_root() / "npu")
+    lib = root / f"{name}-{digest}.so"
+    ident = buildcache.identity("npu", lib.stem, name=name, arch=arch.name,
+                                source_sha256=hashlib.sha256(full_source.encode()).hexdigest())
+    if buildcache.verify(lib, ident):
+        return lib
+    with buildcache.guard(root, f"building {lib.name}"):
+        tmp = Path(tempfile.mkdtemp(dir=root, prefix=buildcache.temp_prefix("npu")))
+        try:
+            src = tmp / f"{name}.cpp"
+            # host-side string naming the entry, so that the library identifies itself
+            src.write_text(full_source + buildcache.id_definition("__tl_ascend_cache_id_npu", lib.stem))
+            out = tmp / "k.so"
+            (build or _bisheng_build)(str(src), str(out), arch)
+            buildcache.publish(out, lib, ident)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    buildcache.auto_prune()
+    if not buildcache.verify(lib, ident):
+        raise RuntimeUnavailableError(f"the NPU build of {name} does not carry its cache key; it was not loaded")
+    return lib
+
+
 class NpuLauncher:
     """Builds a kernel with bisheng once and launches it on the current NPU stream."""
 
@@ -83,23 +130,8 @@ class NpuLauncher:
             raise RuntimeUnavailableError(f"cannot run on an NPU: {reason}", hint="use runtime='emulator'")
         self.program = program
         name, arch = program.name, program.arch
-        full = source + host_wrapper(program)
-        digest = hashlib.sha256((full + arch.name).encode()).hexdigest()[:16]
-        root = os.path.join(os.path.expanduser(os.environ.get("TL_ASCEND_CACHE_DIR", "~/.cache/tilelang-ascendc")),
-                            "npu")
-        os.makedirs(root, exist_ok=True)
-        lib = os.path.join(root, f"{name}-{digest}.so")
-        if not os.path.exists(lib):
-            with tempfile.TemporaryDirectory() as tmp:
-                src = os.path.join(tmp, f"{name}.cpp")
-                with open(src, "w") as f:
-                    f.write(full)
-                out = os.path.join(tmp, "k.so")
-                proc = subprocess.run(bisheng_command(src, out, arch), capture_output=True, text=True)
-                if proc.returncode:
-                    raise RuntimeUnavailableError(f"bisheng failed for kernel {name}:\n{proc.stderr[-4000:]}")
-                os.replace(out, lib)
-        self.lib = ctypes.CDLL(lib)
+        lib = npu_library(source + host_wrapper(program), name, arch)
+        self.lib = ctypes.CDLL(str(lib))
         self.fn = getattr(self.lib, f"launch_{name}")
 
     def __call__(self, args: list) -> None:

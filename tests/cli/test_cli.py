@@ -470,6 +470,8 @@ def test_build_writes_cpp_and_prints_bisheng(tmp_path, capsys, monkeypatch):
     assert "extern \"C\" __global__ __aicore__ void gemm(" in text and "launch_gemm" in text
     cmd_line = next(line for line in out.splitlines() if line.startswith("bisheng -"))
     assert "--npu-arch=dav-2201" in cmd_line and "-xasc" in cmd_line
+    # the device runs exactly the syncs the emulator checked (auto_sync=False): no bisheng auto-sync
+    assert "--cce-auto-sync=off" in cmd_line
     assert str(cpp) in cmd_line and str(out_dir / "libgemm.so") in cmd_line
     assert "not on PATH" in out
 

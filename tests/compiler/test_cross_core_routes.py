@@ -166,7 +166,7 @@ def test_removed_3510_cross_core_flags_fail_with_a_report_not_a_hang(which):
     args = [a.clone() for a in case.inputs]
     assert not k.program.workspace_bytes  # everything crosses on chip: no workspace argument
     with pytest.raises(EmulatorError) as info:
-        run_source(stripped, k.name, args, k.block_dim, arch="dav-3510", timeout=120)
+        run_source(stripped, k.name, args, k.block_dim, arch="dav-3510", timeout=120, auto_sync=False)
     rep = info.value.report
     assert rep is not None and rep.races and not rep.deadlock
     text = rep.summary()

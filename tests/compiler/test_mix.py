@@ -74,7 +74,7 @@ def test_removed_cross_core_flags_fail_with_a_report_not_a_hang():
     stripped = "\n".join(line for line in k.kernel_source.splitlines() if "CrossCore" not in line)
     args = launch_args(k.program, [a.clone() for a in case.inputs])
     with pytest.raises(EmulatorError) as info:
-        run_source(stripped, k.name, args, k.block_dim, arch="dav-c220")
+        run_source(stripped, k.name, args, k.block_dim, arch="dav-c220", auto_sync=False)
     rep = info.value.report
     assert rep is not None and (rep.races or rep.errors or rep.deadlock)
     assert "race" in rep.summary().lower()

@@ -193,7 +193,9 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     uint64_t cbytes = Mb * Nb * 256 * sizeof(T);
     if (!p.cmatrixInitVal) r.add(dst, 0, cbytes);
     w.add(dst, 0, cbytes);
-    emu::Cost c; c.macs = (uint64_t)p.m * p.n * p.k;
+    // timing model: output fractals, depth and operand width (docs/emulator-internals.md, Cost)
+    emu::Cost c; c.macs = (uint64_t)p.m * p.n * p.k; c.repeats = (uint32_t)(Mb * Nb);
+    c.elems = p.k; c.bytes = (uint64_t)p.k * sizeof(U);
     emu::ops::record_sets("Mmad", emu::Pipe::M, r, w, c, loc);
     emu::impl::mmad(dst.emu_ptr(), emu::dt_of<T>(), fm.emu_ptr(), filter.emu_ptr(), emu::dt_of<U>(), p.m, p.n, p.k,
                     emu::is_3510(), p.cmatrixInitVal);
@@ -229,7 +231,8 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
                 w.add(dst, db + j * dstStride * 32, db + j * dstStride * 32 + (uint64_t)m * 16 * sizeof(D));
         }
     }
-    emu::Cost c; c.bytes = (uint64_t)ndNum * m * n * sizeof(S);
+    // timing model: bytes and elements written (the Fixpipe rate is per output element)
+    emu::Cost c; c.elems = (uint64_t)ndNum * m * n; c.bytes = c.elems * sizeof(D);
     emu::ops::record_sets("Fixpipe", emu::Pipe::FIX, r, w, c, loc);
     emu::impl::FixArgs a{dst.emu_ptr(), emu::dt_of<D>(), src.emu_ptr(), emu::dt_of<S>(), m, n, srcStride, dstStride,
                          fmt == CO2Layout::NZ ? 0 : (fmt == CO2Layout::ROW_MAJOR ? 1 : 2), ndNum, srcNdBytes,

@@ -185,6 +185,12 @@ template <class T> inline T out(Calc<T> v) {
     else return (T)v;   // integer results wrap like two's-complement hardware adders
 }
 
+// |a| (Abs page: dst = |src|): clears the sign bit of floats, so Abs(-0.0) is +0.0.
+template <class C> inline C abs_val(C a) {
+    if constexpr (std::is_floating_point_v<C>) return std::fabs(a);
+    else return a < 0 ? -a : a;
+}
+
 // ---- generic engines
 template <class T, class F>
 inline void binary_count(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
@@ -345,6 +351,41 @@ inline void check_cast(AscendC::RoundMode mode, const Loc& loc) {
 }
 
 // ---- reductions
+// Sums follow the ReduceDataBlock / ReduceRepeat / ReduceSum pages: inside a repeat, a binary
+// tree of adjacent pairs ((e0+e1), (e2+e3), ... then pairs of those), every partial sum
+// rounded to T (half stays half), inactive elements counting as 0.
+template <class T>
+inline T add_t(T a, T b) { return out<T>(in<T>(a) + in<T>(b)); }
+// Tree sum of v[0..n); n is padded with zeros to a power of two. Overwrites v (size >= pow2(n)).
+template <class T>
+inline T tree_sum(T* v, uint32_t n) {
+    if (n == 0) return T(0);
+    uint32_t m = 1;
+    while (m < n) m <<= 1;
+    for (uint32_t i = n; i < m; ++i) v[i] = T(0);
+    for (; m > 1; m >>= 1)
+        for (uint32_t i = 0; i < m / 2; ++i) v[i] = add_t(v[2 * i], v[2 * i + 1]);
+    return v[0];
+}
+// "Method 2" of the ReduceSum page: per-repeat results are themselves summed by trees of one
+// repeat's width (REP_ELEMS), level after level, until one value is left.
+template <class T>
+inline T tree_levels(std::vector<T> r) {
+    constexpr uint32_t E = REP_ELEMS<T>;
+    if (r.empty()) return T(0);
+    while (r.size() > 1) {
+        std::vector<T> next;
+        T buf[E];
+        for (size_t b = 0; b < r.size(); b += E) {
+            uint32_t k = (uint32_t)std::min<size_t>(E, r.size() - b);
+            for (uint32_t i = 0; i < k; ++i) buf[i] = r[b + i];
+            next.push_back(tree_sum(buf, k));
+        }
+        r.swap(next);
+    }
+    return r[0];
+}
+
 template <class T>
 inline void write_index(T* dst, uint32_t idx) {
     if constexpr (sizeof(T) == 2) { uint16_t v = (uint16_t)idx; std::memcpy(dst, &v, 2); }
@@ -492,7 +533,7 @@ EMU_UNARY_OP(Ln, true, std::log(a))
 EMU_UNARY_OP(Sqrt, true, std::sqrt(a))
 EMU_UNARY_OP(Rsqrt, true, 1.0f / std::sqrt(a))
 EMU_UNARY_OP(Reciprocal, true, 1.0f / a)
-EMU_UNARY_OP(Abs, false, a < 0 ? -a : a)
+EMU_UNARY_OP(Abs, false, emu::vec::abs_val(a))
 EMU_UNARY_OP(Relu, false, (a > 0 || a != a) ? a : decltype(a)(0))
 #undef EMU_UNARY_OP
 
@@ -552,8 +593,11 @@ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const Rou
 // ---------------------------------------------------------------- reductions
 // ReduceSum/ReduceMax/ReduceMin over `count` elements: dst[0] = result. ReduceMax/Min with
 // calIndex also store the index of the first extreme element in dst[1] (its integer bits:
-// uint16 for 2-byte types, uint32 for 4-byte types). Sums accumulate in double and round once.
-// workLocal is accepted but not modelled.
+// uint16 for 2-byte types, uint32 for 4-byte types). ReduceSum (count form), per the ReduceSum
+// page's "key features": a tree inside each repeat (partial sums in T); then on dav-c220 the
+// repeat results are added in order (method 1); on dav-3510 a count of 256..1024 bytes first
+// adds the repeats element-wise into one repeat, then one tree (method 3), other counts sum
+// the repeat results by trees again (method 2). workLocal is accepted but not modelled.
 namespace emu_detail {
 template <typename T, int KIND>
 inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
@@ -569,9 +613,30 @@ inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTen
     const T* s = src.emu_ptr(); T* d = dst.emu_ptr();
     if (count == 0) return;
     if constexpr (KIND == 0) {
-        double acc = 0;
-        for (int32_t i = 0; i < count; ++i) acc += (double)emu::vec::in<T>(s[i]);
-        d[0] = emu::vec::out<T>((emu::vec::Calc<T>)acc);
+        constexpr uint32_t E = emu::REP_ELEMS<T>;
+        const uint64_t n = (uint64_t)count, reps = (n + E - 1) / E;
+        const uint64_t bytes = n * sizeof(T);
+        T buf[E];
+        if (emu::is_3510() && bytes >= 256 && bytes <= 1024) {   // method 3
+            for (uint32_t e = 0; e < E; ++e) buf[e] = s[e];
+            for (uint64_t r = 1; r < reps; ++r)
+                for (uint32_t e = 0; e < E && r * E + e < n; ++e) buf[e] = emu::vec::add_t(buf[e], s[r * E + e]);
+            d[0] = emu::vec::tree_sum(buf, E);
+            return;
+        }
+        std::vector<T> part(reps);
+        for (uint64_t r = 0; r < reps; ++r) {
+            uint32_t k = (uint32_t)std::min<uint64_t>(E, n - r * E);
+            for (uint32_t e = 0; e < k; ++e) buf[e] = s[r * E + e];
+            part[r] = emu::vec::tree_sum(buf, k);
+        }
+        if (emu::is_3510()) {                                        // method 2
+            d[0] = emu::vec::tree_levels(std::move(part));
+        } else {                                                     // method 1
+            T acc = part[0];
+            for (uint64_t r = 1; r < reps; ++r) acc = emu::vec::add_t(acc, part[r]);
+            d[0] = acc;
+        }
     } else {
         uint32_t best = 0;
         for (int32_t i = 1; i < count; ++i) {
@@ -623,11 +688,11 @@ inline void whole_reduce(const char* op, const LocalTensor<T>& dst, const LocalT
     const T* s = src.emu_ptr(); T* d = dst.emu_ptr();
     for (int32_t rr = 0; rr < repeat; ++rr) {
         T* o = d + (uint64_t)rr * dstRepStride * unit;
-        if constexpr (KIND == 0) {
-            double acc = 0;
+        if constexpr (KIND == 0) {   // ReduceRepeat page: a tree over the repeat, inactive lanes 0
+            T buf[E];
             for (uint32_t e = 0; e < E; ++e)
-                if (mk.on(e)) acc += (double)emu::vec::in<T>(s[emu::vec::eoff<T>(rr, e, srcBlkStride, srcRepStride)]);
-            o[0] = emu::vec::out<T>((emu::vec::Calc<T>)acc);
+                buf[e] = mk.on(e) ? s[emu::vec::eoff<T>(rr, e, srcBlkStride, srcRepStride)] : T(0);
+            o[0] = emu::vec::tree_sum(buf, E);
         } else {
             int64_t best = -1;
             for (uint32_t e = 0; e < E; ++e) {
