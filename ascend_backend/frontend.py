@@ -66,7 +66,7 @@ def stmt_loc(node) -> SrcLoc | None:
         span = None
     if span is None:
         return None
-    return SrcLoc(span.source_name.name, int(span.line))
+    return SrcLoc(str(span.source_name.name), int(span.line))
 
 
 def buffer_loc(buf) -> SrcLoc | None:
@@ -80,7 +80,7 @@ def buffer_loc(buf) -> SrcLoc | None:
         span = getattr(buf, "span", None)
     if span is None or span.source_name is None:
         return None
-    return SrcLoc(span.source_name.name, int(span.line))
+    return SrcLoc(str(span.source_name.name), int(span.line))
 
 
 class _Importer:
