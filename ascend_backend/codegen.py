@@ -14,11 +14,12 @@ from collections.abc import Callable
 
 import jinja2
 
-from .cexpr import cexpr, cname, float_literal
+from .cexpr import LOAD, cexpr, cname, float_literal
 from .dtypes import DType
 from .errors import InternalCompilerError, UnsupportedError
 from .ir import (
     AscOp,
+    AtomicOp,
     BufferKind,
     CopyForm,
     CopyGmToL1,
@@ -44,6 +45,7 @@ from .ir import (
     LoopKind,
     Mmad,
     PipeBarrier,
+    Print,
     Program,
     QuantMode,
     Rounding,
@@ -168,6 +170,51 @@ def local_ctype(b) -> str:
     return "float" if b.scope is Scope.L0C else b.dtype.ctype
 
 
+def _flat(b, indices) -> str:
+    """The element offset of ``indices`` in buffer ``b`` (UB rows are ``pitch`` apart)."""
+    shape = list(b.shape)
+    if b.scope is Scope.UB and len(shape) == 2 and b.pitch:
+        shape[-1] = b.pitch
+    if len(indices) != len(shape):
+        raise UnsupportedError(f"'{b.name}' is indexed with {len(indices)} indices but has {len(shape)} dimensions")
+    terms = []
+    stride = 1
+    for i, n in reversed(list(zip(indices, shape, strict=True))):
+        txt = cexpr(i)
+        if txt != "0":
+            terms.append(txt if stride == 1 else f"({txt}) * {stride}")
+        stride *= int(n)
+    return " + ".join(reversed(terms)) if terms else "0"
+
+
+def scalar_access(kernel: Kernel, tvm_buffer, indices) -> tuple:
+    """(buffer, C++ lvalue-ish text) of one element read or written by the scalar unit."""
+    b = kernel.buffer_of(tvm_buffer)
+    flat = _flat(b, indices)
+    if b.scope is Scope.LOCAL:
+        return b, f"{b.name}[{flat}]"
+    if b.scope is Scope.UB:
+        return b, f"{b.name}.GetValue({flat})"
+    if b.scope is Scope.GM:
+        return b, f"{gm_tensor(b.name)}.GetValue({flat})"
+    raise UnsupportedError(f"the scalar unit cannot read '{b.name}' in {b.scope}; only scalar locals, vector tiles "
+                           "(UB) and global tensors", hint="copy the values into a T.alloc_fragment tile first")
+
+
+def _store(kernel: Kernel, s: ScalarStore) -> str:
+    b = kernel.buffers[s.buffer]
+    flat = _flat(b, s.indices)
+    value = cexpr(s.value)
+    if b.scope is Scope.LOCAL:
+        return f"{b.name}[{flat}] = {value};"
+    if b.scope is Scope.UB:
+        return f"{b.name}.SetValue({flat}, ({b.dtype.ctype})({value}));"
+    if b.scope is Scope.GM:
+        return f"{gm_tensor(b.name)}.SetValue({flat}, ({b.dtype.ctype})({value}));"
+    raise UnsupportedError(f"the scalar unit cannot write '{b.name}' in {b.scope}", loc=s.loc,
+                           hint="write element-wise code inside `for i, j in T.Parallel(...)`")
+
+
 # ---------------------------------------------------------------- one function per op kind
 
 
@@ -188,10 +235,15 @@ def _gm_ub(op: CopyGmToUb | CopyUbToGm, to_ub: bool) -> dict:
     return p
 
 
+ATOMIC = {AtomicOp.ADD: "SetAtomicAdd", AtomicOp.MAX: "SetAtomicMax", AtomicOp.MIN: "SetAtomicMin"}
+
+
 def _copy_ub_to_gm(op: CopyUbToGm) -> dict:
-    if op.atomic is not None:
-        raise UnsupportedError(f"atomic stores ({op.atomic}) to '{op.gm}' are not supported yet", loc=op.loc)
-    return _gm_ub(op, False)
+    p = _gm_ub(op, False)
+    # A DMA-atomic store: the copy adds (max, min) into GM; the mode is set around it on the scalar
+    # unit, whose order with the copy the hardware keeps for the atomic-mode calls.
+    p["atomic"] = f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None
+    return p
 
 
 def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
@@ -361,7 +413,15 @@ def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
                 _body(s.else_body, indent + 1, kernel, out)
             out.append(f"{pad}}}")
         elif isinstance(s, ScalarStore):
-            raise UnsupportedError(f"a scalar store to '{s.buffer}' is not supported yet", loc=s.loc)
+            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+            out.append(f"{pad}{_store(kernel, s)}{note}")
+        elif isinstance(s, Print):
+            value = cexpr(s.value)
+            fmt = "%lld" if "int" in str(s.value.dtype) else "%f"
+            cast = "(long long)" if fmt == "%lld" else "(double)"
+            label = s.label.replace('"', "'")
+            out.append(f'{pad}printf("{label} = {fmt}\\n", {cast}({value}));  // T.print'
+                       + (f", {_short_loc(s.loc)}" if s.loc else ""))
         elif isinstance(s, AscOp):
             lines = render_op(s).splitlines()
             if s.loc:
@@ -381,8 +441,14 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
             memories.append({"name": mem.value, "position": POSITION[mem], "var": f"{mem.value.lower()}_buf",
                              "used": kernel.memory_used[mem], "capacity": arch.capacity[mem]})
     locals_ = []
+    scalars = []
     for b in kernel.buffers.values():
-        if b.scope in (Scope.GM, Scope.LOCAL):
+        if b.scope is Scope.LOCAL:
+            where = f", {_short_loc(b.loc)}" if b.loc else ""
+            scalars.append({"name": b.name, "ctype": b.dtype.ctype, "count": b.numel,
+                            "desc": f"scalar local {b.name}{where}"})
+            continue
+        if b.scope is Scope.GM:
             continue
         if b.offset is None:
             raise InternalCompilerError(f"buffer {b.name} has no offset", stage="codegen")
@@ -407,8 +473,13 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
         block_index.append(f"const int32_t {v} = GetSubBlockIdx();  // this AIV's half of the rows: [{v} * {half}, "
                            f"+{half})")
     body: list = []
-    _body(kernel.body, indent, kernel, body)
-    return {"memories": memories, "locals": locals_, "block_index": block_index, "body": "\n".join(body)}
+    token = LOAD.set(lambda e: scalar_access(kernel, e.buffer, list(e.indices))[1])
+    try:
+        _body(kernel.body, indent, kernel, body)
+    finally:
+        LOAD.reset(token)
+    return {"memories": memories, "locals": locals_, "scalars": scalars, "block_index": block_index,
+            "body": "\n".join(body)}
 
 
 def _globals(program: Program, launch: Launch) -> list:
@@ -454,20 +525,14 @@ def _peer_memory(sec: dict, owner: Kernel, targets, arch, scope: Scope, label: s
                               "desc": desc.format(target=target, layout=b.layout)})
 
 
-def generate(program: Program) -> str:
-    """Ascend C source of a compiled Program (one launch)."""
-    from ascend_backend import __version__
-
-    launch = program.launch
+def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
+    """The kernel entry of one launch: its name, type, grid, parameters, GM tensors and sections."""
     arch = program.arch
-    src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
-    frame = {"version": __version__, "arch": arch.name, "source": src, "name": program.name,
-             "kernel_type": launch.kernel_type.value, "block_dim": launch.block_dim, "params": kernel_params(program),
-             "globals": _globals(program, launch), "workspace_bytes": program.workspace_bytes}
+    frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value, "block_dim": launch.block_dim,
+             "params": kernel_params(program), "globals": _globals(program, launch), "peer_ub": False}
     if not launch.mixed:
         (kernel,) = launch.kernels.values()
-        return _env().get_template("kernel.cpp.j2").render(
-            **frame, sections=[{"guard": None, **_section(kernel, launch, arch, 1, "GetBlockIdx()")}], peer_ub=False)
+        return {**frame, "sections": [{"guard": None, **_section(kernel, launch, arch, 1, "GetBlockIdx()")}]}
     aic, aiv = launch.kernels[Core.AIC], launch.kernels[Core.AIV]
     aic_sec = _section(aic, launch, arch, 2, "GetBlockIdx()")
     aiv_sec = _section(aiv, launch, arch, 2, "(GetBlockIdx() / GetTaskRation())")
@@ -483,9 +548,19 @@ def generate(program: Program) -> str:
                                             "slots", stage="codegen")
         _peer_memory(aiv_sec, aic, peers_l1, arch, Scope.L1, "L1 of the AIC (written by DataCopy UB -> L1)", "A1",
                      "peer_l1", "_l1_peer", "{target} in the AIC's L1 ({layout})")
+    return {**frame, "peer_ub": bool(peers_ub),
+            "sections": [{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}]}
+
+
+def generate(program: Program) -> str:
+    """Ascend C source of a compiled Program: one kernel entry per launch, launched in order."""
+    from ascend_backend import __version__
+
+    src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
+    kernels = [_launch_frame(program, n, lc) for n, lc in enumerate(program.launches)]
     return _env().get_template("kernel.cpp.j2").render(
-        **frame, peer_ub=bool(peers_ub),
-        sections=[{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}])
+        version=__version__, arch=program.arch.name, source=src, kernels=kernels,
+        workspace_bytes=program.workspace_bytes, peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
 
 
 __all__ = ["generate", "kernel_params", "render_op", "POSITION"]

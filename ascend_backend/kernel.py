@@ -30,6 +30,7 @@ class AscendKernel:
         n = len(self.program.params)
         self.out_idx = sorted(i % n for i in (out_idx or []))
         self.last_report = None
+        self.reports: list = []  # one emulator report per launch of the last call
         self._npu = None
 
     # -- what was generated
@@ -49,7 +50,12 @@ class AscendKernel:
 
     @property
     def block_dim(self) -> int:
-        return self.program.launch.block_dim
+        """Blocks of the (first) launch; ``block_dims`` has one per launch."""
+        return self.program.launches[0].block_dim
+
+    @property
+    def block_dims(self) -> list[int]:
+        return [lc.block_dim for lc in self.program.launches]
 
     def get_kernel_source(self) -> str:
         return self.result.source
@@ -94,10 +100,14 @@ class AscendKernel:
         else:
             from .emulator import run_source
 
-            # Generated code carries every sync it needs and is built with --cce-auto-sync=off
-            # on the NPU (npu.py), so it is checked without bisheng's automatic syncs.
-            self.last_report = run_source(self.kernel_source, self.name, full, self.block_dim,
-                                          arch=self.arch.name, strict=self.strict, auto_sync=False)
+            # The launches of the PrimFunc run one after the other, as on the device's stream.
+            # Generated code carries every sync it needs and is built with --cce-auto-sync=off on
+            # the NPU (npu.py), so it is checked without bisheng's automatic syncs.
+            self.reports = []
+            for n, lc in enumerate(self.program.launches):
+                self.reports.append(run_source(self.kernel_source, self.program.entry_name(n), full, lc.block_dim,
+                                               arch=self.arch.name, strict=self.strict, auto_sync=False))
+            self.last_report = self.reports[-1]
         if allocate:
             return outputs[0] if len(outputs) == 1 else outputs
         return None
@@ -128,11 +138,13 @@ class AscendKernel:
 
         if self._npu is None:
             self._npu = NpuLauncher(self.kernel_source, self.program)
-        self._npu(self.block_dim, args)
+        self._npu(args)
 
     def __repr__(self) -> str:
-        return (f"<AscendKernel {self.name} arch={self.arch.name} type={self.program.launch.kernel_type} "
-                f"block_dim={self.block_dim} runtime={self.runtime}>")
+        types = ", ".join(lc.kernel_type.value for lc in self.program.launches)
+        return (f"<AscendKernel {self.name} arch={self.arch.name} type={types} "
+                f"block_dim={self.block_dims if len(self.block_dims) > 1 else self.block_dim} "
+                f"runtime={self.runtime}>")
 
 
 def launch_args(program: Program, args: list) -> list:

@@ -56,9 +56,9 @@ def bisheng_command(source_path: str, out_path: str, arch) -> list[str]:
 
 
 def host_wrapper(program) -> str:
-    """A C entry ``launch_<name>(block_dim, stream, args...)`` that launches the kernel with <<<>>>:
-    tensors as device pointers, scalars of their own C type (16-bit floats as float, converted by
-    the call), then the GM workspace when the program has one."""
+    """A C entry ``launch_<name>(stream, args...)`` that launches the program's kernels in order with
+    <<<>>> (each with its own block count): tensors as device pointers, scalars of their own C type
+    (16-bit floats as float, converted by the call), then the GM workspace when the program has one."""
     decl, call = [], []
     for p in program.params:
         decl.append(f"uint8_t* {p.name}" if p.is_tensor else f"{p.dtype.host_ctype} {p.name}")
@@ -66,9 +66,10 @@ def host_wrapper(program) -> str:
     if program.workspace_bytes:
         decl.append("uint8_t* workspace")
         call.append("workspace")
-    name = program.name
-    return (f'\nextern "C" void launch_{name}(uint32_t block_dim, void* stream{", " if decl else ""}'
-            f'{", ".join(decl)}) {{\n    {name}<<<block_dim, nullptr, stream>>>({", ".join(call)});\n}}\n')
+    launches = "".join(f"    {program.entry_name(n)}<<<{lc.block_dim}, nullptr, stream>>>({', '.join(call)});\n"
+                       for n, lc in enumerate(program.launches))
+    return (f'\nextern "C" void launch_{program.name}(void* stream{", " if decl else ""}{", ".join(decl)}) '
+            f'{{\n{launches}}}\n')
 
 
 def _ctype_arg(dtype, value):
@@ -133,12 +134,12 @@ class NpuLauncher:
         self.lib = ctypes.CDLL(str(lib))
         self.fn = getattr(self.lib, f"launch_{name}")
 
-    def __call__(self, block_dim: int, args: list) -> None:
+    def __call__(self, args: list) -> None:
         """Launch on the current stream; ``args`` are the kernel's arguments, workspace last."""
         import torch
 
         stream = torch.npu.current_stream().npu_stream
-        cargs = [ctypes.c_uint32(block_dim), ctypes.c_void_p(stream)]
+        cargs = [ctypes.c_void_p(stream)]
         for n, a in enumerate(args):
             p = self.program.params[n] if n < len(self.program.params) else None
             if p is None or p.is_tensor:  # a tensor, or the workspace after the parameters

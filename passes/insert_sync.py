@@ -47,13 +47,16 @@ from ascend_backend.ir import (
     Loop,
     Pipe,
     PipeBarrier,
+    Print,
     Program,
     ScalarStore,
+    Scope,
     SetFlag,
     SyncPhase,
     WaitFlag,
     walk,
 )
+from ascend_backend.ir.nodes import loaded_buffers
 
 MAX_EVENT_ID = 5
 
@@ -89,13 +92,22 @@ class _Flag:
         return Event(self.src, self.dst)
 
 
-def _events(item) -> list:
-    if isinstance(item, AscOp | ScalarStore):
-        return [_Event(item.pipe, frozenset(item.reads), frozenset(item.writes), item)]
+def _events(item, skip: frozenset = frozenset()) -> list:
+    """The accesses of a statement per pipe: an op's own, plus the scalar unit's reads of the
+    buffers its addresses are computed from (a data-dependent window reads its index on S, when
+    the op is issued). ``skip``: buffers no flag ever orders (scalar locals live in registers)."""
+    if isinstance(item, AscOp | ScalarStore | Print):
+        out = [_Event(item.pipe, frozenset(item.reads) - skip, frozenset(item.writes) - skip, item)]
+        idx = frozenset(getattr(item, "index_reads", ())) - skip
+        if idx:
+            out.insert(0, _Event(Pipe.S, idx, frozenset(), item))
+        return out
     if isinstance(item, Loop):
-        return [e for s in item.body for e in _events(s)]
+        return [e for s in item.body for e in _events(s, skip)]
     if isinstance(item, If):
-        return [e for s in (*item.then_body, *item.else_body) for e in _events(s)]
+        cond = frozenset(loaded_buffers(item.cond)) - skip
+        return [e for s in (*item.then_body, *item.else_body) for e in _events(s, skip)] + (
+            [_Event(Pipe.S, cond, frozenset(), item)] if cond else [])
     return []
 
 
@@ -121,6 +133,8 @@ class _SyncInserter:
         self.trips = trips
         self.merge = merge  # event types whose flags in pipelined loops are merged to save ids
         self.vector_barrier = arch.needs_vector_barrier
+        # scalar locals live in the scalar unit's registers: the S pipe's program order orders them
+        self.skip = frozenset(n for n, b in kernel.buffers.items() if b.scope is Scope.LOCAL)
         self.flags: list[_Flag] = []
         self.loop_primes: dict[int, list] = {}  # id(new Loop) -> carried flags primed around it
 
@@ -238,7 +252,7 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
             f.slots, f.slot_var = n, loop.var
         return f
 
-    evs = [_events(s) for s in items]
+    evs = [_events(s, self.skip) for s in items]
     n = len(items)
     placed: list[_Flag] = []
     barriers: set[int] = set()

@@ -378,12 +378,15 @@ class ParallelLowerer:
         )
 
     def _uses_domain(self, e) -> bool:
+        """Does ``e`` vary over the T.Parallel domain? A load at indices that do not (a scalar
+        local, one element of a tile or tensor) is a scalar the scalar unit reads."""
         found = []
 
         def visit(n):
             if isinstance(n, tirx.Var) and any(n.same_as(v) for v in self.vars):
                 found.append(n)
-            if isinstance(n, tirx.BufferLoad):
+            if isinstance(n, tirx.BufferLoad) and self.buffers[n.buffer.name].scope is not Scope.LOCAL and \
+                    any(self._uses_domain(i) for i in n.indices):
                 found.append(n)
 
         tirx.stmt_functor.post_order_visit(e, visit)
@@ -588,10 +591,16 @@ class ParallelLowerer:
         for ps in self.op.stores:
             st, sloc = ps.store, ps.loc
             self.loc = sloc or self.op.loc
-            ops.extend(self._store(st))
+            if ps.atomic is not None and self.buffers[st.buffer.name].scope is not Scope.GM:
+                # One vector program per block: an atomic add into a tile is a plain add.
+                st = tirx.BufferStore(st.buffer, tirx.Add(tirx.BufferLoad(st.buffer, st.indices), st.value),
+                                      st.indices)
+                ops.extend(self._store(st))
+            else:
+                ops.extend(self._store(st, atomic=ps.atomic))
         return ops
 
-    def _store(self, st) -> list:
+    def _store(self, st, atomic=None) -> list:
         self.pre = []
         buf = self.buffers[st.buffer.name]
         post: list = []
@@ -601,7 +610,7 @@ class ParallelLowerer:
                 raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
             out_buf = self.vec.temp(shape, buf.dtype)
             w = self.gm_window(buf, region, shape, self.loc)
-            post.append(self.ub_gm_op(out_buf, buf, w, self.loc))
+            post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
         elif buf.scope is Scope.UB:
             if self._pattern(st) != "tile":

@@ -53,6 +53,7 @@ from ascend_backend.ir import (
     LoopKind,
     Mmad,
     Pipe,
+    Print,
     Program,
     QuantMode,
     Region,
@@ -150,7 +151,7 @@ class TileLowerer:
             elif isinstance(s, If):
                 out.append(dataclasses.replace(s, then_body=self.lower_body(s.then_body),
                                                else_body=self.lower_body(s.else_body)))
-            elif isinstance(s, ScalarStore):
+            elif isinstance(s, ScalarStore | Print):
                 out.append(s)
             else:
                 rule = self.RULES.get(type(s))
@@ -192,6 +193,14 @@ class TileLowerer:
             return [self.copy_gm_l1(s, src, dst)]
         if key == (Scope.L0C, Scope.GM):
             return [self.fixpipe_gm(s, src, dst)]
+        if s.atomic is not None and dst.scope is Scope.UB:
+            # One vector program per block: an atomic add into a tile is a plain add.
+            self._check_full(s.src, src, s)
+            self._check_full(s.dst, dst, s)
+            return self.vec.binary(VecBinary.ADD, dst.name, dst.name, src.name, s.loc)
+        if s.atomic is not None and key != (Scope.UB, Scope.GM):
+            raise UnsupportedError(f"T.atomic_add from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not "
+                                   "supported", loc=s.loc, hint="add a vector tile (UB) into a global tensor")
         if key == (Scope.UB, Scope.UB):
             self._check_full(s.src, src, s)
             self._check_full(s.dst, dst, s)
@@ -531,7 +540,7 @@ def verify_lowered(program: Program) -> None:
     a pipe of its core kind."""
     for _, core, k in program.kernels():
         for s in walk(k.body):
-            if isinstance(s, Loop | If | ScalarStore):
+            if isinstance(s, Loop | If | ScalarStore | Print):
                 continue
             if not isinstance(s, AscOp):
                 raise InternalCompilerError(f"{type(s).__name__} left after lowering", stage="lower_tile_ops")

@@ -37,6 +37,7 @@ from ascend_backend.ir import (
     Kernel,
     Launch,
     Loop,
+    Print,
     Program,
     Receive,
     Region,
@@ -44,6 +45,7 @@ from ascend_backend.ir import (
     Send,
     TileAccumulate,
     TileCopy,
+    TileCumsum,
     TileFill,
     TileGemm,
     TileParallel,
@@ -93,6 +95,10 @@ def tile_buffers(op) -> set:
         return {op.src.buffer}
     if isinstance(op, ScalarStore):
         return {op.buffer, *op.reads}
+    if isinstance(op, Print):
+        return set(op.reads)
+    if isinstance(op, TileCumsum):
+        return {op.src.buffer, op.dst.buffer}
     return set()
 
 
@@ -120,7 +126,7 @@ class _Partitioner:
                 self.accs.add(s.c.buffer)
         self.vector_bufs: set = set()
         for s in self.ops:
-            if isinstance(s, TileParallel | TileReduce):
+            if isinstance(s, TileParallel | TileReduce | TileCumsum):
                 self.vector_bufs |= tile_buffers(s)
             elif isinstance(s, TileCopy):
                 src, dst = s.src.buffer, s.dst.buffer
@@ -143,11 +149,11 @@ class _Partitioner:
     def side(self, op) -> Core | None:
         """The core kind of a tile op (for mixed accumulators see ``op``); None for scalar code,
         which every core that needs it runs itself."""
-        if isinstance(op, ScalarStore):
+        if isinstance(op, ScalarStore | Print):
             return None
         if isinstance(op, TileGemm):
             return Core.AIC
-        if isinstance(op, TileParallel | TileReduce):
+        if isinstance(op, TileParallel | TileReduce | TileCumsum):
             return Core.AIV
         if isinstance(op, TileFill):
             return Core.AIC if op.dst.buffer in self.accs - self.mixed_accs else Core.AIV
@@ -277,6 +283,8 @@ class _Partitioner:
             state[name] = "vec"
             return [], [s]
         side = self.side(s)
+        if isinstance(s, Print):
+            return [], [s]  # printed once, by the AIVs
         if side is None:
             return [s], [s]
         if side is Core.AIC:
@@ -322,8 +330,8 @@ def partition_launch(launch: Launch) -> Launch:
                  if b.kind is not BufferKind.PARAM and n in used}
         return {**params, **local, **{n: dataclasses.replace(b) for n, b in extra.items()}}
 
-    aic = Kernel(core=Core.AIC, buffers=own(aic_body, {}), body=aic_body)
-    aiv = Kernel(core=Core.AIV, buffers=own(aiv_body, p.extra_aiv), body=aiv_body)
+    aic = Kernel(core=Core.AIC, buffers=own(aic_body, {}), body=aic_body, names=kernel.names)
+    aiv = Kernel(core=Core.AIV, buffers=own(aiv_body, p.extra_aiv), body=aiv_body, names=kernel.names)
     return launch.replace(kernels={Core.AIC: aic, Core.AIV: aiv}, transfers=p.transfers)
 
 

@@ -384,10 +384,12 @@ class TileReduce(Stmt):
 
 @dataclass(frozen=True)
 class ParallelStore:
-    """One assignment of a T.Parallel body (a tvm BufferStore) and its DSL line."""
+    """One assignment of a T.Parallel body (a tvm BufferStore) and its DSL line; ``atomic`` when it
+    is an element-wise T.atomic_add (the value is added to what is in GM)."""
 
     store: Any
     loc: SrcLoc | None = None
+    atomic: AtomicOp | None = None
 
 
 @dataclass
@@ -397,6 +399,33 @@ class TileParallel(Stmt):
     vars: tuple
     extents: tuple
     stores: tuple
+
+
+@dataclass
+class TileCumsum(Stmt):
+    """Inclusive prefix sums of ``src`` along ``dim`` into ``dst`` (from the end when ``reverse``)."""
+
+    src: Region
+    dst: Region
+    dim: int
+    reverse: bool = False
+
+
+@dataclass
+class Print(Stmt):
+    """T.print of a scalar: ``label`` and the value (printed by the emulator; dropped on the device)."""
+
+    label: str
+    value: Expr
+
+    pipe: ClassVar[Pipe] = Pipe.S
+
+    @property
+    def reads(self) -> tuple:
+        return loaded_buffers(self.value)
+
+    writes = property(lambda self: ())
+    text = property(lambda self: f"print {self.label}")
 
 
 @dataclass
@@ -496,6 +525,24 @@ class AscOp(Stmt):
     def text(self) -> str:
         """A short description for the sync table and the IR printer."""
         return self.macro
+
+    @property
+    def index_reads(self) -> tuple:
+        """Buffers the scalar unit reads to compute this op's addresses and extents (data-dependent
+        windows): loads inside its index expressions."""
+        exprs = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, GmWindow):
+                exprs += [*v.base, v.valid_rows.base, v.valid_cols.base]
+            elif isinstance(v, Valid):
+                exprs.append(v.base)
+            else:
+                while isinstance(v, ScalarConv | ScalarNeg):
+                    v = v.inner
+                if isinstance(v, ScalarExpr):
+                    exprs.append(v.expr)
+        return loaded_buffers(*exprs)
 
 
 def _one_of(*names) -> tuple:
@@ -1039,7 +1086,7 @@ class FlagRecord:
     consumer_loc: SrcLoc | None = None
 
 
-TILE_OPS = (TileCopy, TileFill, TileGemm, TileReduce, TileParallel, TileAccumulate)
+TILE_OPS = (TileCopy, TileFill, TileGemm, TileReduce, TileParallel, TileAccumulate, TileCumsum)
 TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerL1, CrossCoreSet, CrossCoreWait)
 SYNC_OPS = (SetFlag, WaitFlag, PipeBarrier)
 
@@ -1050,7 +1097,8 @@ __all__ = [
     "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DV2", "Loop", "Mmad", "Param", "ParallelStore",
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
-    "TileCopy", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Valid", "VecBinaryBcast", "VecBinaryOp",
+    "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
+    "Valid", "VecBinaryBcast", "VecBinaryOp",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag",
 ]

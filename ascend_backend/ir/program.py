@@ -43,6 +43,13 @@ class Kernel:
     flags: list = field(default_factory=list)  # the sync table rows (FlagRecord) of this core
     memory_used: dict = field(default_factory=dict)  # Scope -> bytes (plan_memory)
     row_split: RowSplit | None = None
+    # TVM buffers (of loads and stores inside expressions) whose name differs from their buffer's
+    # name here (the frontend renames clashing allocations); every other one is found by its name.
+    names: dict = field(default_factory=dict)
+
+    def buffer_of(self, tvm_buffer) -> Buffer:
+        """The buffer a TVM BufferLoad/BufferStore refers to."""
+        return self.buffers[self.names.get(tvm_buffer, str(tvm_buffer.name))]
 
     def replace(self, **changes: Any) -> Kernel:
         return dataclasses.replace(self, **changes)
@@ -147,6 +154,11 @@ class Program:
             raise UnsupportedError(f"kernel '{self.name}' has {len(self.launches)} T.Kernel launches; this step "
                                    "handles one")
         return self.launches[0]
+
+    def entry_name(self, n: int) -> str:
+        """The C name of launch ``n``'s kernel entry: the program's name, or ``name_<n>`` when the
+        PrimFunc has several launches."""
+        return self.name if len(self.launches) == 1 else f"{self.name}_{n}"
 
     @property
     def workspace_bytes(self) -> int:
