@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 #include "emu_types.h"
+#include "emu_atomic.h"
 
 namespace emu::ops {
 
@@ -284,9 +285,17 @@ inline void strided_copy(const char* op, emu::Pipe pipe, const D& dst, const S& 
         w.add(dst, i * dstPitch, i * dstPitch + rowBytes);
     }
     emu::Cost c; c.bytes = (uint64_t)blockCount * rowBytes;
+    // A store to GM with a DMA-atomic mode set (SetAtomicAdd/Max/Min) combines with GM.
+    const emu::AtomicMode am = dst.emu_span(0).mem == emu::Mem::GM ? emu::atomic_mode() : emu::AtomicMode{};
+    if (am.dtype)
+        for (auto& sp : w.v) sp.cls = emu::CLS_ATOMIC;
     emu::ops::record_sets(op, pipe, r, w, c, loc);
     const uint8_t* s = reinterpret_cast<const uint8_t*>(src.emu_ptr());
     uint8_t* d = reinterpret_cast<uint8_t*>(dst.emu_ptr());
+    if (am.dtype) {
+        for (uint32_t i = 0; i < blockCount; ++i) emu::ops::atomic_store(d + i * dstPitch, s + i * srcPitch, rowBytes, am);
+        return;
+    }
     for (uint32_t i = 0; i < blockCount; ++i) std::memmove(d + i * dstPitch, s + i * srcPitch, rowBytes);
 }
 }  // namespace emu_detail

@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include "emu_xblock.h"
 
 #if !defined(EMU_ARCH_C220) && !defined(EMU_ARCH_3510)
 #error "build with -DEMU_ARCH_C220 or -DEMU_ARCH_3510"
@@ -64,6 +65,7 @@ struct Span {
     Mem mem;
     uint64_t begin, end;
     int8_t core = -1;
+    uint8_t cls = 0;  // access class (CLS_ATOMIC / CLS_SYNC in emu_xblock.h); 0 = plain
 };
 struct Cost {
     uint64_t bytes = 0, elems = 0, macs = 0;
@@ -200,15 +202,21 @@ public:
         r.size_ = size_ > offset ? size_ - offset : 0;
         return r;
     }
+    // Scalar GM accesses go through the core's data cache: a store publishes the scalar unit's
+    // completed work; a load synchronises with it only right after DataCacheCleanAndInvalid
+    // of its line (emu_xblock.h), the documented way to poll a GM flag written by another core.
     T GetValue(uint64_t i, const emu::Loc& loc = emu::Loc::current()) const {
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
-        emu::record("GetValue", emu::Pipe::S, {{emu::Mem::GM, b, b + sizeof(T)}}, {}, {sizeof(T), 1}, loc);
+        const uint8_t cls = emu::xb_load_class(addr_ + i);
+        emu::record("GetValue", emu::Pipe::S, {{emu::Mem::GM, b, b + sizeof(T), -1, cls}}, {}, {sizeof(T), 1}, loc);
+        emu::xb_scalar_load(addr_ + i, sizeof(T), cls != 0, loc);
         return addr_[i];
     }
     void SetValue(uint64_t i, T v, const emu::Loc& loc = emu::Loc::current()) const {
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
-        emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T)}}, {sizeof(T), 1}, loc);
+        emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T), -1, emu::CLS_SSTORE}}, {sizeof(T), 1}, loc);
         addr_[i] = v;
+        emu::xb_release(b, emu::PIPES_S, loc);
     }
     uint64_t GetSize() const { return size_; }
     void SetSize(uint64_t n) { size_ = n; }
@@ -489,10 +497,23 @@ template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
 inline void CrossCoreWaitFlag(uint16_t flagId, const emu::Loc& loc = emu::Loc::current()) {
     emu::cross_wait(modeId, (int)pipe, flagId, loc);
 }
+#if defined(EMU_ARCH_3510)
+// SyncAll page: on dav-3510 the hardware form takes the pipes that trigger and wait.
+struct SyncAllConfig {
+    pipe_t triggerPipe;
+    pipe_t waitPipe;
+};
+constexpr SyncAllConfig DEFAULT_SYNC_ALL_CONFIG = {PIPE_ALL, PIPE_ALL};
+template <bool isAIVOnly = true, const SyncAllConfig& config = DEFAULT_SYNC_ALL_CONFIG>
+inline void SyncAll(const emu::Loc& loc = emu::Loc::current()) {
+    emu::sync_all_cfg(isAIVOnly, (int)config.triggerPipe, (int)config.waitPipe, loc);
+}
+#else
 template <bool isAIVOnly = true>
 inline void SyncAll(const emu::Loc& loc = emu::Loc::current()) {
     emu::sync_all(isAIVOnly, loc);
 }
+#endif
 inline void SetSyncBaseAddr(uint64_t) {}
 
 template <pipe_t src, pipe_t dst>

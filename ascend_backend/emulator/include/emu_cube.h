@@ -230,12 +230,29 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
         }
     }
     emu::Cost c; c.bytes = (uint64_t)ndNum * m * n * sizeof(S);
+    // L0C -> GM with a DMA-atomic mode set combines with GM (SetAtomicAdd page: UB/L0C -> GM).
+    const emu::AtomicMode am = dst.emu_span(0).mem == emu::Mem::GM ? emu::atomic_mode() : emu::AtomicMode{};
+    if (am.dtype)
+        for (auto& sp : w.v) sp.cls = emu::CLS_ATOMIC;
     emu::ops::record_sets("Fixpipe", emu::Pipe::FIX, r, w, c, loc);
-    emu::impl::FixArgs a{dst.emu_ptr(), emu::dt_of<D>(), src.emu_ptr(), emu::dt_of<S>(), m, n, srcStride, dstStride,
+    uint8_t* out = reinterpret_cast<uint8_t*>(dst.emu_ptr());
+    std::vector<uint8_t> tmp;
+    const uint64_t base = dst.emu_span(0).begin;
+    if (am.dtype) {   // convert into a scratch image, then combine the written bytes with GM
+        uint64_t ext = 0;
+        for (auto& sp : w.v) ext = std::max<uint64_t>(ext, sp.end - base);
+        tmp.assign(ext, 0);
+        out = tmp.data();
+    }
+    emu::impl::FixArgs a{out, emu::dt_of<D>(), src.emu_ptr(), emu::dt_of<S>(), m, n, srcStride, dstStride,
                          fmt == CO2Layout::NZ ? 0 : (fmt == CO2Layout::ROW_MAJOR ? 1 : 2), ndNum, srcNdBytes,
                          dstNdElems, relu, (int)q, deq};
     const char* err = emu::impl::fixpipe(a);
     if (err && *err) emu::fail("invalid_param", std::string("Fixpipe: ") + err, loc);
+    if (am.dtype)
+        for (auto& sp : w.v)
+            emu::ops::atomic_store(reinterpret_cast<uint8_t*>(dst.emu_ptr()) + (sp.begin - base), tmp.data() + (sp.begin - base),
+                                   sp.end - sp.begin, am);
 }
 template <class T>
 inline void check_fix_local_dst(const LocalTensor<T>& dst, bool isToUB, const emu::Loc& loc) {

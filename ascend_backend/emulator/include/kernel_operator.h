@@ -7,3 +7,4 @@
 #include "emu_copy.h"
 #include "emu_cube.h"
 #include "emu_vector.h"
+#include "emu_sync_ext.h"
