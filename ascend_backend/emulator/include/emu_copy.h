@@ -318,9 +318,55 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     emu_detail::strided_copy("DataCopy", emu::Pipe::MTE3, dst, src, 1, n, n, n, loc);
 }
 
+// L1 -> BiasTable (C1 -> C2, MTE1) and L1 -> Fixpipe buffer (C1 -> C2PIPE2GM, FIX). BT: blockLen
+// and dstGap in 64-byte units on dav-c220, 32-byte units on dav-3510 (blockLen even), srcGap in
+// 32-byte units, gaps from the end of one block to the start of the next; the element type may
+// widen (half -> float), blockLen then counts destination bytes. FB: blockLen in 128-byte
+// units, srcGap (32 B) and dstGap (128 B) from the start of one block to the start of the next
+// (DataCopy L1ToBiasTable / L1ToFixpipe pages).
+namespace emu_detail {
+template <class D, class S>
+inline void copy_to_bt_fb(const LocalTensor<D>& dst, const LocalTensor<S>& src, uint32_t blockCount, uint32_t blockLen,
+                          uint32_t srcGap, uint32_t dstGap, bool countForm, const emu::Loc& loc) {
+    const bool fb = dst.emu_mem() == emu::Mem::FB;
+    if (src.emu_mem() != emu::Mem::L1)
+        emu::ops::bad_path("DataCopy", src.emu_mem(), dst.emu_mem(), loc);
+    if (!fb && !(std::is_same_v<D, float> || std::is_same_v<D, int32_t>))
+        emu::fail("invalid_param", "DataCopy L1 -> BT: the destination type must be float or int32_t", loc);
+    if (fb && sizeof(D) != sizeof(S)) emu::fail("invalid_param", "DataCopy L1 -> FB: source and destination types must match", loc);
+    if (blockCount == 0 || blockLen == 0) return;
+    const uint64_t dunit = countForm ? 1 : (fb ? 128 : (emu::is_c220() ? 64 : 32));
+    if (!countForm && !fb && emu::is_3510() && blockLen % 2)
+        emu::fail("invalid_param", "DataCopy L1 -> BT: blockLen must be even on dav-3510", loc);
+    const uint64_t dbytes = (uint64_t)blockLen * dunit;          // destination bytes per block
+    const uint64_t delems = dbytes / sizeof(D), sbytes = delems * sizeof(S);
+    uint64_t spitch, dpitch;
+    if (fb) { spitch = (uint64_t)srcGap * 32; dpitch = (uint64_t)dstGap * 128; }
+    else { spitch = sbytes + (uint64_t)srcGap * 32; dpitch = dbytes + (uint64_t)dstGap * (emu::is_c220() ? 64 : 32); }
+    if (blockCount == 1) { spitch = sbytes; dpitch = dbytes; }
+    emu::ops::SpanSet r, w;
+    for (uint32_t i = 0; i < blockCount; ++i) {
+        r.add(src, i * spitch, i * spitch + sbytes);
+        w.add(dst, i * dpitch, i * dpitch + dbytes);
+    }
+    emu::Cost c; c.bytes = (uint64_t)blockCount * dbytes;
+    // L1 -> BT moves on MTE1, L1 -> FB on FIX (数据通路 page, table 1)
+    emu::ops::record_sets("DataCopy", fb ? emu::Pipe::FIX : emu::Pipe::MTE1, r, w, c, loc);
+    for (uint32_t i = 0; i < blockCount; ++i) {
+        const S* sp = reinterpret_cast<const S*>(reinterpret_cast<const uint8_t*>(src.emu_ptr()) + i * spitch);
+        D* dp = reinterpret_cast<D*>(reinterpret_cast<uint8_t*>(dst.emu_ptr()) + i * dpitch);
+        if constexpr (std::is_same_v<D, S>) std::memmove(dp, sp, dbytes);
+        else for (uint64_t k = 0; k < delems; ++k) dp[k] = D((float)sp[k]);
+    }
+}
+inline bool to_bt_fb(emu::Mem dst) { return dst == emu::Mem::BT || dst == emu::Mem::FB; }
+}  // namespace emu_detail
+
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count,
                      const emu::Loc& loc = emu::Loc::current()) {
+    if (emu_detail::to_bt_fb(dst.emu_mem()))
+        return emu_detail::copy_to_bt_fb(dst, src, 1, (uint32_t)((uint64_t)count * sizeof(T) / 32 * 32), 0, 0, true, loc);
     emu::Pipe p = emu::ops::local_copy_pipe("DataCopy", src.emu_mem(), dst.emu_mem(), loc);
     emu_detail::check_count32<T>("DataCopy", count, loc);
     uint64_t n = (uint64_t)count * sizeof(T);
@@ -351,10 +397,20 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
                      const emu::Loc& loc = emu::Loc::current()) {
+    if (emu_detail::to_bt_fb(dst.emu_mem()))
+        return emu_detail::copy_to_bt_fb(dst, src, p.blockCount, p.blockLen, p.srcGap, p.dstGap, false, loc);
     emu::Pipe pipe = emu::ops::local_copy_pipe("DataCopy", src.emu_mem(), dst.emu_mem(), loc);
     uint64_t row = (uint64_t)p.blockLen * 32;
     emu_detail::strided_copy("DataCopy", pipe, emu::ops::peer_view(dst, 0), emu::ops::peer_view(src, 0), p.blockCount, row,
                              row + (uint64_t)p.srcGap * 32, row + (uint64_t)p.dstGap * 32, loc);
+}
+
+// L1 -> BT with a wider destination type (half/bfloat16_t -> float).
+template <typename T, typename U, std::enable_if_t<!std::is_same_v<T, U>, bool> = true>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const DataCopyParams& p,
+                     const emu::Loc& loc = emu::Loc::current()) {
+    if (dst.emu_mem() != emu::Mem::BT) emu::ops::bad_path("DataCopy (converting)", src.emu_mem(), dst.emu_mem(), loc);
+    emu_detail::copy_to_bt_fb(dst, src, p.blockCount, p.blockLen, p.srcGap, p.dstGap, false, loc);
 }
 
 // ---------------------------------------------------------------- DataCopyPad
@@ -501,6 +557,65 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     if (dst.emu_mem() != emu::Mem::L1 || src.emu_mem() != emu::Mem::UB)
         emu::ops::bad_path("DataCopy(Nd2Nz)", src.emu_mem(), dst.emu_mem(), loc);
     emu_detail::nd2nz<T>("DataCopy(Nd2Nz)", emu::Pipe::MTE3, emu::ops::peer_view(dst, 0), src, p, loc);
+}
+#endif
+
+#if defined(EMU_ARCH_3510)
+// GM DN -> L1 NZ (DataCopy GMToL1 DN2NZ page, dav-3510): source element (row d, column n) of
+// matrix i at i*srcDnMatrixStride + d*srcDValue + n (nValue columns, dValue rows) goes to the
+// NZ matrix of the transpose: (n, d) at i*dstNzMatrixStride + (d/C0)*dstNzC0Stride*C0 +
+// n*dstNzNStride*C0 + d%C0 (strides in 32-byte blocks); the last C0 group of each row is
+// zero-filled past dValue.
+struct Dn2NzParams {
+    Dn2NzParams() {}
+    Dn2NzParams(uint16_t dnNumIn, uint16_t nValueIn, uint32_t dValueIn, uint64_t srcDnMatrixStrideIn, uint64_t srcDValueIn,
+                uint16_t dstNzC0StrideIn, uint16_t dstNzNStrideIn, uint32_t dstNzMatrixStrideIn)
+        : dnNum(dnNumIn), nValue(nValueIn), dValue(dValueIn), srcDnMatrixStride(srcDnMatrixStrideIn), srcDValue(srcDValueIn),
+          dstNzC0Stride(dstNzC0StrideIn), dstNzNStride(dstNzNStrideIn), dstNzMatrixStride(dstNzMatrixStrideIn) {}
+    uint16_t dnNum = 0;
+    uint16_t nValue = 0;
+    uint32_t dValue = 0;
+    uint64_t srcDnMatrixStride = 0;
+    uint64_t srcDValue = 0;
+    uint16_t dstNzC0Stride = 0;
+    uint16_t dstNzNStride = 0;
+    uint32_t dstNzMatrixStride = 0;
+};
+template <typename T, bool enableSmallC0 = false>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Dn2NzParams& p,
+                     const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(!enableSmallC0, "DataCopy(Dn2Nz): the SmallC0 mode is not emulated");
+    if (dst.emu_mem() != emu::Mem::L1) emu::ops::bad_path("DataCopy(Dn2Nz)", emu::Mem::GM, dst.emu_mem(), loc);
+    if (p.dnNum == 0 || p.nValue == 0 || p.dValue == 0) return;
+    constexpr uint64_t C0 = emu::C0<T>;
+    const uint64_t dpad = (p.dValue + C0 - 1) / C0 * C0;
+    emu::ops::SpanSet r, w;
+    for (uint64_t i = 0; i < p.dnNum; ++i)
+        for (uint64_t d = 0; d < p.dValue; ++d) {
+            uint64_t e = i * p.srcDnMatrixStride + d * p.srcDValue;
+            r.add(src, e * sizeof(T), (e + p.nValue) * sizeof(T));
+        }
+    auto didx = [&](uint64_t i, uint64_t n, uint64_t d) {
+        return i * p.dstNzMatrixStride + (d / C0) * p.dstNzC0Stride * C0 + n * p.dstNzNStride * C0 + d % C0;
+    };
+    for (uint64_t i = 0; i < p.dnNum; ++i)
+        for (uint64_t d0 = 0; d0 < dpad; d0 += C0)
+            for (uint64_t n = 0; n < p.nValue; ++n) {
+                uint64_t e = didx(i, n, d0);
+                w.add(dst, e * sizeof(T), (e + C0) * sizeof(T));
+            }
+    emu::Cost c; c.bytes = (uint64_t)p.dnNum * p.nValue * p.dValue * sizeof(T);
+    emu::ops::record_sets("DataCopy(Dn2Nz)", emu::Pipe::MTE2, r, w, c, loc);
+    const T* s = src.emu_ptr();
+    T* o = dst.emu_ptr();
+    for (uint64_t i = 0; i < p.dnNum; ++i)
+        for (uint64_t n = 0; n < p.nValue; ++n)
+            for (uint64_t d = 0; d < dpad; ++d) {
+                T v{};
+                if (d < p.dValue) v = s[i * p.srcDnMatrixStride + d * p.srcDValue + n];
+                else std::memset(&v, 0, sizeof(T));
+                o[didx(i, n, d)] = v;
+            }
 }
 #endif
 

@@ -8,3 +8,4 @@
 #include "emu_cube.h"
 #include "emu_vector.h"
 #include "emu_sync_ext.h"
+#include "emu_cube_ext.h"
