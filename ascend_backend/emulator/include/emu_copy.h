@@ -141,6 +141,7 @@ inline void check_gm_to_local(const char* op, Mem dst, const Loc& loc) {
 }
 inline void check_local_to_gm(const char* op, Mem src, const Loc& loc) {
     if (src == Mem::UB) return;
+    if (src == Mem::L1 && is_c220()) return;  // DataCopy L1ToGM (dav-c220 only; MTE3 of the AIC)
     bad_path(op, src, Mem::GM, loc);
 }
 

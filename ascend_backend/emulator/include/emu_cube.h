@@ -33,7 +33,23 @@ struct FixArgs {
     bool relu; int quant; uint64_t deqScalar;
     const uint64_t* qvec = nullptr;  // tensor quantization: one quant word per output column
     bool arch3510 = false;           // quant word layout of dav-3510 (no shift/MCB fields)
+    bool channelSplit = false;       // NZ float output in 16x8 fractals
 };
+// Column placement of an NZ Fixpipe output (NZ2NZ page, Int8 Channel Merge and F32 Channel
+// Split pages): columns go in blocks of 16; 1-byte outputs merge pairs of blocks into 32-wide
+// ones (when n/16 is odd the last 16 columns stay a block of their own); channelSplit cuts
+// float outputs into blocks of 8. Block b starts at b * dstStride 32-byte units; inside it,
+// row i holds `width` consecutive elements.
+struct NzCol { uint32_t block, within, width; };
+inline NzCol nz_col(uint32_t j, uint32_t n, uint32_t dsz, bool split) {
+    if (split) return {j / 8, j % 8, 8};
+    if (dsz == 1) {
+        const uint32_t merged = ((n + 15) / 16 % 2) ? (n + 15) / 16 * 16 - 16 : (n + 15) / 16 * 16;
+        if (j < merged) return {j / 32, j % 32, 32};
+        return {merged / 32 + (j - merged) / 16, (j - merged) % 16, 16};
+    }
+    return {j / 16, j % 16, 16};
+}
 // returns an error message (empty on success)
 const char* fixpipe(const FixArgs& a);
 }  // namespace emu::impl
@@ -205,8 +221,13 @@ inline void mmad_impl(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const
     if (dst.emu_mem() != emu::Mem::L0C || fm.emu_mem() != emu::Mem::L0A || filter.emu_mem() != emu::Mem::L0B)
         emu::fail("invalid_param", "Mmad: operands must be in L0C, L0A, L0B", loc);
     if (bias && bias->emu_mem() != emu::Mem::BT) emu::fail("invalid_param", "Mmad: the bias tensor must be in BT (TPosition::C2)", loc);
-    if (!bias && p.cmatrixSource && !p.cmatrixInitVal)
-        emu::fail("invalid_param", "Mmad: cmatrixSource = true (initial C from BT) needs the Mmad overload with a bias tensor", loc);
+    // cmatrixSource without a bias tensor: the initial C comes from BT (the page names no
+    // address; taken at BT offset 0, where the examples place the bias: assumed)
+    LocalTensor<B> btBias;
+    if (!bias && p.cmatrixSource && !p.cmatrixInitVal) {
+        btBias = LocalTensor<B>(emu::Mem::BT, 0, p.n, TPosition::C2);
+        bias = &btBias;
+    }
     if (p.m == 0 || p.n == 0 || p.k == 0) return;
     constexpr uint64_t C0 = emu::C0<U>;
     bool gemv = p.m == 1;
@@ -254,14 +275,16 @@ template <class D, class S, class DstT>
 inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout fmt, uint32_t m, uint32_t n,
                            uint64_t srcStride, uint64_t dstStride, uint32_t ndNum, uint64_t srcNdBytes,
                            uint64_t dstNdElems, bool relu, QuantMode_t q, uint64_t deq, const emu::Loc& loc,
-                           const LocalTensor<uint64_t>* quantTensor = nullptr) {
+                           const LocalTensor<uint64_t>* quantTensor = nullptr, bool channelSplit = false) {
     if (src.emu_mem() != emu::Mem::L0C) emu::fail("invalid_param", "Fixpipe: source must be in L0C (CO1)", loc);
     if (quantTensor && quantTensor->emu_mem() != emu::Mem::L1 && quantTensor->emu_mem() != emu::Mem::FB)
         emu::fail("invalid_param", "Fixpipe: the quant tensor (cbufWorkspace) must be in L1 (TPosition::C1)", loc);
     static_assert(std::is_same_v<S, float> || std::is_same_v<S, int32_t>, "Fixpipe: source must be float or int32_t");
     if (ndNum == 0 || m == 0 || n == 0) return;
-    if (fmt == CO2Layout::NZ && n % 16 != 0)
-        emu::fail("invalid_param", "Fixpipe: nSize must be a multiple of 16 without NZ2ND", loc);
+    if (channelSplit && (fmt != CO2Layout::NZ || !std::is_same_v<D, float> || !std::is_same_v<S, float>))
+        emu::fail("invalid_param", "Fixpipe: channelSplit needs float -> float NZ output (F32 Channel Split page)", loc);
+    if (fmt == CO2Layout::NZ && n % (channelSplit ? 8 : 16) != 0)
+        emu::fail("invalid_param", std::string("Fixpipe: nSize must be a multiple of ") + (channelSplit ? "8 with channelSplit" : "16 without NZ2ND"), loc);
     if (fmt != CO2Layout::NZ && dstStride == 0) emu::fail("invalid_param", "Fixpipe: dstStride must not be 0", loc);
     emu::ops::SpanSet r, w;
     const uint64_t m16 = (m + 15) / 16 * 16, nblk = (n + 15) / 16;
@@ -277,8 +300,11 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
         } else if (fmt == CO2Layout::COLUMN_MAJOR) {
             for (uint64_t j = 0; j < n; ++j) w.add(dst, db + j * dstStride * sizeof(D), db + (j * dstStride + m) * sizeof(D));
         } else {
-            for (uint64_t j = 0; j < nblk; ++j)
-                w.add(dst, db + j * dstStride * 32, db + j * dstStride * 32 + (uint64_t)m * 16 * sizeof(D));
+            for (uint32_t j = 0; j < n;) {
+                emu::impl::NzCol c = emu::impl::nz_col(j, n, sizeof(D), channelSplit);
+                w.add(dst, db + (uint64_t)c.block * dstStride * 32, db + (uint64_t)c.block * dstStride * 32 + (uint64_t)m * c.width * sizeof(D));
+                j += c.width - c.within;
+            }
         }
     }
     if (quantTensor) r.add(*quantTensor, 0, (uint64_t)n * sizeof(uint64_t));
@@ -300,7 +326,8 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
     emu::impl::FixArgs a{out, emu::dt_of<D>(), src.emu_ptr(), emu::dt_of<S>(), m, n, srcStride, dstStride,
                          fmt == CO2Layout::NZ ? 0 : (fmt == CO2Layout::ROW_MAJOR ? 1 : 2), ndNum, srcNdBytes,
                          dstNdElems, relu, (int)q, deq,
-                         quantTensor ? reinterpret_cast<const uint64_t*>(quantTensor->emu_ptr()) : nullptr, emu::is_3510()};
+                         quantTensor ? reinterpret_cast<const uint64_t*>(quantTensor->emu_ptr()) : nullptr, emu::is_3510(),
+                         channelSplit};
     const char* err = emu::impl::fixpipe(a);
     if (err && *err) emu::fail("invalid_param", std::string("Fixpipe: ") + err, loc);
     if (am.dtype)
@@ -333,7 +360,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
                     const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
                                   p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
-                                  p.deqScalar, loc);
+                                  p.deqScalar, loc, nullptr, p.isChannelSplit);
 }
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
@@ -341,7 +368,7 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
     emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
                                   p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
-                                  p.deqScalar, loc);
+                                  p.deqScalar, loc, nullptr, p.isChannelSplit);
 }
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S,
           std::enable_if_t<std::is_same_v<S, uint64_t>, bool> = true>
@@ -349,7 +376,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
                     const FixpipeParamsV220& p, const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
                                   p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
-                                  p.deqScalar, loc, &cbufWorkspace);
+                                  p.deqScalar, loc, &cbufWorkspace, p.isChannelSplit);
 }
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S,
           std::enable_if_t<std::is_same_v<S, uint64_t>, bool> = true>
@@ -358,7 +385,7 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
     emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
                                   p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
-                                  p.deqScalar, loc, &cbufWorkspace);
+                                  p.deqScalar, loc, &cbufWorkspace, p.isChannelSplit);
 }
 #endif
 
@@ -395,7 +422,7 @@ inline void fix3510(const DstT& dst, const LocalTensor<U>& src, const FixpipePar
     uint32_t nd; uint64_t sb, de;
     fix3510_nd<U>(p, nd, sb, de, loc);
     fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, fix3510_dst_stride<T>(p, loc), nd, sb, de,
-                      fix3510_relu(p), p.quantPre, p.deqScalar, loc, qt);
+                      fix3510_relu(p), p.quantPre, p.deqScalar, loc, qt, p.isChannelSplit);
 }
 }  // namespace emu_detail
 

@@ -577,7 +577,6 @@ inline bool vector_quant(QuantMode_t q) {
 }
 template <class T, class U, class DstT>
 inline void datacopy_l0c(const DstT& dst, const LocalTensor<U>& src, const DataCopyCO12DstParams& p, const emu::Loc& loc) {
-    if (p.channelSplit) emu::fail("invalid_param", "DataCopy L0C: channelSplit is not emulated", loc);
     const FixRegs& g = fix_regs();
     LocalTensor<uint64_t> qt;
     const LocalTensor<uint64_t>* qp = nullptr;
@@ -595,7 +594,7 @@ inline void datacopy_l0c(const DstT& dst, const LocalTensor<U>& src, const DataC
         de = g.dstNdStride;
     }
     fixpipe_common<T>(dst, src, p.nz2ndEn ? CO2Layout::ROW_MAJOR : CO2Layout::NZ, p.mSize, p.nSize, p.srcStride, p.dstStride,
-                      nd, sb, de, p.reluPre == 1, p.quantPre, g.preQuant, loc, qp);
+                      nd, sb, de, p.reluPre == 1, p.quantPre, g.preQuant, loc, qp, p.channelSplit);
 }
 }  // namespace emu_detail
 

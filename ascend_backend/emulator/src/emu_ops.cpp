@@ -290,7 +290,10 @@ const char* fixpipe(const FixArgs& a) {
                 uint64_t doff;
                 if (a.layout == 1) doff = ((uint64_t)i * a.dstStride + j) * dsz;
                 else if (a.layout == 2) doff = ((uint64_t)j * a.dstStride + i) * dsz;
-                else doff = (uint64_t)(j / 16) * a.dstStride * 32 + ((uint64_t)i * 16 + j % 16) * dsz;
+                else {
+                    NzCol c = nz_col(j, a.n, dsz, a.channelSplit);
+                    doff = (uint64_t)c.block * a.dstStride * 32 + ((uint64_t)i * c.width + c.within) * dsz;
+                }
                 uint8_t* d = dbase + doff;
                 if (q == 0) {
                     if (srcInt) {

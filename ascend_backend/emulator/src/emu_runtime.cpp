@@ -77,7 +77,8 @@ bool mem_on(CoreKind k, Mem m) {
 bool pipe_on(CoreKind k, Pipe p) {
     if (p == Pipe::S || p == Pipe::MTE2) return true;
     if (k == CoreKind::AIV) return p == Pipe::V || p == Pipe::MTE3;
-    return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX;
+    // dav-c220's AIC also has MTE3: L1 -> GM DataCopy (DataCopy L1ToGM page, FIX_MTE3 events)
+    return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX || (p == Pipe::MTE3 && is_c220());
 }
 bool pipe_in_order(Pipe p) { return !(is_c220() && p == Pipe::V); }
 
