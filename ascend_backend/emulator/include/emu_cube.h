@@ -433,11 +433,36 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
                     const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::fix3510<T, U, config>(dst, src, p, nullptr, loc);
 }
+namespace emu_detail {
+// L0C -> UB dual destination (L0C Buffer到UB双目标模式 page): dualDstCtl 1 splits M (rows
+// [0, m/2) to AIV 0's UB, the rest to AIV 1's), 2 splits N (columns [0, n/2) / [n/2, n)); each
+// half lands at the same UB address with the destination parameters as given.
+template <class T, class U, const FixpipeConfig& config>
+inline void fix3510_dual(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsArch3510<config.format>& p,
+                         const LocalTensor<uint64_t>* qt, const emu::Loc& loc) {
+    if (dst.emu_mem() != emu::Mem::UB) emu::fail("invalid_param", "Fixpipe: dualDstCtl needs a UB destination", loc);
+    if (p.dualDstCtl > 2) emu::fail("invalid_param", "Fixpipe: dualDstCtl must be 0, 1 (split M) or 2 (split N)", loc);
+    if (p.quantPre != QuantMode_t::NoQuant || fix3510_relu(p))
+        emu::fail("invalid_param", "Fixpipe: the dual-destination mode takes no quantization or ReLU (page constraint)", loc);
+    const bool splitM = p.dualDstCtl == 1;
+    if (splitM ? p.mSize % 2 : p.nSize % 32)
+        emu::fail("invalid_param", splitM ? "Fixpipe: dual destination by M needs an even mSize"
+                                          : "Fixpipe: dual destination by N needs nSize a multiple of 32", loc);
+    FixpipeParamsArch3510<config.format> h = p;
+    h.dualDstCtl = 0;
+    for (int half = 0; half < 2; ++half) {
+        uint32_t off;
+        if (splitM) { h.mSize = p.mSize / 2; off = (uint32_t)half * h.mSize * 16; }
+        else { h.nSize = p.nSize / 2; off = (uint32_t)half * (h.nSize / 16) * p.srcStride * 16; }
+        fix3510<T, U, config>(emu::ops::peer_view(dst, half), src[off], h, qt, loc);
+    }
+}
+}  // namespace emu_detail
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsArch3510<config.format>& p,
                     const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
-    if (p.dualDstCtl != 0) emu::fail("invalid_param", "Fixpipe: dualDstCtl (dual destination) is not emulated", loc);
+    if (p.dualDstCtl != 0) return emu_detail::fix3510_dual<T, U, config>(dst, src, p, nullptr, loc);
     emu_detail::fix3510<T, U, config>(emu::ops::peer_view(dst, p.subBlockId ? 1 : 0), src, p, nullptr, loc);
 }
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S,
@@ -451,7 +476,7 @@ template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, t
 inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const LocalTensor<S>& cbufWorkspace,
                     const FixpipeParamsArch3510<config.format>& p, const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
-    if (p.dualDstCtl != 0) emu::fail("invalid_param", "Fixpipe: dualDstCtl (dual destination) is not emulated", loc);
+    if (p.dualDstCtl != 0) return emu_detail::fix3510_dual<T, U, config>(dst, src, p, &cbufWorkspace, loc);
     emu_detail::fix3510<T, U, config>(emu::ops::peer_view(dst, p.subBlockId ? 1 : 0), src, p, &cbufWorkspace, loc);
 }
 #endif
