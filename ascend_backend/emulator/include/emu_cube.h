@@ -2,6 +2,7 @@
 // emu_cube.h: Mmad and Fixpipe. The heavy loops live in src/emu_ops.cpp (compiled once);
 // this header holds the documented parameter structs, the checks and the span recording.
 #include <string>
+#include <vector>
 #include <type_traits>
 #include "emu_types.h"
 #include "emu_copy.h"
@@ -323,10 +324,16 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
         tmp.assign(ext, 0);
         out = tmp.data();
     }
+    // the quant words are read before any output is written (they may share L1 with the output)
+    std::vector<uint64_t> qwords;
+    if (quantTensor) {
+        const uint64_t* qp = reinterpret_cast<const uint64_t*>(quantTensor->emu_ptr());
+        qwords.assign(qp, qp + n);
+    }
     emu::impl::FixArgs a{out, emu::dt_of<D>(), src.emu_ptr(), emu::dt_of<S>(), m, n, srcStride, dstStride,
                          fmt == CO2Layout::NZ ? 0 : (fmt == CO2Layout::ROW_MAJOR ? 1 : 2), ndNum, srcNdBytes,
                          dstNdElems, relu, (int)q, deq,
-                         quantTensor ? reinterpret_cast<const uint64_t*>(quantTensor->emu_ptr()) : nullptr, emu::is_3510(),
+                         quantTensor ? qwords.data() : nullptr, emu::is_3510(),
                          channelSplit};
     const char* err = emu::impl::fixpipe(a);
     if (err && *err) emu::fail("invalid_param", std::string("Fixpipe: ") + err, loc);
