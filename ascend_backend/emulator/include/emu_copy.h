@@ -466,21 +466,104 @@ inline void pad_ub_to_gm(const GlobalTensor<T>& dst, const LocalTensor<T>& src, 
 }
 }  // namespace emu_detail
 
-template <typename T>
+// PaddingMode (DataCopyPad GMToUB page) and the loop-mode registers (SetLoopModePara page,
+// dav-3510): Compact packs the blockCount rows back to back and pads only the end to 32 bytes
+// (dstStride, leftPadding and rightPadding unused); with loop mode set for a direction, the copy
+// repeats loop2Size x loop1Size times, the source and destination moving by the loop strides
+// (bytes) of the outer and inner loop.
+enum class PaddingMode : uint8_t { Normal = 0, Compact };
+enum class DataCopyMVType : uint8_t { UB_TO_OUT = 0, OUT_TO_UB = 1 };
+struct LoopModeParams {
+    LoopModeParams() {}
+    LoopModeParams(uint32_t loop1SizeIn, uint32_t loop2SizeIn, uint64_t loop1SrcStrideIn, uint64_t loop1DstStrideIn,
+                   uint64_t loop2SrcStrideIn, uint64_t loop2DstStrideIn)
+        : loop1Size(loop1SizeIn), loop2Size(loop2SizeIn), loop1SrcStride(loop1SrcStrideIn), loop1DstStride(loop1DstStrideIn),
+          loop2SrcStride(loop2SrcStrideIn), loop2DstStride(loop2DstStrideIn) {}
+    uint32_t loop1Size = 0;
+    uint32_t loop2Size = 0;
+    uint64_t loop1SrcStride = 0;
+    uint64_t loop1DstStride = 0;
+    uint64_t loop2SrcStride = 0;
+    uint64_t loop2DstStride = 0;
+};
+namespace emu_detail {
+struct LoopRegs { bool on[2] = {false, false}; LoopModeParams p[2]; };
+inline LoopRegs& loop_regs() {
+    static thread_local LoopRegs r;
+    return r;
+}
+// Calls f(srcByteOffset, dstByteOffset) once per loop-mode iteration (once when loop mode is off).
+template <class F>
+inline void for_each_loop(DataCopyMVType t, uint64_t elem, F f, const emu::Loc& loc) {
+    const LoopRegs& g = loop_regs();
+    if (!g.on[(int)t]) return f(0, 0);
+    const LoopModeParams& p = g.p[(int)t];
+    const uint64_t n1 = p.loop1Size ? p.loop1Size : 1, n2 = p.loop2Size ? p.loop2Size : 1;
+    if (p.loop1SrcStride % elem || p.loop1DstStride % elem || p.loop2SrcStride % elem || p.loop2DstStride % elem)
+        emu::fail("invalid_param", "DataCopyPad (loop mode): the loop strides must be whole elements", loc);
+    for (uint64_t o = 0; o < n2; ++o)
+        for (uint64_t i = 0; i < n1; ++i)
+            f(o * p.loop2SrcStride + i * p.loop1SrcStride, o * p.loop2DstStride + i * p.loop1DstStride);
+}
+// Compact GM -> UB: the rows back to back, the tail up to the next 32 bytes gets paddingValue
+// with isPad (else it is not written).
+template <class T>
+inline void pad_gm_to_ub_compact(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t blockCount, uint64_t blockLen,
+                                 uint64_t srcGapBytes, bool isPad, T padValue, const emu::Loc& loc) {
+    if (dst.emu_mem() != emu::Mem::UB) emu::ops::bad_path("DataCopyPad", emu::Mem::GM, dst.emu_mem(), loc);
+    if (blockLen % sizeof(T) != 0)
+        emu::fail("invalid_param", "DataCopyPad: blockLen " + std::to_string(blockLen) + " is not a whole number of elements", loc);
+    const uint64_t total = (uint64_t)blockCount * blockLen, padded = (total + 31) / 32 * 32, srcPitch = blockLen + srcGapBytes;
+    emu::ops::SpanSet r, w;
+    for (uint32_t i = 0; i < blockCount; ++i) r.add(src, i * srcPitch, i * srcPitch + blockLen);
+    w.add(dst, 0, isPad ? padded : total);
+    emu::Cost c; c.bytes = total;
+    emu::ops::record_sets("DataCopyPad", emu::Pipe::MTE2, r, w, c, loc);
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(src.emu_ptr());
+    uint8_t* d = reinterpret_cast<uint8_t*>(dst.emu_ptr());
+    for (uint32_t i = 0; i < blockCount; ++i) std::memmove(d + i * blockLen, s + i * srcPitch, blockLen);
+    if (isPad)
+        for (uint64_t o = total; o < padded; o += sizeof(T)) std::memcpy(d + o, &padValue, sizeof(T));
+}
+}  // namespace emu_detail
+#if defined(EMU_ARCH_3510)
+inline void SetLoopModePara(const LoopModeParams& loopParams, DataCopyMVType type) {
+    emu_detail::LoopRegs& g = emu_detail::loop_regs();
+    g.on[(int)type] = true;
+    g.p[(int)type] = loopParams;
+}
+inline void ResetLoopModePara(DataCopyMVType type) {
+    emu_detail::loop_regs().on[(int)type] = false;
+    emu_detail::loop_regs().p[(int)type] = LoopModeParams();
+}
+#endif
+
+template <typename T, PaddingMode mode = PaddingMode::Normal>
 inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
                         const DataCopyPadExtParams<T>& pad, const emu::Loc& loc = emu::Loc::current()) {
     if ((int64_t)p.srcStride < 0 || (int64_t)p.dstStride < 0)
         emu::fail("invalid_param", "DataCopyPad: negative strides are not supported by the emulator", loc);
-    emu_detail::pad_gm_to_ub(dst, src, p.blockCount, p.blockLen, (uint64_t)p.srcStride, (uint64_t)p.dstStride,
-                             pad.isPad, pad.leftPadding, pad.rightPadding, (T)pad.paddingValue, loc);
+    emu_detail::for_each_loop(DataCopyMVType::OUT_TO_UB, sizeof(T), [&](uint64_t so, uint64_t dof) {
+        const LocalTensor<T> d = dst[(uint32_t)(dof / sizeof(T))];
+        const GlobalTensor<T> s = src[so / sizeof(T)];
+        if constexpr (mode == PaddingMode::Compact)
+            emu_detail::pad_gm_to_ub_compact(d, s, p.blockCount, p.blockLen, (uint64_t)p.srcStride, pad.isPad, (T)pad.paddingValue, loc);
+        else
+            emu_detail::pad_gm_to_ub(d, s, p.blockCount, p.blockLen, (uint64_t)p.srcStride, (uint64_t)p.dstStride,
+                                     pad.isPad, pad.leftPadding, pad.rightPadding, (T)pad.paddingValue, loc);
+    }, loc);
 }
 
-template <typename T>
+template <typename T, PaddingMode mode = PaddingMode::Normal>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p,
                         const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(mode == PaddingMode::Normal, "DataCopyPad UB -> GM: only PaddingMode::Normal");
     if ((int64_t)p.srcStride < 0 || (int64_t)p.dstStride < 0)
         emu::fail("invalid_param", "DataCopyPad: negative strides are not supported by the emulator", loc);
-    emu_detail::pad_ub_to_gm(dst, src, p.blockCount, p.blockLen, (uint64_t)p.srcStride, (uint64_t)p.dstStride, loc);
+    emu_detail::for_each_loop(DataCopyMVType::UB_TO_OUT, sizeof(T), [&](uint64_t so, uint64_t dof) {
+        emu_detail::pad_ub_to_gm(dst[dof / sizeof(T)], src[(uint32_t)(so / sizeof(T))], p.blockCount, p.blockLen,
+                                 (uint64_t)p.srcStride, (uint64_t)p.dstStride, loc);
+    }, loc);
 }
 
 template <typename T>

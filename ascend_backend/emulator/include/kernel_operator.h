@@ -9,3 +9,4 @@
 #include "emu_vector.h"
 #include "emu_sync_ext.h"
 #include "emu_cube_ext.h"
+#include "emu_copy_ext.h"
