@@ -547,16 +547,22 @@ inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>
     g.qcount = quantPre.GetSize();
 }
 template <typename T, bool setRelu = false>
-inline void SetFixPipeConfig(const LocalTensor<T>& preData, bool isUnitFlag = false) {
-    static_assert(std::is_same_v<T, uint64_t>, "SetFixPipeConfig: the tensor holds uint64_t words");
+inline void SetFixPipeConfig(const LocalTensor<T>& preData, bool isUnitFlag = false,
+                             const emu::Loc& loc = emu::Loc::current()) {
     static_assert(!setRelu, "SetFixPipeConfig: setRelu = true (a ReLU tensor) is not supported (page: only quant tensors)");
-    if (preData.emu_mem() == emu::Mem::L0C) return;  // only clears the unitFlag state (isUnitFlag)
+    // An L0C tensor with isUnitFlag = true only clears the unitFlag state (mmad_unitflag example:
+    // SetFixPipeConfig<T>(co1Local, true)); the emulator does not model unitFlag, so nothing to do.
+    if (preData.emu_mem() == emu::Mem::L0C) return;
     (void)isUnitFlag;
-    emu_detail::FixRegs& g = emu_detail::fix_regs();
-    g.haveQuantTensor = true;
-    g.qmem = preData.emu_mem();
-    g.qoff = preData.emu_offset();
-    g.qcount = preData.GetSize();
+    if constexpr (!std::is_same_v<T, uint64_t>) {
+        emu::fail("invalid_param", "SetFixPipeConfig: a quant tensor in L1/FB holds uint64_t words", loc);
+    } else {
+        emu_detail::FixRegs& g = emu_detail::fix_regs();
+        g.haveQuantTensor = true;
+        g.qmem = preData.emu_mem();
+        g.qoff = preData.emu_offset();
+        g.qcount = preData.GetSize();
+    }
 }
 inline void SetFixpipePreQuantFlag(uint64_t config) { emu_detail::fix_regs().preQuant = config; }
 inline void SetFixpipeNz2ndFlag(uint16_t ndNum, uint16_t srcNdStride, uint32_t dstNdStride) {
