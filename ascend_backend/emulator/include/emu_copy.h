@@ -231,7 +231,8 @@ struct Nd2NzParams {
 #endif
 };
 
-#if defined(EMU_ARCH_C220)
+// Declared on both arches (as the official headers do); on dav-3510 LoadData takes it for
+// L1 -> L0A/L0B only and ignores dstGap (LoadData_2D page).
 struct LoadData2DParams {
     LoadData2DParams() {}
     LoadData2DParams(uint16_t startIndexIn, uint8_t repeatTimesIn, uint16_t srcStrideIn, uint8_t sidIn,
@@ -247,7 +248,6 @@ struct LoadData2DParams {
     uint8_t addrMode = 0;
 };
 using LoadData2dParams = LoadData2DParams;
-#endif
 
 #if defined(EMU_ARCH_3510)
 struct LoadData2DParamsV2 {
@@ -714,7 +714,6 @@ inline emu::Pipe load_pipe(emu::Mem src, emu::Mem dst, const emu::Loc& loc) {
 }
 }  // namespace emu_detail
 
-#if defined(EMU_ARCH_C220)
 // c220 Load2D: repeatTimes fractals of 512 bytes. Fractal i is read from fractal index
 // startIndex + i*srcStride of the source and written to fractal index i*(1 + dstGap) of the
 // destination. ifTranspose transposes each 16x16 fractal (2-byte types only).
@@ -729,9 +728,10 @@ inline void load2d_c220(const LocalTensor<T>& dst, const S& src, emu::Mem srcMem
     if (p.ifTranspose && srcMem == emu::Mem::GM)
         emu::fail("invalid_param", "LoadData: ifTranspose is only for L1 -> L0A/L0B", loc);
     constexpr uint64_t FR = 512;
+    const uint64_t gap = emu::is_3510() ? 0 : p.dstGap;  // dav-3510 ignores dstGap
     emu::ops::SpanSet r, w;
     for (uint64_t i = 0; i < p.repeatTimes; ++i) {
-        uint64_t sf = (uint64_t)p.startIndex + i * p.srcStride, df = i * (1 + (uint64_t)p.dstGap);
+        uint64_t sf = (uint64_t)p.startIndex + i * p.srcStride, df = i * (1 + (uint64_t)gap);
         r.add(src, sf * FR, sf * FR + FR);
         w.add(dst, df * FR, df * FR + FR);
     }
@@ -741,7 +741,7 @@ inline void load2d_c220(const LocalTensor<T>& dst, const S& src, emu::Mem srcMem
     uint8_t* d = reinterpret_cast<uint8_t*>(dst.emu_ptr());
     for (uint64_t i = 0; i < p.repeatTimes; ++i) {
         const uint8_t* sf = s + ((uint64_t)p.startIndex + i * p.srcStride) * FR;
-        uint8_t* df = d + i * (1 + (uint64_t)p.dstGap) * FR;
+        uint8_t* df = d + i * (1 + (uint64_t)gap) * FR;
         if (!p.ifTranspose) { std::memmove(df, sf, FR); continue; }
         uint16_t tmp[256];
         std::memcpy(tmp, sf, FR);
@@ -757,6 +757,7 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
                      const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::load2d_c220(dst, src, src.emu_mem(), p, loc);
 }
+#if defined(EMU_ARCH_C220)
 template <typename T>
 inline void LoadData(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const LoadData2DParams& p,
                      const emu::Loc& loc = emu::Loc::current()) {

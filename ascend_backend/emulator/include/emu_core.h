@@ -247,6 +247,9 @@ public:
     LocalTensor() = default;
     LocalTensor(emu::Mem mem, uint32_t byte_off, uint32_t count, TPosition pos = TPosition::VECCALC)
         : mem_(mem), off_(byte_off), size_(count), pos_(pos) {}
+    // Static tensor programming: a tensor at byte address `addr` of the memory of `pos`.
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize)
+        : mem_(mem_of(pos)), off_(addr), size_(tileSize), pos_(pos) {}
     LocalTensor operator[](uint32_t offset) const {
         return LocalTensor(mem_, off_ + (uint32_t)(offset * sizeof(T)), size_ > offset ? size_ - offset : 0, pos_);
     }

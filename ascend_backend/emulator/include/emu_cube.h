@@ -109,7 +109,8 @@ constexpr FixpipeConfig EMU_CFG_NZ_UB = {CO2Layout::NZ, true};
 constexpr FixpipeConfig EMU_CFG_ROW_MAJOR_UB = {CO2Layout::ROW_MAJOR, true};
 #endif
 
-#if defined(EMU_ARCH_C220)
+// Declared on both arches (as the official headers do); the 950 Fixpipe page accepts it
+// beside FixpipeParamsArch3510.
 struct FixpipeParamsV220 {
     FixpipeParamsV220() {}
     FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn, bool reluEnIn)
@@ -138,7 +139,6 @@ struct FixpipeParamsV220 {
     uint8_t unitFlag = 0;
     bool isChannelSplit = false;
 };
-#endif
 
 #if defined(EMU_ARCH_3510)
 struct Nz2NdParams {
@@ -485,6 +485,31 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
     if (p.dualDstCtl != 0) return emu_detail::fix3510_dual<T, U, config>(dst, src, p, &cbufWorkspace, loc);
     emu_detail::fix3510<T, U, config>(emu::ops::peer_view(dst, p.subBlockId ? 1 : 0), src, p, &cbufWorkspace, loc);
+}
+// FixpipeParamsV220 on dav-3510: the same fields, mapped onto FixpipeParamsArch3510.
+namespace emu_detail {
+template <CO2Layout F>
+inline FixpipeParamsArch3510<F> from_v220(const FixpipeParamsV220& v) {
+    FixpipeParamsArch3510<F> p(v.nSize, v.mSize, v.srcStride, v.dstStride);
+    p.quantPre = v.quantPre;
+    p.deqScalar = v.deqScalar;
+    p.reluEn = v.reluEn;
+    p.unitFlag = v.unitFlag;
+    p.isChannelSplit = v.isChannelSplit;
+    if constexpr (F == CO2Layout::ROW_MAJOR) p.params = Nz2NdParams(v.ndNum, v.srcNdStride, v.dstNdStride);
+    if constexpr (F == CO2Layout::COLUMN_MAJOR) p.params.dnNum = v.ndNum;
+    return p;
+}
+}  // namespace emu_detail
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
+                    const emu::Loc& loc = emu::Loc::current()) {
+    Fixpipe<T, U, config>(dst, src, emu_detail::from_v220<config.format>(p), loc);
+}
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
+                    const emu::Loc& loc = emu::Loc::current()) {
+    Fixpipe<T, U, config>(dst, src, emu_detail::from_v220<config.format>(p), loc);
 }
 #endif
 

@@ -3,6 +3,7 @@
 // subset used by tilelang-ascendc (see docs/emulator.md). Include order is part of the
 // contract in docs/emulator-internals.md.
 #include "emu_types.h"
+#include "emu_dtypes.h"
 #include "emu_core.h"
 #include "emu_copy.h"
 #include "emu_cube.h"
@@ -10,3 +11,4 @@
 #include "emu_sync_ext.h"
 #include "emu_cube_ext.h"
 #include "emu_copy_ext.h"
+#include "emu_entry.h"
