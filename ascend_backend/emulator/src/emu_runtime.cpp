@@ -933,11 +933,14 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
     if (mode4 && !is_3510()) fail_op("invalid_param", "CrossCoreSetFlag mode 4 exists only on dav-3510", "CrossCoreSetFlag", loc);
     if (mode != 0 && mode != 1 && mode != 2 && mode != 4)
         fail_op("invalid_param", "CrossCoreSetFlag: mode must be 0, 1, 2 (or 4 on dav-3510)", "CrossCoreSetFlag", loc);
-    bool id_ok = internal || (id >= 0 && id <= 10) || (mode4 && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
+    // flagId ranges (CrossCoreSetFlag page): 0-15 in modes 0/1/2 (hardware keeps the low 4 bits
+    // of larger ids: reported here as a likely mistake); mode 4: 0-10, and 16-26 from an AIC.
+    bool id_ok = internal || (!mode4 && id >= 0 && id <= 15) || (mode4 && id >= 0 && id <= 10) ||
+                 (mode4 && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
     if (!id_ok) {
         add_flag_error("id_out_of_range", ev, id,
-                       "CrossCoreSetFlag(" + std::to_string(id) + "): cross-core flag ids are 0-10" +
-                           (is_3510() ? " (16-26 from an AIC in mode 4)" : ""),
+                       "CrossCoreSetFlag(" + std::to_string(id) + "): cross-core flag ids are " +
+                           (mode4 ? "0-10 in mode 4 (16-26 from an AIC)" : "0-15 in modes 0, 1, 2"),
                        loc);
         return;
     }
@@ -1036,10 +1039,11 @@ void cross_wait(int mode, int pipe_g, int32_t id, const Loc& loc) {
     if (!c) return;
     note_last(c, "CrossCoreWaitFlag", loc);
     bool internal = id == 31;
-    bool id_ok = internal || (id >= 0 && id <= 10) || (is_3510() && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
+    // 0-15 (modes 0/1/2; CrossCoreWaitFlag page), 16-26 on a dav-3510 AIC for mode-4 sets from AIV1.
+    bool id_ok = internal || (id >= 0 && id <= 15) || (is_3510() && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
     if (!id_ok) {
         add_flag_error("id_out_of_range", "mode " + std::to_string(mode), id,
-                       "CrossCoreWaitFlag(" + std::to_string(id) + "): cross-core flag ids are 0-10" +
+                       "CrossCoreWaitFlag(" + std::to_string(id) + "): cross-core flag ids are 0-15" +
                            (is_3510() ? " (16-26 on an AIC for mode-4 sets from AIV1)" : ""),
                        loc);
         return;
