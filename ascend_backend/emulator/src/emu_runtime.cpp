@@ -235,6 +235,7 @@ struct Agg0 {
     std::vector<VC> per_block;
     std::vector<char> has_block;
     std::vector<Dep> refs;
+    std::vector<VC> xk;  // the setters' knowledge of other blocks (joined)
 };
 
 struct Global {
@@ -981,6 +982,10 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
             a.has_block.assign(G->block_dim, 0);
         }
         join(a.per_block[c->block], t.clk);
+        if (t.xk) {
+            if (a.xk.empty()) a.xk.assign(G->block_dim, VC{});
+            for (size_t b = 0; b < a.xk.size() && b < t.xk->size(); ++b) join(a.xk[b], (*t.xk)[b]);
+        }
         a.has_block[c->block] = 1;
         a.refs.push_back({c->gt, idx});
         a.count++;
@@ -989,6 +994,12 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
             if (key == 2 || (int)x->kind == key) need++;
         if (a.count >= need) {
             uint32_t round = ++G->rounds0[key];
+            // Every participant learns what each block's setters had done (and knew): a chain
+            // through a mode-0 barrier and then another kind of core (mode 2, a GM flag) keeps
+            // the order of the other blocks' work.
+            if (a.xk.empty()) a.xk.assign(G->block_dim, VC{});
+            for (int b = 0; b < G->block_dim; ++b) join(a.xk[b], a.per_block[b]);
+            auto xk = std::make_shared<const std::vector<VC>>(std::move(a.xk));
             for (auto& x : G->cores) {
                 if (!(key == 2 || (int)x->kind == key)) continue;
                 Token tok;
@@ -996,6 +1007,7 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
                 tok.block = x->block;
                 tok.round0 = round;
                 tok.refs = a.refs;
+                tok.xk = xk;
                 push_token_locked(x.get(), id, std::move(tok), loc);
             }
             a = Agg0{};
