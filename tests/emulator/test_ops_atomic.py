@@ -1,7 +1,8 @@
 """Atomics on the emulator: DMA atomics (SetAtomicAdd/Max/Min/Type, DisableDmaAtomic,
 SetStoreAtomicConfig) on UB -> GM DataCopy and on Fixpipe L0C -> GM across blocks, scalar
-atomics (AtomicAdd/Max/Min/Cas/Exch, dav-3510 only), the CTRL register (SetCtrlSpr/GetCtrlSpr/
-ResetCtrlSpr, dav-3510) and intra-core Mutex::Lock/Unlock (dav-3510). Numbers against torch;
+atomics (AtomicAdd/Max/Min/Cas/Exch, dav-3510 only), the CTRL register (SetCtrlSpr/GetCtrlSpr on
+both arches, ResetCtrlSpr on dav-3510, SetSaturationFlag/GetSaturationFlag on dav-c220) and
+intra-core Mutex::Lock/Unlock (dav-3510). Numbers against torch;
 atomics from different blocks are not races, but an unordered plain access to the same GM is."""
 
 from __future__ import annotations
@@ -196,6 +197,29 @@ extern "C" __global__ __aicore__ void mutex_misuse(GM_ADDR x) {
     Mutex::Lock<PIPE_MTE2>(3);                            // @LOCK2
     Mutex::Unlock<PIPE_V>(3);                             // @UNLOCKV
 }
+#else
+// CTRL register on dav-c220 (SetCtrlSpr page, A2/A3 table): default 0; CTRL[48] through
+// SetSaturationFlag<FLOAT>; CTRL[8:6] = 1 makes the UB -> GM copy a float atomic add.
+extern "C" __global__ __aicore__ void ctrl_spr_c220(GM_ADDR out, GM_ADDR dst) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    GlobalTensor<int64_t> og; og.SetGlobalBuffer((__gm__ int64_t*)out, 8);
+    int64_t all0 = GetCtrlSpr<0, 63>();
+    bool sat0 = GetSaturationFlag<SaturationMode::FLOAT>();
+    SetSaturationFlag<SaturationMode::FLOAT>(false);
+    int64_t b48 = GetCtrlSpr<48, 48>();
+    bool sat1 = GetSaturationFlag<SaturationMode::FLOAT>();
+    SetCtrlSpr<48, 48>(0);
+    SetCtrlSpr<6, 8>(1);
+    TPipe pipe; TBuf<TPosition::VECCALC> buf; pipe.InitBuffer(buf, 256);
+    LocalTensor<float> a = buf.Get<float>();
+    Duplicate(a, 1.5f, 64);
+    SetFlag<HardEvent::V_MTE3>(0); WaitFlag<HardEvent::V_MTE3>(0);
+    GlobalTensor<float> dg; dg.SetGlobalBuffer((__gm__ float*)dst, 64);
+    DataCopy(dg, a, 64);
+    SetCtrlSpr<6, 8>(0);
+    og.SetValue(0, all0); og.SetValue(1, sat0); og.SetValue(2, b48); og.SetValue(3, sat1);
+    og.SetValue(4, GetCtrlSpr<0, 63>());
+}
 #endif
 """
 
@@ -317,6 +341,15 @@ def test_ctrl_spr_3510():
     assert rep.ok, rep.summary()
     assert out[:6].tolist() == [1, (1 << 60) | (1 << 48), 0, 1, 1, 0]
     assert torch.equal(dst, torch.full((64,), 3.5))  # CTRL[8:6] = 1: float atomic add
+
+
+def test_ctrl_spr_c220():
+    out = torch.zeros(8, dtype=torch.int64)
+    dst = torch.full((64,), 2.0)
+    rep = run(SRC, [out, dst], arch="dav-c220", kernel="ctrl_spr_c220")
+    assert rep.ok, rep.summary()
+    assert out[:5].tolist() == [0, 1, 1, 0, 0]
+    assert torch.equal(dst, torch.full((64,), 3.5))
 
 
 def test_mutex_pipeline_3510():

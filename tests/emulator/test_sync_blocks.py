@@ -407,3 +407,56 @@ def test_hardware_syncall_with_config_3510():
     rep = run(SRC, [src, work, dst], block_dim=n, arch="dav-3510", kernel="hw_syncall_cfg")
     assert rep.ok, rep.summary()
     assert torch.equal(dst, src.view(n, T).roll(-1, 0).reshape(-1))
+
+
+# Every block's AIV0 writes its tile of z; then the AIVs of all blocks meet in a mode-0 barrier
+# (flag 12: ids 0-15 are valid in modes 0/1/2), both AIVs of a block set a mode-2 flag (14) for
+# their AIC, and the AIC of block 0 reads all of z with scalar loads.
+CHAIN = HEADER + r"""
+extern "C" __global__ __aicore__ void chain(GM_ADDR z, GM_ADDR out, uint32_t barrier) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    int n = GetBlockNum();
+    GlobalTensor<float> zg, og;
+    zg.SetGlobalBuffer((__gm__ float*)z, 64 * n);
+    og.SetGlobalBuffer((__gm__ float*)out, 64 * n);
+    if ASCEND_IS_AIV {
+        TPipe pipe;
+        TBuf<TPosition::VECCALC> buf;
+        pipe.InitBuffer(buf, 64 * 4);
+        LocalTensor<float> u = buf.Get<float>();
+        int b = GetBlockIdx() / 2;
+        if (GetSubBlockIdx() == 0) {
+            Duplicate(u, (float)(b + 1), 64);
+            SetFlag<HardEvent::V_MTE3>(0); WaitFlag<HardEvent::V_MTE3>(0);
+            DataCopy(zg[64 * b], u, 64);                      // @ZWRITE
+        }
+        if (barrier) { CrossCoreSetFlag<0, PIPE_MTE3>(12); CrossCoreWaitFlag(12); }
+        CrossCoreSetFlag<2, PIPE_MTE3>(14);
+    }
+    if ASCEND_IS_AIC {
+        CrossCoreWaitFlag(14);
+        if (GetBlockIdx() == 0)
+            for (int i = 0; i < 64 * n; ++i) og.SetValue(i, zg.GetValue(i));   // @ZREAD
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_mode0_barrier_then_mode2_flag_orders_other_blocks(arch):
+    """A mode-0 barrier of the AIVs followed by a mode-2 flag to the AIC orders the other
+    blocks' writes before the AIC's read (the barrier's knowledge travels on with the flag);
+    flag ids 12 and 14 are valid in modes 0 and 2 (0-15)."""
+    n = 3
+    z, out = torch.zeros(64 * n), torch.zeros(64 * n)
+    rep = run(CHAIN, [z, out, 1], block_dim=n, arch=arch, kernel="chain")
+    assert rep.ok, rep.summary()
+    assert torch.equal(out, torch.arange(1, n + 1, dtype=torch.float32).repeat_interleave(64))
+
+
+def test_mode2_flag_alone_does_not_order_other_blocks():
+    n = 3
+    rep = run(CHAIN, [torch.zeros(64 * n), torch.zeros(64 * n), 0], block_dim=n, kernel="chain")
+    assert rep.races, rep.summary()
+    want = {line_of(CHAIN, "@ZWRITE"), line_of(CHAIN, "@ZREAD")}
+    assert any({a, b} == want for a, b in _race_lines(rep)), rep.summary()

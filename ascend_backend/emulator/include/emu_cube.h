@@ -486,17 +486,20 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     if (p.dualDstCtl != 0) return emu_detail::fix3510_dual<T, U, config>(dst, src, p, &cbufWorkspace, loc);
     emu_detail::fix3510<T, U, config>(emu::ops::peer_view(dst, p.subBlockId ? 1 : 0), src, p, &cbufWorkspace, loc);
 }
-// FixpipeParamsV220 on dav-3510: the same fields, mapped onto FixpipeParamsArch3510.
+// FixpipeParamsV220 on dav-3510: the same fields, mapped onto FixpipeParamsArch3510. The
+// units follow each struct's table on the Fixpipe page: V220's NZ dstStride counts 32-byte
+// blocks (3510: elements) and its srcNdStride counts 16 * C0_SIZE (3510: C0_SIZE).
 namespace emu_detail {
-template <CO2Layout F>
+template <CO2Layout F, class T>
 inline FixpipeParamsArch3510<F> from_v220(const FixpipeParamsV220& v) {
-    FixpipeParamsArch3510<F> p(v.nSize, v.mSize, v.srcStride, v.dstStride);
+    const uint32_t dstStride = F == CO2Layout::NZ ? (uint32_t)((uint64_t)v.dstStride * 32 / sizeof(T)) : v.dstStride;
+    FixpipeParamsArch3510<F> p(v.nSize, v.mSize, v.srcStride, dstStride);
     p.quantPre = v.quantPre;
     p.deqScalar = v.deqScalar;
     p.reluEn = v.reluEn;
     p.unitFlag = v.unitFlag;
     p.isChannelSplit = v.isChannelSplit;
-    if constexpr (F == CO2Layout::ROW_MAJOR) p.params = Nz2NdParams(v.ndNum, v.srcNdStride, v.dstNdStride);
+    if constexpr (F == CO2Layout::ROW_MAJOR) p.params = Nz2NdParams(v.ndNum, (uint16_t)(v.srcNdStride * 16), v.dstNdStride);
     if constexpr (F == CO2Layout::COLUMN_MAJOR) p.params.dnNum = v.ndNum;
     return p;
 }
@@ -504,12 +507,22 @@ inline FixpipeParamsArch3510<F> from_v220(const FixpipeParamsV220& v) {
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
                     const emu::Loc& loc = emu::Loc::current()) {
-    Fixpipe<T, U, config>(dst, src, emu_detail::from_v220<config.format>(p), loc);
+    Fixpipe<T, U, config>(dst, src, emu_detail::from_v220<config.format, T>(p), loc);
 }
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
                     const emu::Loc& loc = emu::Loc::current()) {
-    Fixpipe<T, U, config>(dst, src, emu_detail::from_v220<config.format>(p), loc);
+    Fixpipe<T, U, config>(dst, src, emu_detail::from_v220<config.format, T>(p), loc);
+}
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S>
+inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const LocalTensor<S>& cbufWorkspace,
+                    const FixpipeParamsV220& p, const emu::Loc& loc = emu::Loc::current()) {
+    Fixpipe<T, U, config>(dst, src, cbufWorkspace, emu_detail::from_v220<config.format, T>(p), loc);
+}
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S>
+inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const LocalTensor<S>& cbufWorkspace,
+                    const FixpipeParamsV220& p, const emu::Loc& loc = emu::Loc::current()) {
+    Fixpipe<T, U, config>(dst, src, cbufWorkspace, emu_detail::from_v220<config.format, T>(p), loc);
 }
 #endif
 

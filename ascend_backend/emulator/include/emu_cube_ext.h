@@ -17,6 +17,7 @@
 #include "emu_core.h"
 #include "emu_copy.h"
 #include "emu_cube.h"
+#include "emu_dtypes.h"
 
 namespace AscendC {
 
@@ -615,6 +616,147 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const
     if (dst.emu_mem() != emu::Mem::L1) emu::ops::bad_path("DataCopy (L0C)", src.emu_mem(), dst.emu_mem(), loc);
     emu_detail::datacopy_l0c<T>(dst, src, p, loc);
 }
+
+// ===================================================================== MX (dav-3510)
+// LoadData_2D_MX and MmadMx pages. The quant-scale buffers L0A_MX / L0B_MX (4 KB each) sit at
+// the L0A / L0B address / 16. LoadData with LoadData2DMxParams moves the data like
+// LoadData2DParamsV2 and the scales in 32-byte fractals (16 rows x 2 fp8_e8m0_t): source unit
+// (xStartPosition + x) * srcStride + yStartPosition + y -> destination unit x * dstStride + y.
+// MmadMx: C = (scaleA (x) A) * (scaleB (x) B) (+ bias), each scale shared by 32 consecutive K
+// elements; A NZ in L0A, B ZN in L0B (fp8_e4m3fn_t / fp8_e5m2_t, or two fp4 per byte for
+// fp4x2_e2m1_t / fp4x2_e1m2_t: element 2i in the low nibble, assumed); the scale of row r
+// (m of A, n of B) and K group g at byte ((r/16) * ceil(k/64) + g/2) * 32 + (r%16) * 2 + g%2 of
+// the MX buffer. Products and sums in float (sum order: k).
+#if defined(EMU_ARCH_3510)
+struct LoadData2DMxParams {
+    LoadData2DMxParams() {}
+    LoadData2DMxParams(const uint16_t xStartPositionIn, const uint16_t yStartPositionIn, const uint8_t xStepIn,
+                       const uint8_t yStepIn, const uint16_t srcStrideIn, const uint16_t dstStrideIn)
+        : xStartPosition(xStartPositionIn), yStartPosition(yStartPositionIn), xStep(xStepIn), yStep(yStepIn),
+          srcStride(srcStrideIn), dstStride(dstStrideIn) {}
+    uint16_t xStartPosition = 0;
+    uint16_t yStartPosition = 0;
+    uint8_t xStep = 0;
+    uint8_t yStep = 0;
+    uint16_t srcStride = 0;
+    uint16_t dstStride = 0;
+};
+namespace emu_detail {
+constexpr uint64_t kMxBytes = 4096;
+inline uint8_t* mx_buffer(emu::Mem m) {
+    static thread_local uint8_t a[kMxBytes], b[kMxBytes];
+    return m == emu::Mem::L0A ? a : b;
+}
+template <class T> constexpr bool is_fp4x2 = std::is_same_v<T, fp4x2_e2m1_t> || std::is_same_v<T, fp4x2_e1m2_t>;
+template <class T> constexpr bool mx_type = is_fp4x2<T> || std::is_same_v<T, fp8_e4m3fn_t> || std::is_same_v<T, fp8_e5m2_t>;
+// value of element e (an fp4 index for fp4x2 types) of a byte array
+template <class T>
+inline float mx_value(const uint8_t* base, uint64_t e) {
+    if constexpr (std::is_same_v<T, fp8_e4m3fn_t>) return emu::from_minifloat<4, 3, 7, true>(base[e]);
+    else if constexpr (std::is_same_v<T, fp8_e5m2_t>) return emu::from_minifloat<5, 2, 15, false>(base[e]);
+    else {
+        uint8_t nib = (base[e / 2] >> (4 * (e % 2))) & 0xf;
+        uint8_t c = (uint8_t)(((nib & 8) << 4) | (nib & 7));
+        if constexpr (std::is_same_v<T, fp4x2_e2m1_t>) return emu::from_minifloat<2, 1, 1, true>(c);
+        else return emu::from_minifloat<1, 2, 1, true>(c);
+    }
+}
+}  // namespace emu_detail
+
+template <typename T, typename U>
+inline void LoadData(const LocalTensor<U>& dst, const LocalTensor<T>& src, const LocalTensor<fp8_e8m0_t>& srcMx,
+                     const LoadData2DParamsV2& loadDataParams, const LoadData2DMxParams& mx,
+                     const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(std::is_same_v<T, U> && emu_detail::mx_type<T>,
+                  "LoadData (MX): src and dst types are one of fp4x2_e2m1_t, fp4x2_e1m2_t, fp8_e4m3fn_t, fp8_e5m2_t");
+    const emu::Mem dm = dst.emu_mem();
+    if (srcMx.emu_mem() != emu::Mem::L1 || (dm != emu::Mem::L0A && dm != emu::Mem::L0B))
+        emu::ops::bad_path("LoadData (MX)", srcMx.emu_mem(), dm, loc);
+    LoadData(dst, src, loadDataParams, loc);
+    if (mx.xStep == 0 || mx.yStep == 0) return;   // documented NOP
+    emu::ops::SpanSet r, w;
+    for (uint64_t x = 0; x < mx.xStep; ++x) {
+        uint64_t su = ((uint64_t)mx.xStartPosition + x) * mx.srcStride + mx.yStartPosition;
+        r.add(srcMx, su * 32, (su + mx.yStep) * 32);
+    }
+    emu::Cost c; c.bytes = (uint64_t)mx.xStep * mx.yStep * 32;
+    emu::ops::record_sets("LoadData (MX scales)", emu::Pipe::MTE1, r, w, c, loc);
+    const uint64_t base = dst.emu_offset() / 16;
+    uint8_t* d = emu_detail::mx_buffer(dm);
+    const uint8_t* sp = reinterpret_cast<const uint8_t*>(srcMx.emu_ptr());
+    for (uint64_t x = 0; x < mx.xStep; ++x)
+        for (uint64_t y = 0; y < mx.yStep; ++y) {
+            uint64_t su = ((uint64_t)mx.xStartPosition + x) * mx.srcStride + mx.yStartPosition + y;
+            uint64_t du = base + (x * mx.dstStride + y) * 32;
+            if (du + 32 > emu_detail::kMxBytes)
+                emu::fail("local_out_of_bounds", "LoadData (MX): the scale destination exceeds the 4 KB L0A_MX/L0B_MX buffer", loc);
+            std::memcpy(d + du, sp + su * 32, 32);
+        }
+}
+
+namespace emu_detail {
+template <class T, class U, class S, class B>
+inline void mmad_mx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter, const LocalTensor<B>* bias,
+                    const MmadParams& p, const emu::Loc& loc) {
+    static_assert(std::is_same_v<T, float> && mx_type<U> && mx_type<S> && is_fp4x2<U> == is_fp4x2<S>,
+                  "MmadMx: float result from fp8 x fp8 or fp4x2 x fp4x2 operands");
+    if (dst.emu_mem() != emu::Mem::L0C || fm.emu_mem() != emu::Mem::L0A || filter.emu_mem() != emu::Mem::L0B)
+        emu::fail("invalid_param", "MmadMx: operands must be in L0C, L0A, L0B", loc);
+    LocalTensor<B> btBias;
+    if (!bias && p.cmatrixSource && !p.cmatrixInitVal) {
+        btBias = LocalTensor<B>(emu::Mem::BT, 0, p.n, TPosition::C2);
+        bias = &btBias;
+    }
+    if (p.m == 0 || p.n == 0 || p.k == 0) return;
+    constexpr uint64_t EPB = is_fp4x2<U> ? 2 : 1;          // elements per byte
+    constexpr uint64_t KC0 = 32 * EPB;                      // K elements per fractal row
+    const uint64_t Mb = (p.m + 15) / 16, Nb = (p.n + 15) / 16, Kb = (p.k + KC0 - 1) / KC0, K64 = (p.k + 63) / 64;
+    emu::ops::SpanSet r, w;
+    r.add(fm, 0, Mb * Kb * 512);
+    r.add(filter, 0, Kb * Nb * 512);
+    if (bias) r.add(*bias, 0, (uint64_t)p.n * sizeof(B));
+    const uint64_t cbytes = Mb * Nb * 256 * sizeof(T);
+    const bool acc = !bias && !p.cmatrixInitVal;
+    if (acc) r.add(dst, 0, cbytes);
+    w.add(dst, 0, cbytes);
+    emu::Cost c; c.macs = (uint64_t)p.m * p.n * p.k; c.repeats = (uint32_t)(Mb * Nb);
+    c.elems = p.k; c.bytes = (uint64_t)p.k / EPB;
+    emu::ops::record_sets("MmadMx", emu::Pipe::M, r, w, c, loc);
+    const uint8_t* a = reinterpret_cast<const uint8_t*>(fm.emu_ptr());
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(filter.emu_ptr());
+    const uint8_t* sa = mx_buffer(emu::Mem::L0A) + fm.emu_offset() / 16;
+    const uint8_t* sb = mx_buffer(emu::Mem::L0B) + filter.emu_offset() / 16;
+    if (fm.emu_offset() / 16 + Mb * K64 * 32 > kMxBytes || filter.emu_offset() / 16 + Nb * K64 * 32 > kMxBytes)
+        emu::fail("local_out_of_bounds", "MmadMx: the scales lie beyond the 4 KB L0A_MX/L0B_MX buffer", loc);
+    auto scale = [&](const uint8_t* s, uint64_t row, uint64_t g) {
+        return (float)fp8_e8m0_t::from_bits(s[((row / 16) * K64 + g / 2) * 32 + (row % 16) * 2 + g % 2]);
+    };
+    float* cp = dst.emu_ptr();
+    for (uint64_t m = 0; m < p.m; ++m)
+        for (uint64_t n = 0; n < p.n; ++n) {
+            const uint64_t ci = ((n / 16) * Mb + m / 16) * 256 + (m % 16) * 16 + n % 16;
+            float v = bias ? (float)bias->emu_ptr()[n] : (acc ? cp[ci] : 0.0f);
+            for (uint64_t k = 0; k < p.k; ++k) {
+                // L0A NZ: fractal (k / KC0, m / 16); L0B ZN: fractal (k / KC0, n / 16), n-major inside
+                const uint64_t ae = (((k / KC0) * Mb + m / 16) * 16 + m % 16) * KC0 + k % KC0;
+                const uint64_t be = (((k / KC0) * Nb + n / 16) * 16 + n % 16) * KC0 + k % KC0;
+                v += (mx_value<U>(a, ae) * scale(sa, m, k / 32)) * (mx_value<S>(b, be) * scale(sb, n, k / 32));
+            }
+            cp[ci] = v;
+        }
+}
+}  // namespace emu_detail
+template <typename T, typename U, typename S>
+inline void MmadMx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter, const MmadParams& p,
+                   const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::mmad_mx<T, U, S, T>(dst, fm, filter, nullptr, p, loc);
+}
+template <typename T, typename U, typename S, typename V>
+inline void MmadMx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter, const LocalTensor<V>& bias,
+                   const MmadParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    emu_detail::mmad_mx<T, U, S, V>(dst, fm, filter, &bias, p, loc);
+}
+#endif
 
 // ===================================================================== Mmad configuration
 // SetHF32Mode / SetHF32TransMode / SetMMRowMajor / SetMMColumnMajor pages: HF32 (reduced

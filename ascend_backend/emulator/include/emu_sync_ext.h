@@ -155,14 +155,18 @@ inline T AtomicExch(__gm__ T* address, T value, const emu::Loc& loc = emu::Loc::
 }
 #endif
 
-// ===================================================================== CTRL register (dav-3510)
-#if defined(EMU_ARCH_3510)
+// ===================================================================== CTRL register
+// SetCtrlSpr / GetCtrlSpr (950, A2, A3) / ResetCtrlSpr (950) pages: the per-core 64-bit CTRL
+// register; defaults: CTRL[60] = 1 on dav-3510, every other bit 0. SetSaturationFlag /
+// GetSaturationFlag (A2/A3): SaturationMode::FLOAT is CTRL[48] (0 = saturate), CAST taken as
+// CTRL[59] (0 = saturate, as on the 950 table; assumed for A2/A3). Vector ops do not read the
+// saturation bits (docs/emulator-ops.md, gaps).
 namespace emu_detail {
 template <int8_t s, int8_t e> constexpr uint64_t ctrl_mask() {
     static_assert(0 <= s && s <= e && e <= 63, "CtrlSpr: need 0 <= startBit <= endBit <= 63");
     return (e - s == 63) ? ~0ull : (((1ull << (e - s + 1)) - 1) << s);
 }
-constexpr uint64_t kCtrlDefault = 1ull << 60;   // SetCtrlSpr page: CTRL[60] defaults to 1, the others to 0
+constexpr uint64_t kCtrlDefault = emu::is_3510() ? 1ull << 60 : 0;
 }  // namespace emu_detail
 template <int8_t startBit, int8_t endBit>
 static inline void SetCtrlSpr(int64_t value, const emu::Loc& loc = emu::Loc::current()) {
@@ -177,11 +181,25 @@ template <int8_t startBit, int8_t endBit>
 static inline int64_t GetCtrlSpr() {
     return (int64_t)((emu::ctrl_get() & emu_detail::ctrl_mask<startBit, endBit>()) >> startBit);
 }
+#if defined(EMU_ARCH_3510)
 template <int8_t startBit, int8_t endBit>
 static inline void ResetCtrlSpr(const emu::Loc& loc = emu::Loc::current()) {
     constexpr uint64_t m = emu_detail::ctrl_mask<startBit, endBit>();
     emu::record("ResetCtrlSpr", emu::Pipe::S, {}, {}, emu::Cost{}, loc);
     emu::ctrl_set((emu::ctrl_get() & ~m) | (emu_detail::kCtrlDefault & m));
+}
+#else
+enum class SaturationMode : uint8_t { FLOAT = 0, CAST = 1 };
+template <SaturationMode mode>
+inline void SetSaturationFlag(bool enableSat, const emu::Loc& loc = emu::Loc::current()) {
+    constexpr int bit = mode == SaturationMode::FLOAT ? 48 : 59;
+    emu::record("SetSaturationFlag", emu::Pipe::S, {}, {}, emu::Cost{}, loc);
+    emu::ctrl_set((emu::ctrl_get() & ~(1ull << bit)) | ((enableSat ? 0ull : 1ull) << bit));
+}
+template <SaturationMode mode>
+inline bool GetSaturationFlag() {
+    constexpr int bit = mode == SaturationMode::FLOAT ? 48 : 59;
+    return ((emu::ctrl_get() >> bit) & 1u) == 0;
 }
 #endif
 
