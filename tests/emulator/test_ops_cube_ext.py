@@ -126,14 +126,18 @@ extern "C" __global__ __aicore__ void ld_stride(GM_ADDR x, GM_ADDR dump) {
     constexpr int C = 16, H = 6, W = 6, K = C * 9, MP = 48, STRIDE = MP / 16 + 1, SIZE = (K / 16) * STRIDE * 256;
     TPipe pipe;
     TBuf<TPosition::A1> f1b; TBuf<TPosition::A2> a2b;
-    pipe.InitBuffer(f1b, C * H * W * 2); pipe.InitBuffer(a2b, SIZE * 2);
+    pipe.InitBuffer(f1b, C * H * W * 2 + SIZE * 2); pipe.InitBuffer(a2b, SIZE * 2);
     GlobalTensor<half> xg, dg;
     xg.SetGlobalBuffer((__gm__ half*)x, C * H * W); dg.SetGlobalBuffer((__gm__ half*)dump, SIZE);
     LocalTensor<half> f1 = f1b.Get<half>(), a2 = a2b.Get<half>();
     DataCopy(f1, xg, C * H * W);
     SetFlag<HardEvent::MTE2_MTE1>(0); WaitFlag<HardEvent::MTE2_MTE1>(0);
     const uint8_t pad[4] = {1, 1, 1, 1};
-    InitConstValue(a2, InitConstValueParams<half>(SIZE / 256, half(7)));   // marks the gap fractals
+    // mark every L0A fractal with 7 (3510 fills only L1: fill there, then a plain 2D load)
+    LocalTensor<half> m1 = f1b.GetWithOffset<half>(SIZE, C * H * W * 2);
+    Fill(m1, InitConstValueParams<half>(1, SIZE * 2 / 32, 0, half(7)));
+    SetFlag<HardEvent::MTE2_MTE1>(1); WaitFlag<HardEvent::MTE2_MTE1>(1);
+    LoadData(a2, m1, LoadData2DParams(0, SIZE / 256, 1, 0, 0, false, 0));
     SetLoadDataRepeatWithStride(LoadDataRepeatParamWithStride(0, 1, 0, STRIDE));
     LoadDataWithStride(a2, f1, LoadData3DParamsV2<half>(pad, H, W, C, K, MP, 0, 0, 1, 1, 3, 3, 1, 1, false, false, half(-1)));
     PipeBarrier<PIPE_ALL>();
@@ -248,7 +252,13 @@ __aicore__ inline void mm_bias(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c) {
     LocalTensor<half> a1 = a1b.Get<half>(), b1 = b1b.Get<half>(), a2 = a2b.Get<half>(), b2 = b2b.Get<half>();
     LocalTensor<float> c1 = c1b.Get<float>(), bt = btb.Get<float>();
     if constexpr (MODE == 3) {
-        InitConstValue(a2, InitConstValueParams<half>(MP * K / 256, half(2.0)));
+#if defined(EMU_ARCH_C220)
+        InitConstValue(a2, InitConstValueParams<half>(1, MP * K * 2 / 512, 0, half(2.0)));   // L0A, 512-byte units
+#else
+        Fill(a1, InitConstValueParams<half>(2, MP * K * 2 / 64, 0, half(2.0)));   // 3510: L1 only, 32-byte units
+        SetFlag<HardEvent::MTE2_MTE1>(0); WaitFlag<HardEvent::MTE2_MTE1>(0);
+        LoadData(a2, a1, LoadData2DParamsV2(0, 0, MP / 16, K / 16, MP / 16, MP / 16, false, 0));
+#endif
     } else if constexpr (MODE == 4) {
         DataCopy(a1, ag, Nd2NzParams(1, 1, K, 0, K, 1, 1, 0));    // L1: A is a plain K-vector
         SetFlag<HardEvent::MTE2_MTE1>(0); WaitFlag<HardEvent::MTE2_MTE1>(0);
@@ -404,7 +414,7 @@ def test_load3d_conv(arch, kernel, c, h, w, kh, kw, s, d, p, n):
 
 def test_load_data_with_stride_3510():
     """LoadDataWithStride (dav-3510): L0A NZ with the K blocks STRIDE fractals apart; the
-    fractals in the gaps keep what InitConstValue wrote (7), padding positions hold the pad
+    fractals in the gaps keep what was there before (7, from Fill on L1 and a 2D load), padding positions hold the pad
     value (-1)."""
     c, h, w, mp = 16, 6, 6, 48
     stride = mp // 16 + 1
@@ -481,7 +491,7 @@ def test_f32_transpose_c220():
 @pytest.mark.parametrize("kernel", ["bias_h", "bias_f", "bias_csrc", "fill_a", "gemv"])
 def test_mmad_bias_fill_gemv(arch, kernel):
     """Mmad with a bias table (L1 -> BT, half widened to float, or float), cmatrixSource
-    (C starts from BT), L0A filled by InitConstValue, GEMV (m = 1)."""
+    (C starts from BT), A filled by InitConstValue / Fill (L0A on c220, L1 on 3510), GEMV (m = 1)."""
     g = torch.Generator().manual_seed(13)
     m, k, n = (1, 512, 48) if kernel == "gemv" else (32, 64, 48)
     a = torch.randn(m, k, generator=g).half()

@@ -500,17 +500,18 @@ inline void SetLoadDataRepeat(const LoadDataRepeatParam& p, const emu::Loc& loc 
 // ===================================================================== Fill / InitConstValue
 // Fill page: repeatTimes iterations, each fills blockNum 32-byte blocks (L0A/L0B: 512-byte
 // fractals) with initValue, iterations dstGap units apart (gap after each iteration);
-// blockNum 0 (the two-argument constructor) fills one unit per iteration. Destinations: L1
-// (32-byte units), L0A/L0B (512-byte units); pipe MTE2 for L1, MTE1 for L0A/L0B (assumed).
+// repeatTimes 0 or blockNum 0 (e.g. the two-argument constructor) is a NOP on these chips.
+// Destinations: L1 (pipe MTE2), L0A/L0B (pipe MTE1; not on dav-3510, which fills L1 only).
 namespace emu_detail {
 template <class T, class U>
 inline void fill_impl(const LocalTensor<T>& dst, const InitConstValueParams<U>& p, const char* op, const emu::Loc& loc) {
     const emu::Mem m = dst.emu_mem();
-    if (m != emu::Mem::L1 && m != emu::Mem::L0A && m != emu::Mem::L0B)
-        emu::fail("invalid_param", std::string(op) + ": the destination must be in L1, L0A or L0B", loc);
+    if (m != emu::Mem::L1 && (emu::is_3510() || (m != emu::Mem::L0A && m != emu::Mem::L0B)))
+        emu::fail("invalid_param", std::string(op) + (emu::is_3510() ? ": the destination must be in L1 on dav-3510"
+                                                                    : ": the destination must be in L1, L0A or L0B"), loc);
+    if (p.repeatTimes == 0 || p.blockNum == 0) return;
     const uint64_t unit = m == emu::Mem::L1 ? 32 : 512;
-    const uint64_t blocks = p.blockNum ? p.blockNum : 1;
-    const uint64_t len = blocks * unit, pitch = len + (uint64_t)p.dstGap * unit;
+    const uint64_t len = (uint64_t)p.blockNum * unit, pitch = len + (uint64_t)p.dstGap * unit;
     emu::ops::SpanSet w, r;
     for (uint64_t i = 0; i < p.repeatTimes; ++i) w.add(dst, i * pitch, i * pitch + len);
     emu::Cost c; c.bytes = (uint64_t)p.repeatTimes * len;
