@@ -10,6 +10,7 @@
 #include <vector>
 #include "emu_types.h"
 #include "emu_atomic.h"
+#include "emu_dtypes.h"
 
 namespace emu::ops {
 
@@ -775,15 +776,21 @@ inline void LoadData(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 // (for 2-byte types: fractal (r, c) -> index r*dstStride + c, each fractal transposed), which
 // is the ZN layout L0B expects. b32 transposes need an even kStep, b8 an even mStep.
 namespace emu_detail {
+// Elements per byte: 2 for the fp4x2 types (two fp4 values per byte, element 2i in the low
+// nibble), else 1. Fractals of fp4 data are 16 x 64 elements (512 bytes, LoadData_2D_MX page).
+template <class T>
+constexpr int64_t kElemsPerByte = (std::is_same_v<T, fp4x2_e2m1_t> || std::is_same_v<T, fp4x2_e1m2_t>) ? 2 : 1;
 template <class T>
 inline void load2d_v2(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParamsV2& p,
                       const emu::Loc& loc) {
     emu::Pipe pipe = load_pipe<T>(src.emu_mem(), dst.emu_mem(), loc);
-    constexpr int64_t C0 = emu::C0<T>, FR = 16 * C0;
+    constexpr int64_t EPB = kElemsPerByte<T>, C0 = emu::C0<T> * EPB, FR = 16 * C0;   // C0, FR in elements
+    constexpr int64_t ES = (int64_t)sizeof(T);                                         // bytes per EPB elements
     const int64_t rows = 16 * (int64_t)p.mStep, cols = C0 * (int64_t)p.kStep;
     if (p.ifTranspose) {
         if (sizeof(T) == 4 && (p.kStep % 2)) emu::fail("invalid_param", "LoadData: b32 transpose needs an even kStep", loc);
-        if (sizeof(T) == 1 && (p.mStep % 2)) emu::fail("invalid_param", "LoadData: b8 transpose needs an even mStep", loc);
+        if (sizeof(T) == 1 && EPB == 1 && (p.mStep % 2)) emu::fail("invalid_param", "LoadData: b8 transpose needs an even mStep", loc);
+        if (EPB == 2 && (p.mStep % 4)) emu::fail("invalid_param", "LoadData: b4 transpose needs an mStep multiple of 4", loc);
     }
     auto src_idx = [&](int64_t j, int64_t i) -> int64_t {   // region row j, col i
         int64_t aj = j + 16 * (int64_t)p.mStartPosition, ai = i + C0 * (int64_t)p.kStartPosition;
@@ -793,40 +800,58 @@ inline void load2d_v2(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
         if (!p.ifTranspose) return ((i / C0) * (int64_t)p.dstStride + j / 16) * FR + (j % 16) * C0 + i % C0;
         return ((j / C0) * (int64_t)p.dstStride + i / 16) * FR + (i % 16) * C0 + j % C0;
     };
+    auto bytes = [&](int64_t e) { return (uint64_t)(e / EPB * ES); };
     emu::ops::SpanSet r, w;
     for (int64_t fc = 0; fc < p.kStep; ++fc)
         for (int64_t fr = 0; fr < p.mStep; ++fr) {
             int64_t s0 = src_idx(fr * 16, fc * C0);
             if (s0 < 0) emu::fail("local_out_of_bounds", "LoadData: negative source offset", loc);
-            r.add(src, s0 * sizeof(T), (s0 + FR) * sizeof(T));
+            r.add(src, bytes(s0), bytes(s0 + FR));
         }
     if (!p.ifTranspose) {
         for (int64_t fc = 0; fc < p.kStep; ++fc)
             for (int64_t fr = 0; fr < p.mStep; ++fr) {
                 int64_t d0 = dst_idx(fr * 16, fc * C0);
-                w.add(dst, d0 * sizeof(T), (d0 + FR) * sizeof(T));
+                w.add(dst, bytes(d0), bytes(d0 + FR));
             }
     } else {  // destination fractals: (cols/16) row blocks x (rows/C0) column blocks
         for (int64_t jb = 0; jb < rows / C0; ++jb)
             for (int64_t ib = 0; ib < cols / 16; ++ib) {
                 int64_t d0 = dst_idx(jb * C0, ib * 16);
-                w.add(dst, d0 * sizeof(T), (d0 + FR) * sizeof(T));
+                w.add(dst, bytes(d0), bytes(d0 + FR));
             }
     }
-    emu::Cost c; c.bytes = (uint64_t)(rows * cols) * sizeof(T);
+    emu::Cost c; c.bytes = bytes(rows * cols);
     emu::ops::record_sets("LoadData", pipe, r, w, c, loc);
-    const T* s = src.emu_ptr();
-    T* d = dst.emu_ptr();
-    if (!p.ifTranspose) {   // row pieces of C0 elements are contiguous on both sides
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(src.emu_ptr());
+    uint8_t* d = reinterpret_cast<uint8_t*>(dst.emu_ptr());
+    if (!p.ifTranspose) {   // row pieces of C0 elements (32 bytes) are contiguous on both sides
         for (int64_t j = 0; j < rows; ++j)
-            for (int64_t i = 0; i < cols; i += C0) std::memmove(d + dst_idx(j, i), s + src_idx(j, i), C0 * sizeof(T));
+            for (int64_t i = 0; i < cols; i += C0) std::memmove(d + bytes(dst_idx(j, i)), s + bytes(src_idx(j, i)), 32);
         return;
     }
-    std::vector<T> tmp((size_t)(rows * cols));
-    for (int64_t j = 0; j < rows; ++j)
-        for (int64_t i = 0; i < cols; ++i) tmp[(size_t)(j * cols + i)] = s[src_idx(j, i)];
-    for (int64_t j = 0; j < rows; ++j)
-        for (int64_t i = 0; i < cols; ++i) d[dst_idx(j, i)] = tmp[(size_t)(j * cols + i)];
+    if constexpr (EPB == 2) {   // fp4: move nibbles
+        std::vector<uint8_t> tmp((size_t)(rows * cols));
+        for (int64_t j = 0; j < rows; ++j)
+            for (int64_t i = 0; i < cols; ++i) {
+                int64_t e = src_idx(j, i);
+                tmp[(size_t)(j * cols + i)] = (s[e / 2] >> (4 * (e % 2))) & 0xf;
+            }
+        for (int64_t j = 0; j < rows; ++j)
+            for (int64_t i = 0; i < cols; ++i) {
+                int64_t e = dst_idx(j, i);
+                uint8_t& b = d[e / 2];
+                b = (uint8_t)((b & ~(0xf << (4 * (e % 2)))) | (tmp[(size_t)(j * cols + i)] << (4 * (e % 2))));
+            }
+    } else {
+        const T* st = src.emu_ptr();
+        T* dt = dst.emu_ptr();
+        std::vector<T> tmp((size_t)(rows * cols));
+        for (int64_t j = 0; j < rows; ++j)
+            for (int64_t i = 0; i < cols; ++i) tmp[(size_t)(j * cols + i)] = st[src_idx(j, i)];
+        for (int64_t j = 0; j < rows; ++j)
+            for (int64_t i = 0; i < cols; ++i) dt[dst_idx(j, i)] = tmp[(size_t)(j * cols + i)];
+    }
 }
 }  // namespace emu_detail
 
