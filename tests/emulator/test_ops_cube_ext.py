@@ -10,7 +10,8 @@ end to end against torch with our own small programs, on both arches where the A
   REQ8 with the int8 NZ output (Int8 Channel Merge), DataCopy L0C -> GM with
   DataCopyCO12DstParams and the Fixpipe registers (SetFixpipePreQuantFlag,
   SetFixpipeNz2ndFlag, SetFixPipeConfig);
-- dav-3510: Dn2Nz (GM DN -> L1 NZ) and the L0C -> UB dual-destination Fixpipe."""
+- dav-3510: Dn2Nz (GM DN -> L1 NZ), the L0C -> UB dual-destination Fixpipe, and MmadMx with
+  the MX LoadData (fp8 and fp4x2 operands, e8m0 scales)."""
 
 from __future__ import annotations
 
@@ -329,6 +330,44 @@ extern "C" __global__ __aicore__ void dn2nz(GM_ADDR at, GM_ADDR b, GM_ADDR c) {
     fix_nd<float, float, M, N>(cg, c1);
 }
 
+// MmadMx: A [32, 64] and B^T [32, 64] (fp8 or fp4x2, packed bytes in GM), e8m0 scales
+// [rows, K/32] for both; LoadData with LoadData2DMxParams moves data and scales together.
+template <class TA, class TB>
+__aicore__ inline void mx(GM_ADDR a, GM_ADDR sa, GM_ADDR b, GM_ADDR sb, GM_ADDR c) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    constexpr int M = 32, N = 32, K = 64;
+    constexpr int EPB = IsSameType<TA, fp8_e4m3fn_t>::value || IsSameType<TA, fp8_e5m2_t>::value ? 1 : 2;
+    constexpr int KB = K / EPB;   // bytes per row
+    TPipe pipe;
+    TBuf<TPosition::A1> a1b, sa1b; TBuf<TPosition::B1> b1b, sb1b;
+    TBuf<TPosition::A2> a2b; TBuf<TPosition::B2> b2b; TBuf<TPosition::CO1> c1b;
+    pipe.InitBuffer(a1b, M * KB); pipe.InitBuffer(sa1b, M * 2); pipe.InitBuffer(b1b, N * KB); pipe.InitBuffer(sb1b, N * 2);
+    pipe.InitBuffer(a2b, M * KB); pipe.InitBuffer(b2b, N * KB); pipe.InitBuffer(c1b, M * N * 4);
+    GlobalTensor<TA> ag; GlobalTensor<TB> bg; GlobalTensor<uint16_t> sag, sbg; GlobalTensor<float> cg;
+    ag.SetGlobalBuffer((__gm__ TA*)a, M * KB); bg.SetGlobalBuffer((__gm__ TB*)b, N * KB);
+    sag.SetGlobalBuffer((__gm__ uint16_t*)sa, M); sbg.SetGlobalBuffer((__gm__ uint16_t*)sb, N);
+    cg.SetGlobalBuffer((__gm__ float*)c, M * N);
+    LocalTensor<TA> a1 = a1b.Get<TA>(), a2 = a2b.Get<TA>();
+    LocalTensor<TB> b1 = b1b.Get<TB>(), b2 = b2b.Get<TB>();
+    LocalTensor<fp8_e8m0_t> sa1 = sa1b.Get<fp8_e8m0_t>(), sb1 = sb1b.Get<fp8_e8m0_t>();
+    LocalTensor<float> c1 = c1b.Get<float>();
+    DataCopy(a1, ag, Nd2NzParams(1, M, KB, 0, KB, M, 1, 0));
+    DataCopy(b1, bg, Nd2NzParams(1, N, KB, 0, KB, N, 1, 0));
+    // the scale pairs of a row as one b16 element: [rows, 1] DN -> the 16 x 2 scale fractals
+    LocalTensor<uint16_t> sa16 = sa1.template ReinterpretCast<uint16_t>(), sb16 = sb1.template ReinterpretCast<uint16_t>();
+    DataCopy(sa16, sag, Dn2NzParams(1, 1, M, 0, 1, 1, 1, 0));
+    DataCopy(sb16, sbg, Dn2NzParams(1, 1, N, 0, 1, 1, 1, 0));
+    SetFlag<HardEvent::MTE2_MTE1>(0); WaitFlag<HardEvent::MTE2_MTE1>(0);
+    LoadData(a2, a1, sa1, LoadData2DParamsV2(0, 0, M / 16, KB / 32, M / 16, M / 16, false, 0), LoadData2DMxParams(0, 0, M / 16, 1, 1, 1));
+    LoadData(b2, b1, sb1, LoadData2DParamsV2(0, 0, N / 16, KB / 32, N / 16, N / 16, false, 0), LoadData2DMxParams(0, 0, N / 16, 1, 1, 1));
+    SetFlag<HardEvent::MTE1_M>(0); WaitFlag<HardEvent::MTE1_M>(0);
+    MmadParams mp(M, N, K, 0, false, true);
+    MmadMx(c1, a2, b2, mp);
+    fix_nd<float, float, M, N>(cg, c1);
+}
+extern "C" __global__ __aicore__ void mx_fp8(GM_ADDR a, GM_ADDR sa, GM_ADDR b, GM_ADDR sb, GM_ADDR c) { mx<fp8_e4m3fn_t, fp8_e5m2_t>(a, sa, b, sb, c); }
+extern "C" __global__ __aicore__ void mx_fp4(GM_ADDR a, GM_ADDR sa, GM_ADDR b, GM_ADDR sb, GM_ADDR c) { mx<fp4x2_e2m1_t, fp4x2_e1m2_t>(a, sa, b, sb, c); }
+
 // L0C -> UB with dualDstCtl (1: AIV s gets rows [s*M/2, (s+1)*M/2); 2: columns [s*N/2, ...)),
 // each AIV writes its half of C to GM after a mode-2 flag from the AIC.
 template <int CTL>
@@ -528,3 +567,42 @@ def test_dual_destination_fixpipe_3510(kernel):
     c = torch.zeros(32, 64)
     check_ok(run(SRC, kernel, [a, b, c], arch="dav-3510", kernel_type="mix_aic_1_2"))
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-3, atol=1e-3)
+
+
+_FP4 = {
+    "e2m1": [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0],
+    "e1m2": [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75],
+}
+
+
+def _fp4(codes, fmt):
+    mag = torch.tensor(_FP4[fmt], dtype=torch.float64)[codes & 7]
+    return torch.where(codes & 8 != 0, -mag, mag)
+
+
+@pytest.mark.parametrize("kernel", ["mx_fp8", "mx_fp4"])
+def test_mmad_mx_3510(kernel):
+    """MmadMx (MmadMx page): C = (scaleA (x) A) * (scaleB (x) B), one e8m0 scale per 32 K
+    elements; data and scales moved by one LoadData with LoadData2DMxParams (LoadData_2D_MX)."""
+    m, n, k = 32, 32, 64
+    g = torch.Generator().manual_seed(23)
+    sa = torch.randint(124, 131, (m, k // 32), generator=g, dtype=torch.uint8)
+    sb = torch.randint(124, 131, (n, k // 32), generator=g, dtype=torch.uint8)
+    if kernel == "mx_fp8":
+        a = (torch.randn(m, k, generator=g) * 4).to(torch.float8_e4m3fn)
+        bt = (torch.randn(n, k, generator=g) * 4).to(torch.float8_e5m2)
+        av, bv = a.double(), bt.double()
+        a_gm, b_gm = a.view(torch.uint8), bt.view(torch.uint8)
+    else:
+        ac = torch.randint(0, 16, (m, k), generator=g)
+        bc = torch.randint(0, 16, (n, k), generator=g)
+        av, bv = _fp4(ac, "e2m1"), _fp4(bc, "e1m2")
+        # two fp4 per byte, element 2i in the low nibble
+        a_gm = (ac[:, 0::2] | (ac[:, 1::2] << 4)).to(torch.uint8)
+        b_gm = (bc[:, 0::2] | (bc[:, 1::2] << 4)).to(torch.uint8)
+    c = torch.zeros(m, n)
+    check_ok(run(SRC, kernel, [a_gm.contiguous(), sa, b_gm.contiguous(), sb, c], arch="dav-3510", kernel_type="aic"))
+    ea = torch.pow(2.0, sa.double() - 127).repeat_interleave(32, 1)
+    eb = torch.pow(2.0, sb.double() - 127).repeat_interleave(32, 1)
+    ref = (av * ea) @ (bv * eb).T
+    torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-5)
