@@ -15,9 +15,41 @@ from dataclasses import dataclass
 
 from tvm import tirx
 
-from ascend_backend.cexpr import cexpr, float_literal
+from ascend_backend.dtypes import DType, known
+from ascend_backend.dtypes import dtype as to_dtype
 from ascend_backend.errors import UnsupportedError
-from ascend_backend.ir import CTYPE, Access, AscOp, Buffer
+from ascend_backend.ir import (
+    Buffer,
+    BufferKind,
+    DiagPrefix,
+    Layout,
+    ReduceKind,
+    Region,
+    RepeatOperand,
+    Rounding,
+    ScalarConv,
+    ScalarExpr,
+    ScalarLit,
+    ScalarNeg,
+    ScalarValue,
+    Scope,
+    VecBinary,
+    VecBinaryBcast,
+    VecBinaryOp,
+    VecBrcb,
+    VecCast,
+    VecCopy,
+    VecDiagFill,
+    VecDuplicate,
+    VecFold,
+    VecFoldInit,
+    VecFoldLoop,
+    VecScalar,
+    VecScalarOp,
+    VecUnary,
+    VecUnaryOp,
+    VecWholeReduce,
+)
 
 LN2 = math.log(2.0)
 
@@ -49,13 +81,13 @@ def const_value(e) -> float | None:
     return None
 
 
-def scalar_literal(v: float, dtype: str) -> str:
-    ctype = CTYPE[dtype]
-    if dtype == "float32":
-        return float_literal(v)
-    if dtype in ("int32", "int16", "int8"):
-        return str(int(v))
-    return f"({ctype})({float_literal(v)})"
+def scalar_literal(v: float, dt) -> ScalarLit:
+    return ScalarLit(float(v), to_dtype(dt))
+
+
+def _scalar_dtype(dt: str) -> DType:
+    """The dtype a runtime scalar operand is converted to (float where TVM's is not a data type)."""
+    return to_dtype(dt) if known(dt) else DType.FLOAT32
 
 
 @dataclass
@@ -63,24 +95,28 @@ class Opnd:
     """An operand of a vector instruction.
 
     kind: "tile" (a buffer shaped like the domain), "row" (a per-row vector broadcast along
-    columns), "col" (a per-column vector broadcast along rows) or "scalar" (a C++ expression).
+    columns), "col" (a per-column vector broadcast along rows) or "scalar" (a runtime scalar).
     """
 
     kind: str
     dtype: str
     buffer: str | None = None
-    expr: str | None = None
+    expr: ScalarValue | None = None
     temp: bool = False
 
 
-_UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "fabs": "Abs", "abs": "Abs",
-          "exp2": "exp2", "log2": "log2", "tanh": "tanh", "sigmoid": "sigmoid"}
-_BINARY = {tirx.Add: "Add", tirx.Sub: "Sub", tirx.Mul: "Mul", tirx.Div: "Div", tirx.Max: "Max", tirx.Min: "Min"}
-_SCALAR_FORM = {"Add": "Adds", "Mul": "Muls", "Max": "Maxs", "Min": "Mins"}
+# T.Parallel function name -> the vector op, or a composite built from several ("exp2", ...)
+_UNARY = {"exp": VecUnary.EXP, "log": VecUnary.LN, "sqrt": VecUnary.SQRT, "rsqrt": VecUnary.RSQRT,
+          "fabs": VecUnary.ABS, "abs": VecUnary.ABS, "exp2": "exp2", "log2": "log2", "tanh": "tanh",
+          "sigmoid": "sigmoid"}
+_BINARY = {tirx.Add: VecBinary.ADD, tirx.Sub: VecBinary.SUB, tirx.Mul: VecBinary.MUL, tirx.Div: VecBinary.DIV,
+           tirx.Max: VecBinary.MAX, tirx.Min: VecBinary.MIN}
+_SCALAR_FORM = {VecBinary.ADD: VecScalarOp.ADDS, VecBinary.MUL: VecScalarOp.MULS, VecBinary.MAX: VecScalarOp.MAXS,
+                VecBinary.MIN: VecScalarOp.MINS}
 
 
 class VectorEmitter:
-    """Builds vector AscOps and manages UB temporaries."""
+    """Builds vector ops and manages UB temporaries."""
 
     def __init__(self, buffers: dict, arch) -> None:
         self.buffers = buffers
@@ -89,15 +125,16 @@ class VectorEmitter:
         self.n = 0
 
     # -- temporaries
-    def temp(self, shape: tuple, dtype: str) -> Buffer:
-        key = (tuple(shape), dtype)
+    def temp(self, shape: tuple, dt) -> Buffer:
+        dt = to_dtype(dt)
+        key = (tuple(shape), dt)
         pool = self.free.get(key, [])
         if pool:
             return self.buffers[pool.pop()]
         self.n += 1
-        name = f"tmp{self.n}_{dtype}"
+        name = f"tmp{self.n}_{dt}"
         cols = shape[-1]
-        b = Buffer(name=name, shape=tuple(shape), dtype=dtype, kind="temp", scope="UB", layout="ND",
+        b = Buffer(name=name, shape=tuple(shape), dtype=dt, kind=BufferKind.TEMP, scope=Scope.UB, layout=Layout.ND,
                    pitch=(cols + 15) // 16 * 16, role="vector temporary")
         self.buffers[name] = b
         return b
@@ -106,7 +143,7 @@ class VectorEmitter:
         if b is None:
             return
         buf = self.buffers[b] if isinstance(b, str) else b
-        if buf.kind != "temp":
+        if buf.kind is not BufferKind.TEMP:
             return
         self.free.setdefault((tuple(buf.shape), buf.dtype), []).append(buf.name)
 
@@ -114,99 +151,77 @@ class VectorEmitter:
         b = self.buffers[name]
         return b.rows * b.pitch
 
-    def _op(self, kind: str, reads: list, writes: list, params: dict, text: str, loc) -> AscOp:
-        return AscOp(kind=kind, pipe="V", reads=[Access(r) for r in dict.fromkeys(reads)],
-                     writes=[Access(w) for w in writes], params=params, text=text, loc=loc)
-
     # -- simple instructions
     def duplicate(self, dst: str, value: float, loc) -> list:
         b = self.buffers[dst]
-        return [self._op("vec_duplicate", [], [dst], {"dst": dst, "value": scalar_literal(value, b.dtype),
-                                                       "count": self.count(dst)}, f"Duplicate {dst} = {value}", loc)]
+        return [VecDuplicate(dst=dst, value=scalar_literal(value, b.dtype), count=self.count(dst), loc=loc)]
 
-    def duplicate_expr(self, dst: str, expr: str, loc) -> list:
+    def duplicate_expr(self, dst: str, expr: ScalarValue, loc) -> list:
         b = self.buffers[dst]
-        return [self._op("vec_duplicate", [], [dst], {"dst": dst, "value": f"({CTYPE[b.dtype]})({expr})",
-                                                       "count": self.count(dst)}, f"Duplicate {dst} = {expr}", loc)]
+        return [VecDuplicate(dst=dst, value=ScalarConv(expr, b.dtype), count=self.count(dst), loc=loc)]
 
     def copy_or_cast(self, dst: str, src: str, loc) -> list:
         d, s = self.buffers[dst], self.buffers[src]
         if d.dtype == s.dtype:
             # A UB -> UB DataCopy runs on the vector pipe.
-            return [self._op("vec_copy", [src], [dst], {"dst": dst, "src": src, "count": self.count(dst)},
-                             f"DataCopy {src} -> {dst}", loc)]
-        half_types = ("float16", "bfloat16")
+            return [VecCopy(dst=dst, src=src, count=self.count(dst), loc=loc)]
+        half_types = (DType.FLOAT16, DType.BFLOAT16)
         if s.dtype in half_types and d.dtype in half_types:
-            mid = self.temp(s.shape, "float32")
+            mid = self.temp(s.shape, DType.FLOAT32)
             ops = self.copy_or_cast(mid.name, src, loc) + self.copy_or_cast(dst, mid.name, loc)
             self.release(mid)
             return ops
-        mode = cast_round_mode(s.dtype, d.dtype)
-        return [self._op("vec_cast", [src], [dst], {"dst": dst, "src": src, "mode": mode, "count": self.count(dst)},
-                         f"Cast {src} ({s.dtype}) -> {dst} ({d.dtype})", loc)]
+        return [VecCast(dst=dst, src=src, mode=cast_round_mode(s.dtype, d.dtype), count=self.count(dst),
+                        src_dtype=s.dtype, dst_dtype=d.dtype, loc=loc)]
 
-    def unary(self, fn: str, dst: str, src: str, loc) -> list:
+    def unary(self, fn, dst: str, src: str, loc) -> list:
         b = self.buffers[dst]
+        lit = lambda v: scalar_literal(v, b.dtype)  # noqa: E731
         if fn == "exp2":  # 2^x = e^(x ln 2)
-            return (self.scalar_op("Muls", dst, src, scalar_literal(LN2, b.dtype), loc)
-                    + self.unary("Exp", dst, dst, loc))
+            return self.scalar_op(VecScalarOp.MULS, dst, src, lit(LN2), loc) + self.unary(VecUnary.EXP, dst, dst, loc)
         if fn == "tanh":  # tanh(x) = 1 - 2 / (e^(2x) + 1): saturates to +-1 without overflow trouble
-            return (self.scalar_op("Muls", dst, src, scalar_literal(2.0, b.dtype), loc)
-                    + self.unary("Exp", dst, dst, loc)
-                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc)
-                    + self.unary("Reciprocal", dst, dst, loc)
-                    + self.scalar_op("Muls", dst, dst, scalar_literal(-2.0, b.dtype), loc)
-                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc))
+            return (self.scalar_op(VecScalarOp.MULS, dst, src, lit(2.0), loc)
+                    + self.unary(VecUnary.EXP, dst, dst, loc)
+                    + self.scalar_op(VecScalarOp.ADDS, dst, dst, lit(1.0), loc)
+                    + self.unary(VecUnary.RECIPROCAL, dst, dst, loc)
+                    + self.scalar_op(VecScalarOp.MULS, dst, dst, lit(-2.0), loc)
+                    + self.scalar_op(VecScalarOp.ADDS, dst, dst, lit(1.0), loc))
         if fn == "sigmoid":  # 1 / (1 + e^-x)
-            return (self.scalar_op("Muls", dst, src, scalar_literal(-1.0, b.dtype), loc)
-                    + self.unary("Exp", dst, dst, loc)
-                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc)
-                    + self.unary("Reciprocal", dst, dst, loc))
+            return (self.scalar_op(VecScalarOp.MULS, dst, src, lit(-1.0), loc)
+                    + self.unary(VecUnary.EXP, dst, dst, loc)
+                    + self.scalar_op(VecScalarOp.ADDS, dst, dst, lit(1.0), loc)
+                    + self.unary(VecUnary.RECIPROCAL, dst, dst, loc))
         if fn == "log2":
-            return (self.unary("Ln", dst, src, loc)
-                    + self.scalar_op("Muls", dst, dst, scalar_literal(1 / LN2, b.dtype), loc))
-        return [self._op("vec_unary", [src], [dst], {"op": fn, "dst": dst, "src": src, "count": self.count(dst)},
-                         f"{fn} {src} -> {dst}", loc)]
+            return (self.unary(VecUnary.LN, dst, src, loc)
+                    + self.scalar_op(VecScalarOp.MULS, dst, dst, lit(1 / LN2), loc))
+        return [VecUnaryOp(op=fn, dst=dst, src=src, count=self.count(dst), loc=loc)]
 
-    def scalar_op(self, op: str, dst: str, src: str, scalar: str, loc) -> list:
-        return [self._op("vec_scalar", [src], [dst], {"op": op, "dst": dst, "src": src, "scalar": scalar,
-                                                      "count": self.count(dst)}, f"{op} {src}, {scalar} -> {dst}", loc)]
+    def scalar_op(self, op: VecScalarOp, dst: str, src: str, scalar: ScalarValue, loc) -> list:
+        return [VecScalar(op=op, dst=dst, src=src, scalar=scalar, count=self.count(dst), loc=loc)]
 
-    def binary(self, op: str, dst: str, a: str, b: str, loc) -> list:
-        return [self._op("vec_binary", [a, b], [dst], {"op": op, "dst": dst, "src0": a, "src1": b,
-                                                       "count": self.count(dst)}, f"{op} {a}, {b} -> {dst}", loc)]
+    def binary(self, op: VecBinary, dst: str, a: str, b: str, loc) -> list:
+        return [VecBinaryOp(op=op, dst=dst, src0=a, src1=b, count=self.count(dst), loc=loc)]
 
-    def lanes(self, dtype: str) -> int:
-        return 256 // self.buffers_dtype_bytes(dtype)
-
-    @staticmethod
-    def buffers_dtype_bytes(dtype: str) -> int:
-        from ascend_backend.ir import dtype_bytes
-
-        return dtype_bytes(dtype)
-
-    def broadcast_binary(self, op: str, dst: str, a: Opnd, b: Opnd, rows: int, cols: int, loc) -> list:
+    def broadcast_binary(self, op: VecBinary, dst: str, a: Opnd, b: Opnd, rows: int, cols: int, loc) -> list:
         """dst[r, c] = a op b where a/b are tiles, per-row vectors or per-column vectors."""
         d = self.buffers[dst]
-        esz = self.buffers_dtype_bytes(d.dtype)
+        esz = d.dtype.bytes
         blk = 32 // esz
         ops: list = []
         srcs = []
         temps = []
         for o in (a, b):
             if o.kind == "tile":
-                srcs.append({"name": o.buffer, "row": d.pitch, "chunk": 1, "blk": 1, "rep": d.pitch * esz // 32})
+                srcs.append(RepeatOperand(o.buffer, row=d.pitch, chunk=1, blk=1, rep=d.pitch * esz // 32))
             elif o.kind == "col":
-                srcs.append({"name": o.buffer, "row": 0, "chunk": 1, "blk": 1, "rep": 0})
+                srcs.append(RepeatOperand(o.buffer, row=0, chunk=1, blk=1, rep=0))
             elif o.kind == "row":
                 # Brcb writes each per-row value into its own 32 B block.
                 rows8 = (rows + 7) // 8 * 8
                 t = self.temp((rows8 * blk,), d.dtype)
                 temps.append(t)
-                ops.append(self._op("vec_brcb", [o.buffer], [t.name],
-                                    {"dst": t.name, "src": o.buffer, "repeat": rows8 // 8},
-                                    f"Brcb {o.buffer} -> {t.name} (one 32 B block per row)", loc))
-                srcs.append({"name": t.name, "row": blk, "chunk": 0, "blk": 0, "rep": 1})
+                ops.append(VecBrcb(dst=t.name, src=o.buffer, repeat=rows8 // 8, loc=loc))
+                srcs.append(RepeatOperand(t.name, row=blk, chunk=0, blk=0, rep=1))
             else:
                 raise UnsupportedError("internal: scalar operand in broadcast op")
         dst_rep = d.pitch * esz // 32
@@ -214,19 +229,17 @@ class VectorEmitter:
             raise UnsupportedError(f"tile '{dst}' rows are {d.pitch * esz} bytes; row-broadcast vector ops take rows "
                                    "of at most 8160 bytes", loc=loc, hint="use a narrower tile")
         lanes = 256 // esz
-        ops.append(self._op(
-            "vec_binary_bcast", [s["name"] for s in srcs], [dst],
-            {"op": op, "dst": dst, "s0": srcs[0], "s1": srcs[1], "rows": rows, "cols": cols, "lanes": lanes,
-             "dst_row": d.pitch, "dst_rep": dst_rep, "chunks": (cols + lanes - 1) // lanes},
-            f"{op} {a.buffer}({a.kind}), {b.buffer}({b.kind}) -> {dst}", loc))
+        ops.append(VecBinaryBcast(op=op, dst=dst, s0=srcs[0], s1=srcs[1], rows=rows, cols=cols, lanes=lanes,
+                                  dst_row=d.pitch, dst_rep=dst_rep, chunks=(cols + lanes - 1) // lanes,
+                                  what=f"{a.buffer}({a.kind}), {b.buffer}({b.kind})", loc=loc))
         for t in temps:
             self.release(t)
         return ops
 
-    def row_reduce(self, kind: str, dst: str, src: str, clear: bool, loc, valid_cols: str | None = None) -> list:
+    def row_reduce(self, kind: ReduceKind, dst: str, src: str, clear: bool, loc, valid_cols=None) -> list:
         s = self.buffers[src]
         d = self.buffers[dst]
-        esz = self.buffers_dtype_bytes(s.dtype)
+        esz = s.dtype.bytes
         lanes = 256 // esz
         rows, cols = s.rows, s.cols
         if rows > 255:
@@ -236,7 +249,7 @@ class VectorEmitter:
         if src_rep > 255:
             raise UnsupportedError(f"rows of '{src}' are {s.pitch * esz} bytes, over the 8160 bytes a reduction "
                                    "repeat can stride", loc=loc)
-        vop = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
+        vop = {ReduceKind.SUM: VecBinary.ADD, ReduceKind.MAX: VecBinary.MAX, ReduceKind.MIN: VecBinary.MIN}[kind]
         ops: list = []
         out = dst if clear else self.temp(d.shape, d.dtype).name
         if valid_cols is not None:
@@ -244,36 +257,24 @@ class VectorEmitter:
             # the valid ones, chunk by chunk with a runtime mask, into an accumulator that starts
             # at the reduction's identity.
             acc = self.temp((rows * lanes,), s.dtype)
-            identity = {"sum": 0.0, "max": -math.inf, "min": math.inf}[kind]
+            identity = {ReduceKind.SUM: 0.0, ReduceKind.MAX: -math.inf, ReduceKind.MIN: math.inf}[kind]
             ops.extend(self.duplicate(acc.name, identity, loc))
-            ops.append(self._op("vec_fold_loop", [acc.name, src], [acc.name],
-                                {"op": vop, "dst": acc.name, "src": src, "lanes": lanes, "repeat": rows,
-                                 "src_rep": src_rep, "chunks": (cols + lanes - 1) // lanes, "valid": valid_cols,
-                                 "barrier": self.arch.needs_vector_barrier},
-                                f"{vop} the valid columns of {src} into {acc.name}", loc))
-            ops.append(self._op("vec_whole_reduce", [acc.name], [out],
-                                {"kind": kind, "dst": out, "src": acc.name, "mask": lanes, "repeat": rows,
-                                 "src_rep": 8}, f"WholeReduce{kind.capitalize()} {acc.name} -> {out}", loc))
+            ops.append(VecFoldLoop(op=vop, dst=acc.name, src=src, lanes=lanes, repeat=rows, src_rep=src_rep,
+                                   chunks=(cols + lanes - 1) // lanes, valid=valid_cols,
+                                   barrier=self.arch.needs_vector_barrier, loc=loc))
+            ops.append(VecWholeReduce(kind=kind, dst=out, src=acc.name, mask=lanes, repeat=rows, src_rep=8, loc=loc))
             self.release(acc)
         elif cols <= lanes:
-            ops.append(self._op("vec_whole_reduce", [src], [out],
-                                {"kind": kind, "dst": out, "src": src, "mask": cols, "repeat": rows,
-                                 "src_rep": src_rep}, f"WholeReduce{kind.capitalize()} {src} -> {out}", loc))
+            ops.append(VecWholeReduce(kind=kind, dst=out, src=src, mask=cols, repeat=rows, src_rep=src_rep, loc=loc))
         else:
             acc = self.temp((rows * lanes,), s.dtype)
-            ops.append(self._op("vec_fold_init", [src], [acc.name],
-                                {"dst": acc.name, "src": src, "lanes": lanes, "repeat": rows, "src_rep": src_rep,
-                                 "zero": scalar_literal(0, s.dtype)},
-                                f"copy first {lanes} columns of {src} -> {acc.name}", loc))
+            ops.append(VecFoldInit(dst=acc.name, src=src, lanes=lanes, repeat=rows, src_rep=src_rep,
+                                   zero=scalar_literal(0, s.dtype), loc=loc))
             nchunks = (cols + lanes - 1) // lanes
             for c in range(1, nchunks):
-                ops.append(self._op("vec_fold", [acc.name, src], [acc.name],
-                                    {"op": vop, "dst": acc.name, "src": src, "offset": c * lanes,
-                                     "mask": min(lanes, cols - c * lanes), "repeat": rows, "src_rep": src_rep},
-                                    f"{vop} columns {c * lanes}.. of {src} into {acc.name}", loc))
-            ops.append(self._op("vec_whole_reduce", [acc.name], [out],
-                                {"kind": kind, "dst": out, "src": acc.name, "mask": lanes, "repeat": rows,
-                                 "src_rep": 8}, f"WholeReduce{kind.capitalize()} {acc.name} -> {out}", loc))
+                ops.append(VecFold(op=vop, dst=acc.name, src=src, offset=c * lanes, mask=min(lanes, cols - c * lanes),
+                                   repeat=rows, src_rep=src_rep, loc=loc))
+            ops.append(VecWholeReduce(kind=kind, dst=out, src=acc.name, mask=lanes, repeat=rows, src_rep=8, loc=loc))
             self.release(acc)
         if not clear:
             ops.extend(self.binary(vop, dst, dst, out, loc))
@@ -281,14 +282,14 @@ class VectorEmitter:
         return ops
 
 
-def cast_round_mode(src: str, dst: str) -> str:
-    if dst in ("int32", "int16", "int8"):
-        return "RoundMode::CAST_TRUNC"
-    if src == "float32" and dst in ("float16", "bfloat16"):
-        return "RoundMode::CAST_RINT"
-    if src in ("int32",) and dst in ("float16", "bfloat16"):
-        return "RoundMode::CAST_RINT"
-    return "RoundMode::CAST_NONE"
+def cast_round_mode(src: DType, dst: DType) -> Rounding:
+    if dst in (DType.INT32, DType.INT16, DType.INT8):
+        return Rounding.TRUNC
+    if src == DType.FLOAT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
+        return Rounding.RINT
+    if src == DType.INT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
+        return Rounding.RINT
+    return Rounding.NONE
 
 
 def promote_bf16(e):
@@ -342,8 +343,8 @@ class ParallelLowerer:
         self.buffers = buffers
         self.op = op
         self.loc = op.loc
-        self.vars = list(op.args["vars"])
-        self.extents = list(op.args["extents"])
+        self.vars = list(op.vars)
+        self.extents = list(op.extents)
         self.gm_ub_op = gm_ub_op
         self.ub_gm_op = ub_gm_op
         self.gm_window = gm_window
@@ -377,12 +378,15 @@ class ParallelLowerer:
         )
 
     def _uses_domain(self, e) -> bool:
+        """Does ``e`` vary over the T.Parallel domain? A load at indices that do not (a scalar
+        local, one element of a tile or tensor) is a scalar the scalar unit reads."""
         found = []
 
         def visit(n):
             if isinstance(n, tirx.Var) and any(n.same_as(v) for v in self.vars):
                 found.append(n)
-            if isinstance(n, tirx.BufferLoad):
+            if isinstance(n, tirx.BufferLoad) and self.buffers[n.buffer.name].scope is not Scope.LOCAL and \
+                    any(self._uses_domain(i) for i in n.indices):
                 found.append(n)
 
         tirx.stmt_functor.post_order_visit(e, visit)
@@ -422,7 +426,7 @@ class ParallelLowerer:
             pattern, shape = "col", (self.cols,)
         else:
             raise UnsupportedError(f"access to '{buf.name}' does not use the parallel loop variables", loc=self.loc)
-        return {"buffer": buf.name, "base": base, "extents": ext}, shape, pattern
+        return Region(buf.name, tuple(base), tuple(ext)), shape, pattern
 
     # -- expressions
     def expr(self, e, out: str | None = None) -> Opnd:
@@ -432,25 +436,25 @@ class ParallelLowerer:
             cv = const_value(e)
             if cv is not None:
                 return Opnd("scalar", dtype, expr=scalar_literal(cv, dtype))
-            return Opnd("scalar", dtype, expr=f"({CTYPE.get(dtype, 'float')})({cexpr(e)})")
+            return Opnd("scalar", dtype, expr=ScalarExpr(e, _scalar_dtype(dtype)))
         if isinstance(e, tirx.BufferLoad):
             buf = self.buffers[e.buffer.name] if e.buffer.name in self.buffers else None
             if buf is None:
                 raise UnsupportedError(f"unknown buffer {e.buffer.name}", loc=self.loc)
-            if buf.scope == "GM":
+            if buf.scope is Scope.GM:
                 region, shape, pattern = self._gm_region(buf, list(e.indices))
                 t = self.vec.temp(shape, buf.dtype)
                 w = self.gm_window(buf, region, shape, self.loc)
                 self.pre.append(self.gm_ub_op(buf, t, w, self.loc))
                 return Opnd(pattern, buf.dtype, buffer=t.name, temp=True)
-            if buf.scope != "UB":
+            if buf.scope is not Scope.UB:
                 raise UnsupportedError(f"'{buf.name}' lives in {buf.scope}; T.Parallel reads vector tiles only",
                                        loc=self.loc)
             return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
         if isinstance(e, tirx.Cast):
             src = self.expr(e.value)
             if src.kind == "scalar":
-                return Opnd("scalar", dtype, expr=f"({CTYPE[dtype]})({src.expr})")
+                return Opnd("scalar", dtype, expr=ScalarConv(src.expr, to_dtype(dtype)))
             dst = self._dest(out, src.kind, dtype)
             self.pre.extend(self.vec.copy_or_cast(dst, src.buffer, self.loc))
             self._free(src)
@@ -510,20 +514,18 @@ class ParallelLowerer:
             raise UnsupportedError(f"condition '{cond}' of T.if_then_else is not linear in {i} and {j}",
                                    loc=self.loc, hint=hint)
         ci, cj = (int(ana.simplify(c)) for c in coef[:2])
-        c0 = cexpr(ana.simplify(coef[2]))
+        c0 = ana.simplify(coef[2])
         if (ci, cj) == (1, -1):  # j <= i + c0: the first i + c0 + 1 columns take a
-            prefix, first, rest = f"({c0}) + 1", va.expr, vb.expr
+            prefix, first, rest = DiagPrefix(c0, plus_one=True), va.expr, vb.expr
         elif (ci, cj) == (-1, 1):  # j >= i - c0: the first i - c0 columns take b
-            prefix, first, rest = f"-({c0})", vb.expr, va.expr
+            prefix, first, rest = DiagPrefix(c0, plus_one=False), vb.expr, va.expr
         else:
             raise UnsupportedError(f"condition '{cond}' of T.if_then_else compares {i} and {j} with coefficients "
                                    f"{ci}, {cj}; only i - j (a diagonal mask) is supported", loc=self.loc, hint=hint)
         dst = self._dest(out, "tile", dtype)
         d = self.buffers[dst]
-        self.pre.append(self.vec._op("vec_diag_fill", [], [dst], {
-            "dst": dst, "rows": self.rows, "cols": self.cols, "pitch": d.pitch, "prefix": prefix,
-            "first": first, "rest": rest, "barrier": self.vec.arch.needs_vector_barrier},
-            f"mask {dst}: per row, the first (row + {prefix}) columns {first}, the rest {rest}", self.loc))
+        self.pre.append(VecDiagFill(dst=dst, rows=self.rows, cols=self.cols, pitch=d.pitch, prefix=prefix, first=first,
+                                    rest=rest, barrier=self.vec.arch.needs_vector_barrier, loc=self.loc))
         return Opnd("tile", dtype, buffer=dst, temp=dst != out)
 
     def _dest(self, out: str | None, kind: str, dtype: str) -> str:
@@ -549,13 +551,14 @@ class ParallelLowerer:
             dst = self._dest(out, t.kind, dtype)
             if name in _SCALAR_FORM:
                 self.pre.extend(self.vec.scalar_op(_SCALAR_FORM[name], dst, t.buffer, s.expr, self.loc))
-            elif name == "Sub" and not scalar_first:
-                self.pre.extend(self.vec.scalar_op("Adds", dst, t.buffer, f"-({s.expr})", self.loc))
-            elif name == "Sub":  # s - t = (-1 * t) + s
-                self.pre.extend(self.vec.scalar_op("Muls", dst, t.buffer, scalar_literal(-1, dtype), self.loc))
-                self.pre.extend(self.vec.scalar_op("Adds", dst, dst, s.expr, self.loc))
-            elif name == "Div" and not scalar_first and const_value(eb) not in (None, 0.0):
-                self.pre.extend(self.vec.scalar_op("Muls", dst, t.buffer,
+            elif name is VecBinary.SUB and not scalar_first:
+                self.pre.extend(self.vec.scalar_op(VecScalarOp.ADDS, dst, t.buffer, ScalarNeg(s.expr), self.loc))
+            elif name is VecBinary.SUB:  # s - t = (-1 * t) + s
+                self.pre.extend(self.vec.scalar_op(VecScalarOp.MULS, dst, t.buffer, scalar_literal(-1, dtype),
+                                                   self.loc))
+                self.pre.extend(self.vec.scalar_op(VecScalarOp.ADDS, dst, dst, s.expr, self.loc))
+            elif name is VecBinary.DIV and not scalar_first and const_value(eb) not in (None, 0.0):
+                self.pre.extend(self.vec.scalar_op(VecScalarOp.MULS, dst, t.buffer,
                                                    scalar_literal(1.0 / const_value(eb), dtype), self.loc))
             else:  # a division with a scalar we cannot fold: materialise the scalar
                 tmp = self.vec.temp(self._kind_shape(t.kind), dtype)
@@ -585,24 +588,31 @@ class ParallelLowerer:
     # -- statements
     def lower(self) -> list:
         ops: list = []
-        for st, sloc in self.op.args["stores"]:
+        for ps in self.op.stores:
+            st, sloc = ps.store, ps.loc
             self.loc = sloc or self.op.loc
-            ops.extend(self._store(st))
+            if ps.atomic is not None and self.buffers[st.buffer.name].scope is not Scope.GM:
+                # One vector program per block: an atomic add into a tile is a plain add.
+                st = tirx.BufferStore(st.buffer, tirx.Add(tirx.BufferLoad(st.buffer, st.indices), st.value),
+                                      st.indices)
+                ops.extend(self._store(st))
+            else:
+                ops.extend(self._store(st, atomic=ps.atomic))
         return ops
 
-    def _store(self, st) -> list:
+    def _store(self, st, atomic=None) -> list:
         self.pre = []
         buf = self.buffers[st.buffer.name]
         post: list = []
-        if buf.scope == "GM":
+        if buf.scope is Scope.GM:
             region, shape, pattern = self._gm_region(buf, list(st.indices))
             if pattern != "tile":
                 raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
             out_buf = self.vec.temp(shape, buf.dtype)
             w = self.gm_window(buf, region, shape, self.loc)
-            post.append(self.ub_gm_op(out_buf, buf, w, self.loc))
+            post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
-        elif buf.scope == "UB":
+        elif buf.scope is Scope.UB:
             if self._pattern(st) != "tile":
                 raise UnsupportedError(
                     f"store to {buf.name}[{', '.join(map(str, st.indices))}] inside a "
@@ -612,7 +622,7 @@ class ParallelLowerer:
         else:
             raise UnsupportedError(f"T.Parallel cannot write '{buf.name}' in {buf.scope}", loc=self.loc,
                                    hint="element-wise work on a gemm result needs the Cube/Vector split, "
-                                   "not available yet" if buf.scope == "L0C" else None)
+                                   "not available yet" if buf.scope is Scope.L0C else None)
         res = self.expr(promote_bf16(st.value), out=out)
         if res.kind == "scalar":
             self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
@@ -623,6 +633,6 @@ class ParallelLowerer:
                     "a tile is written as `x[i, j] = v[i] + 0` for now", loc=self.loc)
             self.pre.extend(self.vec.copy_or_cast(out, res.buffer, self.loc))
             self._free(res)
-        if buf.scope == "GM":
+        if buf.scope is Scope.GM:
             self.vec.release(out)
         return self.pre + post

@@ -426,6 +426,7 @@ def run_source(
     pool: int | None = None,
     timeout: float | None = None,
     timing: bool = True,
+    auto_sync: bool = True,
 ) -> Report:
     """Compile ``source`` with g++ against the emulator and run ``kernel`` over ``block_dim`` blocks.
 
@@ -438,7 +439,10 @@ def run_source(
     ``.report``) on kernel errors, deadlocks and crashes, and in strict mode on any race or
     flag error. ``isolate`` (default) runs the kernel in a forked child process so a wild
     pointer cannot take Python down. ``pool``: worker threads (default: CPU count, at most 2
-    unless TL_ASCEND_EMU_POOL says otherwise).
+    unless TL_ASCEND_EMU_POOL says otherwise). ``auto_sync`` (default) models bisheng's default
+    ``--cce-auto-sync=on``: the syncs it inserts by itself (docs/emulator.md, "Automatic
+    synchronisation") are treated as present; pass False for code built with
+    ``--cce-auto-sync=off``, such as everything tilelang-ascendc generates.
     """
     arch = cache.normalize_arch(arch)
     sig = _select(source, kernel)
@@ -471,6 +475,7 @@ def run_source(
     keep: list[Any] = []
     ptrs = (ctypes.c_void_p * max(1, len(args)))()
     cfg = [f"block_dim {block_dim}", f"kernel_type {kt}", f"checks {int(bool(checks))}", f"pool {pool}",
+           f"auto_sync {int(bool(auto_sync))}",
            f"mode0 {int(mode0)}",
            f"trace_cap {int(os.environ.get('TL_ASCEND_EMU_TRACE_CAP', '1000000')) if timing else 0}"]
     copies: list[tuple[torch.Tensor, torch.Tensor]] = []  # (user tensor, contiguous stand-in)
@@ -494,7 +499,7 @@ def run_source(
             addr = src.data_ptr()
             ptrs[i] = addr
             if nbytes:
-                cfg.append(f"gm {addr} {addr + nbytes} {p.name}")
+                cfg.append(f"gm {addr} {addr + nbytes} {p.name} {i}")
         elif p.struct:
             raw = struct_bytes(source, p, a, int(argsize(i)))
             buf = ctypes.create_string_buffer(raw, max(1, len(raw)))

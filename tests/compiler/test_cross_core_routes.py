@@ -15,6 +15,7 @@ from filecheck import filecheck
 
 import ascend_backend
 from ascend_backend.emulator import EmulatorError, run_source
+from ascend_backend.ir import Route
 from ascend_backend.testing import run_case
 
 
@@ -133,12 +134,12 @@ def test_free_flags_3510_on_chip_per_aiv():
 def test_transfers_with_free_flags(arch, name):
     k, report, _ = run_case(kernels.free_flag_cases()[name], arch)
     assert report.ok and not report.races and not report.flag_errors and not report.deadlock
-    cc = k.kernel.attrs["cross_core"]
-    assert len(cc) == 1 and cc[0]["free"] is not None
+    cc = k.program.launch.transfers
+    assert len(cc) == 1 and cc[0].free is not None
     if arch == "dav-3510":
-        assert cc[0]["direction"] in ("c2v-ub", "v2c-l1") and not k.kernel.attrs["workspace_bytes"]
+        assert cc[0].route is Route.ON_CHIP and not k.program.workspace_bytes
     else:
-        assert cc[0]["direction"] in ("c2v", "v2c") and k.kernel.attrs["workspace_bytes"] > 0
+        assert cc[0].route is Route.WORKSPACE and k.program.workspace_bytes > 0
 
 
 def test_sync_table_3510_lists_on_chip_flags_with_mode_4():
@@ -163,9 +164,9 @@ def test_removed_3510_cross_core_flags_fail_with_a_report_not_a_hang(which):
     assert "CrossCoreSetFlag<4, PIPE_MTE3>" in k.kernel_source
     stripped = "\n".join(line for line in k.kernel_source.splitlines() if "CrossCore" not in line)
     args = [a.clone() for a in case.inputs]
-    assert not k.kernel.attrs["workspace_bytes"]  # everything crosses on chip: no workspace argument
+    assert not k.program.workspace_bytes  # everything crosses on chip: no workspace argument
     with pytest.raises(EmulatorError) as info:
-        run_source(stripped, k.name, args, k.block_dim, arch="dav-3510", timeout=120)
+        run_source(stripped, k.name, args, k.block_dim, arch="dav-3510", timeout=120, auto_sync=False)
     rep = info.value.report
     assert rep is not None and rep.races and not rep.deadlock
     text = rep.summary()
@@ -173,28 +174,22 @@ def test_removed_3510_cross_core_flags_fail_with_a_report_not_a_hang(which):
     assert "race" in text.lower() and ("AIC L1" in text or "UB" in text) and "CrossCoreSetFlag" in text
 
 
-def test_verify_split_rejects_a_wait_nobody_sets():
-    import dataclasses
-
-    from ascend_backend.passes.split_cores import split_cores, verify_split
+def test_verify_route_rejects_a_wait_nobody_sets():
+    from ascend_backend.passes.partition import partition
+    from ascend_backend.passes.route import route, verify_route
 
     from ascend_backend.errors import InternalCompilerError
     from ascend_backend.frontend import import_primfunc
-    from ascend_backend.ir import Loop, TileOp
+    from ascend_backend.ir import Core, CrossCoreSet, map_body
     from ascend_backend.target import parse_target
 
-    kernel = import_primfunc(kernels.scaled_a_gemm(), parse_target({"kind": "ascendc", "arch": "dav-3510"}), None)
-    aic, aiv = split_cores(kernel)
-    verify_split(aic, aiv)
-
-    def drop_sub1_sets(body):  # the AIC forgets to free the L1 tile for AIV 1
-        out = []
-        for s in body:
-            if isinstance(s, Loop):
-                out.append(dataclasses.replace(s, body=drop_sub1_sets(s.body)))
-            elif not (isinstance(s, TileOp) and s.op == "cc_set" and s.args.get("sub") == 1):
-                out.append(s)
-        return out
-
+    program = route(partition(import_primfunc(kernels.scaled_a_gemm(),
+                                              parse_target({"kind": "ascendc", "arch": "dav-3510"}), None)))
+    verify_route(program)
+    lc = program.launch
+    aic = lc.kernels[Core.AIC]
+    # the AIC forgets to free the L1 tile for AIV 1
+    body = map_body(aic.body, lambda s: [] if isinstance(s, CrossCoreSet) and s.sub == 1 else [s])
+    broken = program.replace(launches=[lc.replace(kernels={**lc.kernels, Core.AIC: aic.replace(body=body)})])
     with pytest.raises(InternalCompilerError, match="never sets"):
-        verify_split(aic.replace(body=drop_sub1_sets(aic.body)), aiv)
+        verify_route(broken)

@@ -14,6 +14,11 @@
 
 namespace emu::ops {
 
+// The value SetPadValue (emu_vector_ext.h) set for DataCopyPad GM -> UB padding: `set` is
+// false until a kernel calls it; `bytes` hold the value's bit pattern (per core).
+struct PadValue { bool set = false; uint8_t bytes[8] = {}; };
+inline PadValue& pad_value() { thread_local PadValue v; return v; }
+
 // ---------------------------------------------------------------- spans and recording
 // A span of `tensor`'s bytes [b, e) relative to the tensor start. Built from the contract's
 // emu_span(count) so that whatever the core puts in a Span (memory, address) stays right.
@@ -418,9 +423,12 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const
 // ---------------------------------------------------------------- DataCopyPad
 // GM -> UB: blockCount rows of blockLen bytes. GM rows are blockLen + srcStride bytes apart
 // (srcStride is the gap in bytes). In UB each row is [leftPadding elems][data][rightPadding
-// elems], rounded up to whole 32-byte blocks, and rows are dstStride 32-byte blocks apart
-// (gap). With isPad the padding elements receive paddingValue; bytes between the end of the
-// right padding and the next 32-byte boundary are not written.
+// elems][dummy elems up to the next 32-byte boundary], and rows are dstStride 32-byte blocks
+// apart (gap). Filler, per the "DataCopyPad (GMToUB)" page: with no left/right padding the
+// dummy elements take the row's first element (isPad or not); with padding, isPad gives
+// paddingValue to the padding and the dummy elements; without isPad they take the value of
+// SetPadValue if the kernel called it, else they are undefined ("random"): the emulator then
+// leaves them unwritten.
 namespace emu_detail {
 template <class T>
 inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t blockCount,
@@ -431,15 +439,19 @@ inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, 
     if (blockLen % sizeof(T) != 0)
         emu::fail("invalid_param", "DataCopyPad: blockLen " + std::to_string(blockLen) +
                   " is not a whole number of elements", loc);
-    if ((left + right) * sizeof(T) > 32)
-        emu::fail("invalid_param", "DataCopyPad: leftPadding + rightPadding exceed one 32-byte block", loc);
+    if (left * sizeof(T) > 32 || right * sizeof(T) > 32)
+        emu::fail("invalid_param", "DataCopyPad: leftPadding and rightPadding may each cover at most 32 bytes", loc);
     uint64_t lb = (uint64_t)left * sizeof(T), rb = (uint64_t)right * sizeof(T);
     uint64_t rowUb = (lb + blockLen + rb + 31) / 32 * 32;
     uint64_t dstPitch = rowUb + dstGapBlocks * 32, srcPitch = blockLen + srcGapBytes;
+    const bool first_fill = left == 0 && right == 0 && blockLen > 0;  // dummy = the row's first element
+    const emu::ops::PadValue& reg = emu::ops::pad_value();
+    const bool pad_fill = (left != 0 || right != 0) && (isPad || reg.set);  // padding and dummy
+    if (!isPad && reg.set) std::memcpy(&padValue, reg.bytes, sizeof(T));    // SetPadValue's value
     emu::ops::SpanSet r, w;
     for (uint32_t i = 0; i < blockCount; ++i) {
         r.add(src, i * srcPitch, i * srcPitch + blockLen);
-        if (isPad) w.add(dst, i * dstPitch, i * dstPitch + lb + blockLen + rb);
+        if (first_fill || pad_fill) w.add(dst, i * dstPitch, i * dstPitch + rowUb);
         else w.add(dst, i * dstPitch + lb, i * dstPitch + lb + blockLen);
     }
     emu::Cost c; c.bytes = (uint64_t)blockCount * blockLen;
@@ -449,9 +461,11 @@ inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, 
     for (uint32_t i = 0; i < blockCount; ++i) {
         uint8_t* row = d + i * dstPitch;
         std::memmove(row + lb, s + i * srcPitch, blockLen);
-        if (isPad) {
+        if (first_fill)
+            for (uint64_t o = blockLen; o < rowUb; o += sizeof(T)) std::memmove(row + o, row, sizeof(T));
+        if (pad_fill) {
             for (uint32_t k = 0; k < left; ++k) std::memcpy(row + k * sizeof(T), &padValue, sizeof(T));
-            for (uint32_t k = 0; k < right; ++k) std::memcpy(row + lb + blockLen + k * sizeof(T), &padValue, sizeof(T));
+            for (uint64_t o = lb + blockLen; o < rowUb; o += sizeof(T)) std::memcpy(row + o, &padValue, sizeof(T));
         }
     }
 }

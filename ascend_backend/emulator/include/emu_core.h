@@ -67,6 +67,9 @@ struct Span {
     int8_t core = -1;
     uint8_t cls = 0;  // access class (CLS_ATOMIC / CLS_SYNC in emu_xblock.h); 0 = plain
 };
+// What the timing model costs (docs/emulator-internals.md): copies `bytes`; vector ops
+// `repeats`/`bytes`; Mmad `macs`, `repeats` = 16x16 output fractals, `elems` = K and
+// `bytes` = K x operand size (the dtype rate); Fixpipe `elems`/`bytes` written.
 struct Cost {
     uint64_t bytes = 0, elems = 0, macs = 0;
     uint32_t repeats = 0;
@@ -112,6 +115,8 @@ void check_kernel_type(int type, const Loc& loc);
 void queue_signal(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc);
 void queue_wait(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc);
 void queue_forget(const void* begin, size_t bytes);
+// TPipe::Reset: wait for the FreeTensor events still pending on this core (also of destroyed queues).
+void pipe_reset(const Loc& loc);
 int64_t block_idx();
 int64_t block_num();
 int64_t sub_block_idx();
@@ -329,28 +334,41 @@ private:
 };
 
 // ---- TQue / TQueBind: queues with implicit synchronisation ----------------------------
-// EnQue signals producer pipe -> consumer pipe, DeQue waits for it; FreeTensor signals
-// consumer -> producer, and AllocTensor of a reused buffer waits for it. Pipes per position:
-// VECIN MTE2->V, VECOUT V->MTE3, A1/B1/C1 MTE2->MTE1, A2/B2 MTE1->M, CO1 M->FIX; a
-// TQueBind<src, dst> uses src's producer and dst's consumer; VECCALC queues do not sync.
-constexpr int que_producer(TPosition p) {
-    switch (p) {
-        case TPosition::VECIN: case TPosition::A1: case TPosition::B1: case TPosition::C1: return (int)emu::Pipe::MTE2;
-        case TPosition::VECOUT: return (int)emu::Pipe::V;
-        case TPosition::A2: case TPosition::B2: return (int)emu::Pipe::MTE1;
-        case TPosition::CO1: return (int)emu::Pipe::M;
-        default: return -1;
-    }
-}
-constexpr int que_consumer(TPosition p) {
-    switch (p) {
-        case TPosition::VECIN: return (int)emu::Pipe::V;
-        case TPosition::VECOUT: return (int)emu::Pipe::MTE3;
-        case TPosition::A1: case TPosition::B1: case TPosition::C1: return (int)emu::Pipe::MTE1;
-        case TPosition::A2: case TPosition::B2: return (int)emu::Pipe::M;
-        case TPosition::CO1: return (int)emu::Pipe::FIX;
-        default: return -1;
-    }
+// The TPipe/TQue framework's events (sync key-features page, tables 1 and 2; TQueBind page,
+// table 1 for the data paths): EnQue sets producer -> consumer, DeQue waits for it;
+// FreeTensor sets consumer -> producer, and AllocTensor of a reused buffer waits for it.
+// Per data path (a TQue<pos> is the TQueBind of its path):
+//   GM -> VECIN          TQue<VECIN>     UB   MTE2 -> V
+//   VECOUT -> GM         TQue<VECOUT>    UB   V -> MTE3
+//   VECIN -> VECOUT      (bind only)     UB   MTE2 -> MTE3
+//   GM -> A1/B1/C1       TQue<A1/B1/C1>  L1   MTE2 -> MTE1
+//   A1 -> A2, B1 -> B2   TQue<A2/B2>     L0A/L0B  MTE1 -> M
+//   C1 -> C2             TQue<C2>        BT   MTE1 -> M
+//   CO1 -> CO2           TQue<CO1>       L0C  M -> FIX
+//   VECOUT -> A1/B1/C1   (bind only)     UB   V -> MTE3 (the UB -> L1 copy, dav-3510)
+// Other paths (CO2 -> GM, CO2 -> VECIN, VECCALC) get no events. Every pair above is in the
+// page's tables (AIV: MTE2<->V, V<->MTE3, MTE2<->MTE3; AIC: MTE2<->MTE1, MTE1<->M, M<->FIX).
+struct QuePath {
+    TPosition buf;     // where InitBuffer places the buffers
+    int prod, cons;    // emu::Pipe values, -1: no events
+};
+constexpr QuePath que_path(TPosition src, TPosition dst) {
+    using P = TPosition;
+    constexpr int MTE2 = (int)emu::Pipe::MTE2, MTE1 = (int)emu::Pipe::MTE1, MTE3 = (int)emu::Pipe::MTE3;
+    constexpr int V = (int)emu::Pipe::V, M = (int)emu::Pipe::M, FIX = (int)emu::Pipe::FIX;
+    if (src == P::GM) src = dst;  // GM -> X is TQue<X>
+    if (dst == P::GM) dst = src;  // X -> GM is TQue<X>
+    auto l1 = [](P p) { return p == P::A1 || p == P::B1 || p == P::C1; };
+    if (src == P::VECIN && dst == P::VECIN) return {P::VECIN, MTE2, V};
+    if (src == P::VECOUT && dst == P::VECOUT) return {P::VECOUT, V, MTE3};
+    if (src == P::VECIN && dst == P::VECOUT) return {P::VECIN, MTE2, MTE3};
+    if (src == P::VECOUT && l1(dst)) return {P::VECOUT, V, MTE3};
+    if (l1(src) && dst == src) return {src, MTE2, MTE1};
+    if ((src == P::A1 && dst == P::A2) || (src == P::A2 && dst == P::A2)) return {P::A2, MTE1, M};
+    if ((src == P::B1 && dst == P::B2) || (src == P::B2 && dst == P::B2)) return {P::B2, MTE1, M};
+    if ((src == P::C1 && dst == P::C2) || (src == P::C2 && dst == P::C2)) return {P::C2, MTE1, M};
+    if (src == P::CO1 && (dst == P::CO1 || dst == P::CO2)) return {P::CO1, M, FIX};
+    return {src == P::GM ? dst : src, -1, -1};
 }
 
 template <TPosition src, TPosition dst, int32_t depth = 1, auto... cfg>
@@ -361,12 +379,13 @@ public:
     TQueBind(const TQueBind&) = delete;
     TQueBind& operator=(const TQueBind&) = delete;
     ~TQueBind() { emu::queue_forget(this, sizeof(*this)); }
+    static constexpr QuePath kPath = que_path(src, dst);
     template <class T> LocalTensor<T> AllocTensor(const emu::Loc& loc = emu::Loc::current()) {
         check_init(loc);
         int i = (int)(allocs_ % num_);
         if (allocs_ >= num_ && sync()) emu::queue_wait(cons(), prod(), &free_key_[i], "AllocTensor", loc);
         ++allocs_;
-        return LocalTensor<T>(mem_of(src), off_ + (uint32_t)i * stride_, len_ / sizeof(T), src);
+        return LocalTensor<T>(mem_of(kPath.buf), off_ + (uint32_t)i * stride_, len_ / sizeof(T), kPath.buf);
     }
     template <class T> bool EnQue(const LocalTensor<T>& t, const emu::Loc& loc = emu::Loc::current()) {
         int i = index_of(t.emu_offset(), "EnQue", loc);
@@ -382,7 +401,7 @@ public:
         head_ = (head_ + 1) % kMax;
         --count_;
         if (sync()) emu::queue_wait(prod(), cons(), &data_key_[i], "DeQue", loc);
-        return LocalTensor<T>(mem_of(dst), off_ + (uint32_t)i * stride_, len_ / sizeof(T), dst);
+        return LocalTensor<T>(mem_of(kPath.buf), off_ + (uint32_t)i * stride_, len_ / sizeof(T), kPath.buf);
     }
     template <class T> void FreeTensor(const LocalTensor<T>& t, const emu::Loc& loc = emu::Loc::current()) {
         int i = index_of(t.emu_offset(), "FreeTensor", loc);
@@ -400,9 +419,9 @@ public:
     }
 
 private:
-    static constexpr bool sync() { return que_producer(src) >= 0 && que_consumer(dst) >= 0; }
-    static constexpr emu::Pipe prod() { return (emu::Pipe)que_producer(src); }
-    static constexpr emu::Pipe cons() { return (emu::Pipe)que_consumer(dst); }
+    static constexpr bool sync() { return kPath.prod >= 0 && kPath.cons >= 0; }
+    static constexpr emu::Pipe prod() { return (emu::Pipe)kPath.prod; }
+    static constexpr emu::Pipe cons() { return (emu::Pipe)kPath.cons; }
     void check_init(const emu::Loc& loc) const {
         if (num_ == 0) emu::fail("invalid_param", "TQue used before TPipe::InitBuffer", loc);
     }
@@ -429,7 +448,17 @@ TPipe*& current_pipe();
 
 class TPipe {
 public:
-    TPipe() { emu_detail::current_pipe() = this; }
+    // Only one TPipe may exist at a time; a further one needs Destroy() on the previous first
+    // (TPipe constructor page: otherwise hangs or random behaviour).
+    TPipe(const emu::Loc& loc = emu::Loc::current()) : line_(loc.line()) {
+        TPipe* prev = emu_detail::current_pipe();
+        if (prev && !prev->destroyed_)
+            emu::fail("invalid_param",
+                      "a second TPipe while the TPipe constructed at line " + std::to_string(prev->line_) +
+                          " is alive and not destroyed: only one TPipe may exist at a time; call Destroy() on the first",
+                      loc);
+        emu_detail::current_pipe() = this;
+    }
     ~TPipe() {
         if (emu_detail::current_pipe() == this) emu_detail::current_pipe() = nullptr;
     }
@@ -450,7 +479,7 @@ public:
     template <TPosition src, TPosition dst, int32_t depth, auto... cfg>
     bool InitBuffer(TQueBind<src, dst, depth, cfg...>& que, uint8_t num, uint32_t len,
                     const emu::Loc& loc = emu::Loc::current()) {
-        constexpr emu::Mem m = mem_of(src);
+        constexpr emu::Mem m = mem_of(TQueBind<src, dst, depth, cfg...>::kPath.buf);
         uint64_t a = align_of(m);
         uint64_t stride = ((uint64_t)len + a - 1) / a * a;
         uint64_t start = (used_[(int)m] + a - 1) / a * a;
@@ -462,10 +491,20 @@ public:
                            std::to_string(loc.line()) + "; ";
         return true;
     }
-    void Destroy() { Reset(); }
-    void Reset() {
-        for (auto& u : used_) u = 0;
-        for (auto& d : detail_) d.clear();
+    // Destroy ends with PipeBarrier<PIPE_ALL> (DestroyWithoutPipeAll page: "unlike Destroy, no
+    // PIPE_ALL inside"); Reset waits for the pending FreeTensor events, then frees the memory.
+    void Destroy(const emu::Loc& loc = emu::Loc::current()) {
+        emu::pipe_barrier(PIPE_ALL, loc);
+        Reset(loc);
+        destroyed_ = true;
+    }
+    void DestroyWithoutPipeAll() {
+        release();
+        destroyed_ = true;
+    }
+    void Reset(const emu::Loc& loc = emu::Loc::current()) {
+        emu::pipe_reset(loc);
+        release();
     }
     // Event-id helpers of the documented TPipe interface (no queues in this emulator).
     int32_t FetchEventID(HardEvent e) const {
@@ -484,7 +523,13 @@ public:
     uint64_t emu_used(emu::Mem m) const { return used_[(int)m]; }
 
 private:
+    void release() {
+        for (auto& u : used_) u = 0;
+        for (auto& d : detail_) d.clear();
+    }
     static int slot(HardEvent e) { return (int)((uint16_t)e % 128); }
+    uint32_t line_ = 0;
+    bool destroyed_ = false;
     uint64_t used_[emu::kNumMems] = {};
     std::string detail_[emu::kNumMems];
     uint8_t busy_[128] = {};

@@ -309,7 +309,8 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
         }
     }
     if (quantTensor) r.add(*quantTensor, 0, (uint64_t)n * sizeof(uint64_t));
-    emu::Cost c; c.bytes = (uint64_t)ndNum * m * n * sizeof(S);
+    // timing model: bytes and elements written (the Fixpipe rate is per output element)
+    emu::Cost c; c.elems = (uint64_t)ndNum * m * n; c.bytes = c.elems * sizeof(D);
     // L0C -> GM with a DMA-atomic mode set combines with GM (SetAtomicAdd page: UB/L0C -> GM).
     const emu::AtomicMode am = dst.emu_span(0).mem == emu::Mem::GM ? emu::atomic_mode() : emu::AtomicMode{};
     if (am.dtype)

@@ -81,6 +81,12 @@ bool pipe_on(CoreKind k, Pipe p) {
     return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX || (p == Pipe::MTE3 && is_c220());
 }
 bool pipe_in_order(Pipe p) { return !(is_c220() && p == Pipe::V); }
+// Pipes whose own clock component counts only ops known complete (raised by PipeBarrier,
+// PIPE_ALL and flag joins) instead of every issued op: c220's V (dependent vector ops need
+// PipeBarrier<PIPE_V>) and MTE2/MTE3, whose writes to overlapping bytes need
+// PipeBarrier<PIPE_MTE2/MTE3> (PipeBarrier(ISASI) page). MTE2/MTE3 reads and other access
+// pairs of those pipes stay in program order (see ordered()).
+bool own_clock_is_completion(Pipe p) { return !pipe_in_order(p) || p == Pipe::MTE2 || p == Pipe::MTE3; }
 
 // ---- access history ---------------------------------------------------------------
 struct Acc {
@@ -94,6 +100,7 @@ struct Acc {
     uint32_t epoch;
     uint32_t setgen, waitgen;  // mode-0 barrier generations (cross-block order)
     uint8_t cls;               // access class (emu::CLS_*): same-class pairs never race
+    bool auto_ok;    // an S access bisheng's auto-sync covers (GetValue, LocalTensor::SetValue, ...)
 };
 struct Seg {
     uint64_t end;
@@ -126,6 +133,8 @@ struct FlagSlot {
     VC clk{};
     uint32_t idx = 0;
     uint32_t line = 0;
+    uint8_t dst = 0;     // TQue events: the waiting pipe
+    bool free = false;   // TQue events: a FreeTensor signal (TPipe::Reset waits for these)
 };
 struct Token {
     VC clk{};
@@ -164,6 +173,7 @@ struct Core {
     uint32_t cnt[kNumPipes]{};
     std::vector<FlagSlot> flags;  // event code (<128) x 8 ids
     std::map<const void*, FlagSlot> qflags;  // TQue implicit flags, keyed by address
+    std::vector<FlagSlot> orphan_free;       // FreeTensor signals of destroyed queues, still pending
     std::vector<OpRec> trace;
     std::vector<Dep> deps;
     uint32_t x0_set = 0, x0_wait = 0;
@@ -196,8 +206,10 @@ struct Core {
 };
 
 struct Region {
-    uint64_t b, e;
+    uint64_t b, e;       // the emulator's guarded copy the kernel works on (see relocate_gm)
     std::string name;
+    int arg = -1;        // kernel argument index
+    uint64_t ob = 0;     // the caller's address of the argument
     std::atomic<bool> written{false};
     std::vector<uint64_t> read_blocks;  // bitmap of the 32 B blocks read so far (L2 model: first reads miss)
     Region(uint64_t b_, uint64_t e_, std::string n) : b(b_), e(e_), name(std::move(n)) {}
@@ -238,10 +250,29 @@ struct Agg0 {
     std::vector<VC> xk;  // the setters' knowledge of other blocks (joined)
 };
 
+// One guarded copy of a group of GM arguments (overlapping views share one): PROT_NONE guard
+// zones of kGuard bytes on both sides, data ending at (or just before) a page boundary.
+struct GuardMap {
+    uint8_t* base = nullptr;
+    size_t len = 0;
+    uint64_t data_b = 0, data_e = 0;  // the copy
+    uint64_t ob = 0;                  // the caller's address of the group
+    std::vector<int> regions;
+};
+constexpr size_t kGuard = 256ull << 20;
+
+// What a SIGSEGV/SIGBUS in an isolated run hit (shared with the parent).
+struct FaultInfo {
+    volatile int set;
+    int gt;
+    uint64_t addr;
+};
+
 struct Global {
     // config
     int block_dim = 1, ktype = 0;
     bool checks = true, mode0_hint = false;
+    bool auto_sync = true;  // model bisheng's --cce-auto-sync=on (docs/emulator.md)
     int pool = 2;
     uint64_t trace_cap = 1'000'000;  // trace records kept for the timing model, all cores together
     std::atomic<uint64_t> trace_used{0};
@@ -249,6 +280,7 @@ struct Global {
     bool has_aic = false;
     int naiv = 1, per_block = 1;
     std::deque<Region> gm;
+    std::vector<GuardMap> maps;
     std::string arch;
     void (*entry)(void**) = nullptr;
     void** args = nullptr;
@@ -369,16 +401,24 @@ inline bool compatible(uint8_t a, uint8_t b) {
     return (a & coh) && (b & coh) && !(a & b & CLS_SSTORE);
 }
 
-inline bool ordered(const Acc& a, const Acc& cur, const VC& clk) {
+// ww: both accesses write (MTE2/MTE3 order their overlapping writes only through barriers).
+inline bool ordered(const Acc& a, const Acc& cur, const VC& clk, bool ww) {
     if (a.gt == cur.gt && a.tid == cur.tid && a.epoch == cur.epoch) return true;  // same op
     if ((a.cls | cur.cls) && compatible(a.cls, cur.cls)) return true;
     if (a.block == cur.block) {
-        if (a.epoch <= clk[a.tid]) return true;
-    } else if (a.kind == cur.kind && a.setgen < cur.waitgen) {
-        // Different blocks synchronise through mode-0 barriers between cores of the same
-        // kind: a precedes cur when a's core had set fewer barriers than cur's core had passed.
-        return true;
+        if (a.gt == cur.gt && a.tid == cur.tid) {  // same core and pipe: program order, except...
+            Pipe p = (Pipe)(a.tid % kNumPipes);
+            if (p == Pipe::MTE2 || p == Pipe::MTE3) {
+                if (!ww) return true;  // ...overlapping writes of MTE2/MTE3
+            } else if (pipe_in_order(p)) {
+                return true;           // ...and c220's V
+            }
+        }
+        return a.epoch <= clk[a.tid];
     }
+    // Different blocks synchronise through mode-0 barriers between cores of the same kind:
+    // a precedes cur when a's core had set fewer barriers than cur's core had passed...
+    if (a.kind == cur.kind && a.setgen < cur.waitgen) return true;
     // ... and through cross-block releases/acquires (emu_xblock.h) this core has seen.
     const Core* c = tls;
     return c && !c->xk.empty() && a.epoch <= c->xk[a.block][a.tid];
@@ -399,6 +439,19 @@ void report_race(const Acc& a, const Acc& b, Mem mem, uint8_t kind, uint64_t lo,
     G->races.emplace(k, r);
 }
 
+// bisheng's --cce-auto-sync=on (docs/emulator.md, "Automatic synchronisation"): is the
+// unordered pair (a, then cur) one that bisheng synchronises by itself? Same AIV only:
+// V<->V on c220, and S<->V/MTE2/MTE3 (both directions) when the S access is an eligible call.
+inline bool auto_synced(const Acc& a, const Acc& cur) {
+    if (!G->auto_sync || a.gt != cur.gt || cur.kind != (uint8_t)CoreKind::AIV) return false;
+    const Pipe pa = (Pipe)(a.tid % kNumPipes), pc = (Pipe)(cur.tid % kNumPipes);
+    if (pa == Pipe::V && pc == Pipe::V) return is_c220();
+    auto vec_or_mte = [](Pipe p) { return p == Pipe::V || p == Pipe::MTE2 || p == Pipe::MTE3; };
+    if (pa == Pipe::S && vec_or_mte(pc)) return a.auto_ok;
+    if (pc == Pipe::S && vec_or_mte(pa)) return cur.auto_ok;
+    return false;
+}
+
 void split_at(std::map<uint64_t, Seg>& m, uint64_t x) {
     auto it = m.upper_bound(x);
     if (it == m.begin()) return;
@@ -410,8 +463,19 @@ void split_at(std::map<uint64_t, Seg>& m, uint64_t x) {
     }
 }
 
-// kind: 0 RAW (write then read), 1 WAR (read then write), 2 WAW
-void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& cur, const VC& clk, const Core* owner) {
+// kind: 0 RAW (write then read), 1 WAR (read then write), 2 WAW. A conflict that auto-sync
+// covers is not reported; its earlier pipe is added to *auto_pipes (the caller then applies
+// the inserted sync to the clocks).
+void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& cur, const VC& clk, const Core* owner,
+            unsigned* auto_pipes) {
+    auto conflict = [&](const Acc& a, uint8_t kind, uint64_t lo, uint64_t hi) {
+        if (ordered(a, cur, clk, kind == 2)) return;
+        if (auto_synced(a, cur)) {
+            *auto_pipes |= 1u << (a.tid % kNumPipes);
+            return;
+        }
+        report_race(a, cur, mem, kind, lo, hi, owner);
+    };
     if (b >= e) return;
     std::lock_guard<std::mutex> lk(h.mu);
     auto& m = h.m;
@@ -432,7 +496,7 @@ void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& 
                 continue;
             }
             Seg& s = it->second;
-            if (s.has_w && !ordered(s.w, cur, clk)) report_race(s.w, cur, mem, 0, it->first, s.end, owner);
+            if (s.has_w) conflict(s.w, 0, it->first, s.end);
             bool found = false;
             for (auto& r : s.reads)
                 if (r.gt == cur.gt && r.tid == cur.tid) {
@@ -450,9 +514,8 @@ void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& 
     auto first = it;
     while (it != m.end() && it->first < e) {
         Seg& s = it->second;
-        if (s.has_w && !ordered(s.w, cur, clk)) report_race(s.w, cur, mem, 2, it->first, s.end, owner);
-        for (auto& r : s.reads)
-            if (!ordered(r, cur, clk)) report_race(r, cur, mem, 1, it->first, s.end, owner);
+        if (s.has_w) conflict(s.w, 2, it->first, s.end);
+        for (auto& r : s.reads) conflict(r, 1, it->first, s.end);
         ++it;
     }
     m.erase(first, it);
@@ -720,6 +783,49 @@ void note_gm_read(Region* r, uint64_t b, uint64_t e) {
     G->gm_read_unique_bytes += std::min<uint64_t>(fresh * 32, e - b);
 }
 
+static void consume_signal(Core* c, OpRec& r, FlagSlot& f, Pipe dst);
+
+namespace {
+// The PIPE_S calls that bisheng's auto-sync covers (sync key-features page): LocalTensor
+// GetValue/SetValue/operator(), GlobalTensor GetValue/operator() (not GlobalTensor::SetValue),
+// GetReduceRepeatSumSpr, GetReduceRepeatMaxMinSpr, GetMrgSortResult.
+bool s_call_auto_synced(const char* op, const Span* writes, size_t n_writes) {
+    static const char* const kNames[] = {"GetValue", "SetValue", "operator()", "GetReduceRepeatSumSpr",
+                                         "GetReduceRepeatMaxMinSpr", "GetMrgSortResult"};
+    bool named = false;
+    for (const char* n : kNames)
+        if (strcmp(op, n) == 0) named = true;
+    if (!named) return false;
+    if (strcmp(op, "SetValue") == 0)
+        for (size_t i = 0; i < n_writes; ++i)
+            if (writes[i].mem == Mem::GM) return false;  // GlobalTensor::SetValue
+    return true;
+}
+
+// Applies the syncs bisheng would have inserted right before the op numbered `e` on `pipe`:
+// PipeBarrier<PIPE_V> for c220 V->V, else SetFlag<Q_P> + WaitFlag<Q_P> for each earlier pipe Q.
+// They appear in the trace as "auto-sync" records, so the timing model pays for them.
+void apply_auto_sync(Core* c, Pipe pipe, uint32_t e, unsigned pipes, const Loc& loc) {
+    for (int q = 0; q < kNumPipes; ++q) {
+        if (!(pipes >> q & 1u)) continue;
+        if (q == (int)pipe) {
+            OpRec r{"auto-sync", loc.line(), R_BARRIER, (uint8_t)q, 0, 0, 0, 0, 0, 0, 0, 0};
+            push_rec(c, r);
+            uint32_t& own = c->clk[q][c->slot * kNumPipes + q];
+            own = std::max(own, e - 1);
+            continue;
+        }
+        OpRec rs{"auto-sync", loc.line(), R_SET, (uint8_t)q, (uint8_t)q, (uint8_t)pipe, 0, 0, 0, 0, 0, 0};
+        FlagSlot f;
+        f.set = true;
+        f.clk = pipe_done_clock(c, (Pipe)q);
+        f.idx = push_rec(c, rs);
+        OpRec rw{"auto-sync", loc.line(), R_WAIT, (uint8_t)pipe, (uint8_t)q, (uint8_t)pipe, 0, 0, 0, 0, 0, 0};
+        consume_signal(c, rw, f, pipe);
+    }
+}
+}  // namespace
+
 void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, const Span* writes, size_t n_writes, const Cost& cost,
               const Loc& loc) {
     Core* c = cur_core(loc, op);
@@ -744,26 +850,35 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     int p = (int)pipe;
     uint32_t e = ++c->cnt[p];
     int tid = c->slot * kNumPipes + p;
-    if (pipe_in_order(pipe)) c->clk[p][tid] = e;
+    if (!own_clock_is_completion(pipe)) c->clk[p][tid] = e;
     c->ops++;
     c->op_names[op]++;
     if (G->checks) {
-        Acc cur{op, loc.file_name(), loc.line(), c->gt, c->block, (uint8_t)tid, (uint8_t)c->kind, e, c->x0_set, c->x0_wait, 0};
+        const bool auto_ok = pipe == Pipe::S && G->auto_sync && s_call_auto_synced(op, writes, n_writes);
+        Acc cur{op, loc.file_name(), loc.line(), c->gt, c->block, (uint8_t)tid, (uint8_t)c->kind, e, c->x0_set, c->x0_wait,
+                0, auto_ok};
         const VC& clk = c->clk[p];
+        unsigned auto_pipes = 0;
         for (size_t i = 0; i < n_reads; ++i) {
             const Resolved& x = rr[i];
             Mem m = reads[i].mem;
             cur.cls = reads[i].cls;
-            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, false, cur, clk, nullptr);
-            else access(hist_of(x.owner, m), m, x.b, x.e, false, cur, clk, x.owner);
+            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, false, cur, clk, nullptr, &auto_pipes);
+            else access(hist_of(x.owner, m), m, x.b, x.e, false, cur, clk, x.owner, &auto_pipes);
         }
         for (size_t i = 0; i < n_writes; ++i) {
             const Resolved& x = rw[i];
             Mem m = writes[i].mem;
             cur.cls = writes[i].cls;
-            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, true, cur, clk, nullptr);
-            else access(hist_of(x.owner, m), m, x.b, x.e, true, cur, clk, x.owner);
+            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, true, cur, clk, nullptr, &auto_pipes);
+            else access(hist_of(x.owner, m), m, x.b, x.e, true, cur, clk, x.owner, &auto_pipes);
         }
+        // The reduction / sort special-register reads depend on the vector op that set them
+        // (no memory access to find): bisheng syncs V -> S before them.
+        if (auto_ok && c->kind == CoreKind::AIV && n_reads == 0 && n_writes == 0 && strncmp(op, "Get", 3) == 0 &&
+            strcmp(op, "GetValue") != 0)
+            auto_pipes |= 1u << (int)Pipe::V;
+        if (auto_pipes) apply_auto_sync(c, pipe, e, auto_pipes, loc);
     }
     OpRec r{op, loc.line(), R_OP, (uint8_t)pipe, (uint8_t)(n_reads ? (int)reads[0].mem : 255),
             (uint8_t)(n_writes ? (int)writes[0].mem : 255), cost.bytes, cost.elems, cost.macs, cost.repeats, 0, 0};
@@ -863,6 +978,8 @@ void queue_signal(Pipe src, Pipe dst, const void* key, const char* what, const L
     f.set = true;
     f.idx = idx;
     f.line = loc.line();
+    f.dst = (uint8_t)dst;
+    f.free = strcmp(what, "FreeTensor") == 0;
 }
 
 void queue_wait(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc) {
@@ -889,7 +1006,25 @@ void queue_forget(const void* begin, size_t bytes) {
     if (!c) return;
     auto lo = c->qflags.lower_bound(begin);
     auto hi = c->qflags.lower_bound((const char*)begin + bytes);
+    // A destroyed queue's pending FreeTensor signals still guard its memory: TPipe::Reset /
+    // Destroy wait for them.
+    for (auto it = lo; it != hi; ++it)
+        if (it->second.set && it->second.free) c->orphan_free.push_back(it->second);
     c->qflags.erase(lo, hi);
+}
+
+void pipe_reset(const Loc& loc) {
+    Core* c = cur_core(loc, "TPipe::Reset");
+    if (!c) return;
+    note_last(c, "TPipe::Reset", loc);
+    auto drain = [&](FlagSlot& f) {
+        OpRec r{"TPipe::Reset", loc.line(), R_WAIT, f.dst, 0, f.dst, 0, 0, 0, 0, 0, 0};
+        consume_signal(c, r, f, (Pipe)f.dst);
+    };
+    for (auto& [key, f] : c->qflags)
+        if (f.set && f.free) drain(f);
+    for (auto& f : c->orphan_free) drain(f);
+    c->orphan_free.clear();
 }
 
 void pipe_barrier(int pipe, const Loc& loc) {
@@ -909,7 +1044,7 @@ void pipe_barrier(int pipe, const Loc& loc) {
     r.pipe = (uint8_t)p;
     push_rec(c, r);
     if (!pipe_on(c->kind, p)) return;
-    if (!pipe_in_order(p)) c->clk[(int)p][c->slot * kNumPipes + (int)p] = c->cnt[(int)p];
+    if (own_clock_is_completion(p)) c->clk[(int)p][c->slot * kNumPipes + (int)p] = c->cnt[(int)p];
 }
 
 namespace {
@@ -1463,6 +1598,7 @@ std::string build_report() {
     o.reserve(1 << 16);
     o += "{\"arch\":" + jstr(G->arch) + ",\"block_dim\":" + std::to_string(G->block_dim) + ",\"kernel_type_id\":" + std::to_string(G->ktype);
     o += ",\"checks\":" + std::string(G->checks ? "true" : "false");
+    o += ",\"auto_sync\":" + std::string(G->auto_sync ? "true" : "false");
     // races
     o += ",\"races_total\":" + std::to_string(G->races_total) + ",\"races\":[";
     bool first = true;
@@ -1630,14 +1766,16 @@ bool parse_cfg(const char* cfg) {
         if (key == "block_dim") in >> G->block_dim;
         else if (key == "kernel_type") in >> G->ktype;
         else if (key == "checks") { int v; in >> v; G->checks = v != 0; }
+        else if (key == "auto_sync") { int v; in >> v; G->auto_sync = v != 0; }
         else if (key == "pool") in >> G->pool;
         else if (key == "mode0") { int v; in >> v; G->mode0_hint = v != 0; }
         else if (key == "trace_cap") in >> G->trace_cap;
         else if (key == "gm") {
             unsigned long long b, e;
             std::string name;
-            in >> b >> e >> name;
-            G->gm.emplace_back(b, e, name);
+            int arg = -1;
+            in >> b >> e >> name >> arg;
+            G->gm.emplace_back(b, e, name).arg = arg;
         } else {
             std::string rest;
             std::getline(in, rest);
@@ -1654,22 +1792,105 @@ bool parse_cfg(const char* cfg) {
     return G->block_dim >= 1 && G->block_dim <= 4096;
 }
 
+// Copies every GM argument (a group of overlapping views together) into its own mapping
+// between PROT_NONE guard zones and points the kernel's argument at the copy, so that an
+// access past one argument never lands in another: through the API it is outside every
+// argument (gm_out_of_bounds), through a raw pointer it faults in a guard zone (reported as
+// gm_out_of_bounds in isolated runs). The copy ends within 64 bytes of a page end and keeps
+// the caller's address modulo 64 (alignment the kernel may rely on).
+bool relocate_gm(void** args) {
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    std::vector<int> order(G->gm.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = (int)i;
+    std::sort(order.begin(), order.end(), [](int a, int b) { return G->gm[a].b < G->gm[b].b; });
+    for (size_t i = 0; i < order.size();) {
+        uint64_t gb = G->gm[order[i]].b, ge = G->gm[order[i]].e;
+        size_t j = i + 1;
+        while (j < order.size() && G->gm[order[j]].b < ge) ge = std::max(ge, G->gm[order[j++]].e);
+        GuardMap m;
+        const uint64_t size = ge - gb, data_len = (size + 64 + page - 1) / page * page;
+        m.len = kGuard + data_len + kGuard;
+        void* base = mmap(nullptr, m.len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base == MAP_FAILED) return false;
+        m.base = (uint8_t*)base;
+        if (mprotect(m.base + kGuard, data_len, PROT_READ | PROT_WRITE) != 0) return false;
+        // big arguments: 2 MB pages make the copy's page faults (and the fork's page tables) cheap
+        if (data_len >= (4u << 20)) madvise(m.base + kGuard, data_len, MADV_HUGEPAGE);
+        const uint64_t end = (uint64_t)(uintptr_t)(m.base + kGuard + data_len);
+        uint64_t start = ((end - size) & ~63ull) + (gb & 63);
+        if (start + size > end) start -= 64;
+        m.data_b = start;
+        m.data_e = start + size;
+        m.ob = gb;
+        memcpy((void*)(uintptr_t)start, (const void*)(uintptr_t)gb, size);
+        for (size_t k = i; k < j; ++k) {
+            Region& r = G->gm[order[k]];
+            const uint64_t nb = start + (r.b - gb);
+            if (r.arg >= 0 && (uint64_t)(uintptr_t)args[r.arg] == r.b) args[r.arg] = (void*)(uintptr_t)nb;
+            r.ob = r.b;
+            r.e = nb + (r.e - r.b);
+            r.b = nb;
+            m.regions.push_back(order[k]);
+        }
+        G->maps.push_back(std::move(m));
+        i = j;
+    }
+    return true;
+}
+
+// In-process runs: the results go back into the caller's memory, whole groups.
+void copy_back_gm() {
+    for (auto& m : G->maps) memcpy((void*)(uintptr_t)m.ob, (const void*)(uintptr_t)m.data_b, m.data_e - m.data_b);
+}
+void unmap_gm() {
+    for (auto& m : G->maps) munmap(m.base, m.len);
+    G->maps.clear();
+}
+
+// A fault address in a guard zone, as a sentence naming the argument(s), or "".
+std::string guard_fault_text(uint64_t a) {
+    for (auto& m : G->maps) {
+        const uint64_t lo = (uint64_t)(uintptr_t)m.base, hi = lo + m.len;
+        if (a < lo || a >= hi || (a >= m.data_b && a < m.data_e)) continue;
+        std::string names;
+        for (int r : m.regions) names += (names.empty() ? "'" : " / '") + G->gm[r].name + "'";
+        const uint64_t size = m.data_e - m.data_b;
+        std::string where = a >= m.data_e ? "past the end" : "before the start";
+        return "raw __gm__ pointer access " + where + " of argument " + names + " (" + std::to_string(size) +
+               " bytes): at its byte offset " + std::to_string((int64_t)(a - m.data_b)) +
+               " (not an API call, so no line; index __gm__ pointers within their argument)";
+    }
+    return "";
+}
+
+FaultInfo* g_fault = nullptr;
+void on_fault(int sig, siginfo_t* si, void*) {
+    if (g_fault && !g_fault->set) {
+        g_fault->addr = (uint64_t)(uintptr_t)si->si_addr;
+        g_fault->gt = tls ? tls->gt : -1;
+        g_fault->set = 1;
+    }
+    signal(sig, SIG_DFL);  // returning re-runs the access, which now kills the process
+}
+
 char* dup_str(const std::string& s) {
     char* p = (char*)malloc(s.size() + 1);
     memcpy(p, s.c_str(), s.size() + 1);
     return p;
 }
 
-std::string crash_report(const std::string& why, LastOp* last, int n) {
+// only_gt >= 0: one error, for that core (the one that faulted), of kind `kind`.
+std::string crash_report(const std::string& why, LastOp* last, int n, const char* kind = "crash", int only_gt = -1) {
     std::string errs;
     for (int i = 0; i < n; ++i) {
-        if (!last[i].active) continue;
+        if (!last[i].active || (only_gt >= 0 && i != only_gt)) continue;
         std::string core = G->has_aic ? (i % G->per_block == 0 ? "AIC" : "AIV" + std::to_string(i % G->per_block - 1))
                                       : "AIV0";
         if (!errs.empty()) errs += ",";
-        errs += "{\"kind\":\"crash\",\"message\":" +
-                jstr(why + "; this core's last emulated op was " + (last[i].name ? last[i].name : "(none)") + " at line " +
-                     std::to_string(last[i].line)) +
+        errs += "{\"kind\":" + jstr(kind) + ",\"message\":" +
+                jstr(why + (last[i].name ? "; this core's last emulated op was " + std::string(last[i].name) + " at line " +
+                                                std::to_string(last[i].line)
+                                          : std::string("; this core had run no emulated op yet"))) +
                 ",\"line\":" + std::to_string(last[i].line) + ",\"file\":" + jstr(last[i].file ? base_name(last[i].file) : "") +
                 ",\"block\":" + std::to_string(i / G->per_block) + ",\"core\":" + jstr(core) + ",\"op\":\"\"}";
     }
@@ -1750,24 +1971,35 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
         return dup_str(r);
     }
     int n = G->block_dim * G->per_block;
+    if (!relocate_gm(args)) {
+        unmap_gm();
+        G = nullptr;
+        return dup_str("{\"fatal\":\"mmap of the guarded GM copies failed\"}");
+    }
     if (!isolate) {
         std::vector<LastOp> last(n);
         G->last = last.data();
         std::string r = run_inproc();
+        copy_back_gm();
+        unmap_gm();
         G = nullptr;
         return dup_str(r);
     }
-    size_t last_bytes = sizeof(LastOp) * (size_t)n;
+    // one shared page: each core's last op, then what a fatal signal hit
+    size_t last_bytes = sizeof(LastOp) * (size_t)n + sizeof(FaultInfo);
     auto* last = (LastOp*)mmap(nullptr, last_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (last == MAP_FAILED) {
+        unmap_gm();
         G = nullptr;
         return dup_str("{\"fatal\":\"mmap failed\"}");
     }
     memset(last, 0, last_bytes);
     G->last = last;
+    g_fault = reinterpret_cast<FaultInfo*>(last + n);
     int fds[2];
     if (pipe(fds) != 0) {
         munmap(last, last_bytes);
+        unmap_gm();
         G = nullptr;
         return dup_str("{\"fatal\":\"pipe failed\"}");
     }
@@ -1777,6 +2009,14 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
     if (pid == 0) {
         // restore default crash handlers (the parent's, e.g. Python's faulthandler, must not run here)
         for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
+        // a fault records its address first, so the parent can tell a guard-zone hit (raw
+        // pointer out of bounds) from any other crash
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, nullptr);
+        sigaction(SIGBUS, &sa, nullptr);
         close(fds[0]);
         std::string r = run_inproc();
         fflush(stdout);
@@ -1846,7 +2086,7 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
                     why = "corrupt result stream from the kernel process";
                     break;
                 }
-                if (!rd.read((void*)(uintptr_t)(G->gm[idx].b + off), nb)) break;
+                if (!rd.read((void*)(uintptr_t)(G->gm[idx].ob + off), nb)) break;  // the caller's memory
             }
         }
         if (rd.timed_out) {
@@ -1862,6 +2102,21 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
                 int sig = WTERMSIG(status);
                 why = std::string("the kernel process died with signal ") + std::to_string(sig) + " (" + strsignal(sig) +
                       "), e.g. a wild pointer in kernel code";
+                if (g_fault->set) {
+                    char t[32];
+                    snprintf(t, sizeof t, "0x%llx", (unsigned long long)g_fault->addr);
+                    std::string oob = guard_fault_text(g_fault->addr);
+                    if (!oob.empty()) {
+                        std::string r = crash_report(oob, last, n, "gm_out_of_bounds", g_fault->gt);
+                        close(fds[0]);
+                        munmap(last, last_bytes);
+                        unmap_gm();
+                        g_fault = nullptr;
+                        G = nullptr;
+                        return dup_str(r);
+                    }
+                    why += std::string(" at address ") + t;
+                }
             } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 why = "the kernel process exited with status " + std::to_string(WEXITSTATUS(status));
             } else if (out.empty()) {
@@ -1872,6 +2127,8 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
     close(fds[0]);
     std::string r = why.empty() ? out : crash_report(why, last, n);
     munmap(last, last_bytes);
+    unmap_gm();
+    g_fault = nullptr;
     G = nullptr;
     return dup_str(r);
 }
