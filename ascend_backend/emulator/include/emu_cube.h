@@ -272,6 +272,11 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
 
 // ---------------------------------------------------------------- Fixpipe
 namespace emu_detail {
+// true while fix3510_dual issues its two halves (the timing model's dual-destination rate)
+inline bool& fix_dual_half() {
+    static thread_local bool on = false;
+    return on;
+}
 template <class D, class S, class DstT>
 inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout fmt, uint32_t m, uint32_t n,
                            uint64_t srcStride, uint64_t dstStride, uint32_t ndNum, uint64_t srcNdBytes,
@@ -311,6 +316,7 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
     if (quantTensor) r.add(*quantTensor, 0, (uint64_t)n * sizeof(uint64_t));
     // timing model: bytes and elements written (the Fixpipe rate is per output element)
     emu::Cost c; c.elems = (uint64_t)ndNum * m * n; c.bytes = c.elems * sizeof(D);
+    if (fix_dual_half()) c.repeats = 2;   // one half of a dual-destination transfer (both AIVs at once)
     // L0C -> GM with a DMA-atomic mode set combines with GM (SetAtomicAdd page: UB/L0C -> GM).
     const emu::AtomicMode am = dst.emu_span(0).mem == emu::Mem::GM ? emu::atomic_mode() : emu::AtomicMode{};
     if (am.dtype)
@@ -462,7 +468,9 @@ inline void fix3510_dual(const LocalTensor<T>& dst, const LocalTensor<U>& src, c
         uint32_t off;
         if (splitM) { h.mSize = p.mSize / 2; off = (uint32_t)half * h.mSize * 16; }
         else { h.nSize = p.nSize / 2; off = (uint32_t)half * (h.nSize / 16) * p.srcStride * 16; }
+        fix_dual_half() = true;
         fix3510<T, U, config>(emu::ops::peer_view(dst, half), src[off], h, qt, loc);
+        fix_dual_half() = false;
     }
 }
 }  // namespace emu_detail

@@ -465,7 +465,7 @@ inline void LoadDataWithStride(const LocalTensor<T>& dst, const LocalTensor<T>& 
         emu::fail("invalid_param", "LoadDataWithStride: repeatTime > 1 (repeat mode) is not emulated", loc);
     if (g.dstStride == 0)
         emu::fail("invalid_param", "LoadDataWithStride: set dstStride with SetLoadDataRepeatWithStride first (LoadDataWithStride page)", loc);
-    emu_detail::load3d(dst, src, emu_detail::from_v2<defaultConfig>(p, g.dstStride), "LoadDataWithStride", loc);
+    emu_detail::load3d(dst, src, emu_detail::from_v2<defaultConfig>(p, g.dstStride), "LoadDataWithStride(3D)", loc);
 }
 inline void SetLoadDataRepeatWithStride(const LoadDataRepeatParamWithStride& p, const emu::Loc& loc = emu::Loc::current()) {
     emu::record("SetLoadDataRepeatWithStride", emu::Pipe::S, {}, {}, emu::Cost{}, loc);
