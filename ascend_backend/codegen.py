@@ -295,13 +295,23 @@ def _fixpipe_to_gm(op) -> dict:
             "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false"}
 
 
+def _peer_slot(op) -> str:
+    """The element offset of the slot a peer-memory write goes to ('' when the target does not rotate)."""
+    if op.slots <= 1:
+        return ""
+    return f"(({cexpr(op.step)}) % {op.slots}) * {op.slot_elems}"
+
+
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
-    return {"src": op.src, "dst": f"{op.target}_peer", "half": op.half, "rows": op.rows, "cols": op.cols,
-            "pitch": op.pitch, "sub": op.sub}
+    slot = _peer_slot(op)
+    return {"src": op.src, "dst": f"{op.target}_peer" + (f"[{slot}]" if slot else ""), "half": op.half,
+            "rows": op.rows, "cols": op.cols, "pitch": op.pitch, "sub": op.sub}
 
 
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
-    return {"dst": f"{op.target}_l1_peer", "src": op.src, "offset": f"{cexpr(op.sub_var)} * {op.src_rows * op.c0}",
+    slot = _peer_slot(op)
+    return {"dst": f"{op.target}_l1_peer", "src": op.src,
+            "offset": f"{cexpr(op.sub_var)} * {op.src_rows * op.c0}" + (f" + {slot}" if slot else ""),
             "n_value": op.src_rows, "d_value": op.src_cols, "src_d_value": op.src_pitch,
             "dst_c0_stride": op.dst_c0_stride, "rows": op.rows}
 
@@ -526,7 +536,7 @@ def _peer_memory(sec: dict, owner: Kernel, targets, arch, scope: Scope, label: s
     for target in targets:
         b = owner.buffers[target]
         sec["locals"].append({"name": f"{target}{suffix}", "ctype": b.dtype.ctype, "mem_var": var,
-                              "count": b.slot_elems, "offset": b.offset,
+                              "count": b.slot_elems * b.slots, "offset": b.offset,
                               "desc": desc.format(target=target, layout=b.layout)})
 
 
@@ -547,10 +557,6 @@ def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
                      "peer_ub", "_peer", "{target} in each AIV's UB")
     peers_l1 = launch.peer_targets(Direction.V2C)
     if peers_l1:
-        for target in peers_l1:
-            if aic.buffers[target].slots != 1:
-                raise InternalCompilerError(f"L1 tile {target} written by the AIVs has {aic.buffers[target].slots} "
-                                            "slots", stage="codegen")
         _peer_memory(aiv_sec, aic, peers_l1, arch, Scope.L1, "L1 of the AIC (written by DataCopy UB -> L1)", "A1",
                      "peer_l1", "_l1_peer", "{target} in the AIC's L1 ({layout})")
     return {**frame, "peer_ub": bool(peers_ub),

@@ -1,7 +1,7 @@
 """The compiler driver: a visible, ordered list of stages, with IR dumps after any of them.
 
     frontend -> partition -> route -> split_rows -> infer_scope -> assign_layout -> lower_tile_ops
-             -> multi_buffer -> insert_sync -> plan_memory -> codegen
+             -> multi_buffer -> plan_memory -> insert_sync -> codegen
 
 Every pass is a pure function Program -> Program (in ascend_backend.passes) that verifies the
 invariant it establishes; ``verify=True`` (or TL_ASCEND_VERIFY=1, which the test suite sets) also
@@ -40,13 +40,13 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
         ("assign_layout", assign_layout),
         ("lower_tile_ops", lower_tile_ops),
         ("multi_buffer", multi_buffer),
-        ("insert_sync", insert_sync),
         ("plan_memory", plan_memory),
+        ("insert_sync", insert_sync),
     ]
 
 
 STAGES = ["frontend", "partition", "route", "split_rows", "infer_scope", "assign_layout", "lower_tile_ops",
-          "multi_buffer", "insert_sync", "plan_memory", "codegen"]
+          "multi_buffer", "plan_memory", "insert_sync", "codegen"]
 
 
 @dataclass

@@ -10,9 +10,14 @@ from .ir import Direction, FlagRecord, Program, Route, Scope
 
 
 def memory_map(program: Program) -> list[dict]:
+    """One row per on-chip buffer; ``shares`` names the buffers of its memory whose bytes overlap
+    its own (plan_memory reuses the bytes of buffers whose lifetimes do not overlap)."""
+    from ascend_backend.passes.plan_memory import sharing
+
     rows = []
     for lc in program.launches:
         for core, k in lc.kernels.items():
+            shares = sharing(k.buffers.values())
             for b in k.buffers.values():
                 if b.scope in (Scope.GM, Scope.LOCAL):
                     continue
@@ -21,6 +26,7 @@ def memory_map(program: Program) -> list[dict]:
                 rows.append({"buffer": name, "scope": b.scope.value, "offset": b.offset, "size": b.nbytes,
                              "percent": 100.0 * b.nbytes / cap, "shape": "x".join(map(str, b.shape)),
                              "dtype": str(b.dtype), "layout": b.layout.value, "slots": b.slots, "role": b.role,
+                             "shares": list(shares.get(b.name, [])),
                              "defined_at": str(b.loc) if b.loc else "(compiler)"})
     return rows
 
@@ -79,12 +85,13 @@ def render_memory_map(program: Program):
     from rich.table import Table
 
     t = Table(title=f"memory map of {program.name} on {program.arch.name}")
-    for c in ("buffer", "scope", "offset", "size", "% of capacity", "shape", "layout", "defined at"):
+    for c in ("buffer", "scope", "offset", "size", "% of capacity", "shape", "layout", "shares bytes with",
+              "defined at"):
         t.add_column(c, justify="right" if c in ("offset", "size", "% of capacity") else "left")
     for r in memory_map(program):
         t.add_row(r["buffer"], r["scope"], str(r["offset"]), str(r["size"]), f"{r['percent']:.1f}",
                   f"{r['shape']} {r['dtype']}", r["layout"] + (f" x{r['slots']}" if r["slots"] > 1 else ""),
-                  _short(r["defined_at"]))
+                  ", ".join(r["shares"]) or "-", _short(r["defined_at"]))
     return t
 
 

@@ -84,6 +84,7 @@ class _Flag:
     syncs: list = field(default_factory=list)
     slots: int = 1  # >1: one event id per slot of a pipelined loop, selected by ``slot_var`` % slots
     slot_var: object = None
+    wait_var: object = None  # the Wait's slot variable when it differs (the two parts of a skewed loop)
     base: int = 0  # first event id
     virtual: bool = False  # a cross-core round trip: used for coverage, never emitted
 
@@ -114,15 +115,35 @@ def _events(item, skip: frozenset = frozenset()) -> list:
     return []
 
 
-def _conflict(p: _Event, c: _Event) -> tuple[str, str] | None:
-    """(buffer, hazard) if c must follow p."""
+def _conflict(p: _Event, c: _Event, alias: dict | None = None) -> tuple[str, str] | None:
+    """(buffer, hazard) if c must follow p. ``alias``: for each buffer, the others plan_memory gave
+    some of its bytes (lifetimes disjoint): c writing such bytes must follow p's accesses to the
+    other buffer (a read of them only follows that write, which orders it already)."""
     for b in sorted(p.writes & c.reads):
         return b, "RAW"
     for b in sorted(p.reads & c.writes):
         return b, "WAR"
     for b in sorted(p.writes & c.writes):
         return b, "WAW"
+    if alias:
+        for b in sorted(c.writes):
+            for x in sorted(alias.get(b, ())):
+                if x in p.writes:
+                    return f"{x}/{b}", "WAW (shared bytes)"
+                if x in p.reads:
+                    return f"{x}/{b}", "WAR (shared bytes)"
     return None
+
+
+def _aliases(kernel: Kernel) -> dict:
+    """{buffer: buffers of its memory whose bytes overlap its own} (plan_memory's reuse)."""
+    bs = [b for b in kernel.buffers.values() if b.scope not in (None, Scope.GM, Scope.LOCAL) and b.offset is not None]
+    out: dict = {}
+    for b in bs:
+        for o in bs:
+            if o is not b and o.scope == b.scope and o.offset < b.offset + b.nbytes and b.offset < o.offset + o.nbytes:
+                out.setdefault(b.name, set()).add(o.name)
+    return out
 
 
 class _IdsExhausted(Exception):
@@ -136,6 +157,7 @@ class _SyncInserter:
         self.trips = trips
         self.merge = merge  # event types whose flags in pipelined loops are merged to save ids
         self.vector_barrier = arch.needs_vector_barrier
+        self.alias = _aliases(kernel)
         # scalar locals live in the scalar unit's registers: the S pipe's program order orders them
         self.skip = frozenset(n for n, b in kernel.buffers.items() if b.scope is Scope.LOCAL)
         self.flags: list[_Flag] = []
@@ -164,7 +186,11 @@ class _SyncInserter:
         """Sync one statement list (inner loops first), then wrap loops in their prime/drain."""
         new_items = []
         for s in items:
-            if isinstance(s, Loop):
+            if isinstance(s, Loop) and s.skewed:
+                nl, primes = self.skewed(s)
+                self.loop_primes[id(nl)] = primes
+                new_items.append(nl)
+            elif isinstance(s, Loop):
                 inner, primes = self.block_level(self.block(s.body, s), s)
                 nl = dataclasses.replace(s, body=inner)
                 self.loop_primes[id(nl)] = primes
@@ -196,6 +222,91 @@ class _SyncInserter:
                     f.syncs.append(ds)
                     out.append(ds)
         return out, primes
+
+    def skewed(self, lp: Loop) -> tuple[Loop, list]:
+        """Sync a skewed loop (``Loop.skewed``): each part as the body of a loop over the steps (its own
+        flags, carried ones by step), then the dependencies between the parts of one step (A(k) before
+        B(k), one trip later: a Set in A and a Wait in B by step, balanced without prime or drain) and
+        of a slot's reuse (B(k) before A(k + s), s slots: primed and drained)."""
+        guard_a, guard_b = lp.body
+        b_loop = guard_b.then_body[0]
+        trips = lp.extent - 1 if _static(lp.extent) is None else _static(lp.extent) - 1
+        a_items = self.block(guard_a.then_body, lp)
+        b_items = self.block(b_loop.body, b_loop)
+        loop_a = dataclasses.replace(lp, extent=trips, body=a_items, skewed=False)
+        loop_b = dataclasses.replace(b_loop, extent=trips, body=b_items)
+        a_synced, primes = self.block_level(a_items, loop_a)
+        b_synced, primes_b = self.block_level(b_items, loop_b)
+        primes = primes + primes_b
+        slots = max(lp.num_stages, 2)
+        ev_a = [_events(x, self.skip) for x in a_items]
+        ev_b = [_events(x, self.skip) for x in b_items]
+
+        def cross(prod_items, prod_evs, cons_items, cons_evs):
+            groups: dict = {}
+            for i, pe in enumerate(prod_evs):
+                for j, ce in enumerate(cons_evs):
+                    for p in pe:
+                        for c in ce:
+                            hit = _conflict(p, c, self.alias)
+                            if hit is None:
+                                continue
+                            g = groups.setdefault((p.pipe, c.pipe), [i, p, j, c, hit])
+                            if i >= g[0]:
+                                g[0], g[1] = i, p
+                            if j <= g[2]:
+                                g[2], g[3] = j, c
+            return groups
+
+        barrier_a = barrier_b = False
+        sets_a: dict = {}
+        waits_b: dict = {}
+        sets_b: dict = {}
+        waits_a: dict = {}
+        for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(a_items, ev_a, b_items, ev_b).items():
+            if sp == dp:
+                barrier_b |= sp is Pipe.V and self.vector_barrier
+                continue
+            f = _Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard + ", the same step one trip later", slots=slots,
+                      slot_var=lp.var, wait_var=b_loop.var)
+            self.flags.append(f)
+            sets_a.setdefault(i, []).append(f)
+            waits_b.setdefault(j, []).append(f)
+        for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(b_items, ev_b, a_items, ev_a).items():
+            if sp == dp:
+                barrier_a |= sp is Pipe.V and self.vector_barrier
+                continue
+            f = _Flag(sp, dp, i, j, True, p.op, c.op, buf, hazard + f", the slot {slots} steps on", slots=slots,
+                      slot_var=b_loop.var, wait_var=lp.var)
+            self.flags.append(f)
+            primes.append(f)
+            sets_b.setdefault(i, []).append(f)
+            waits_a.setdefault(j, []).append(f)
+
+        def weave(synced: list, items: list, sets: dict, waits: dict, barrier: bool) -> list:
+            out = []
+            where = {id(x): n for n, x in enumerate(items)}
+            if barrier:
+                out.append(PipeBarrier(pipe=Pipe.V, reason="dependent vector ops: the vector pipe does not order "
+                                                           "them on this arch (the other part of the skewed loop)"))
+            for x in synced:
+                n = where.get(id(x))
+                for f in waits.get(n, []) if n is not None else []:
+                    w = WaitFlag(event=f.event, loc=f.consumer.loc)
+                    f.syncs.append(w)
+                    out.append(w)
+                out.append(x)
+                for f in sets.get(n, []) if n is not None else []:
+                    st = SetFlag(event=f.event, loc=f.producer.loc)
+                    f.syncs.append(st)
+                    out.append(st)
+            return out
+
+        a_out = weave(a_synced, a_items, sets_a, waits_a, barrier_a)
+        b_out = weave(b_synced, b_items, sets_b, waits_b, barrier_b)
+        nb = dataclasses.replace(b_loop, body=b_out)
+        body = [dataclasses.replace(guard_a, then_body=a_out), dataclasses.replace(guard_b, then_body=[nb])]
+        return dataclasses.replace(lp, body=body), primes
 
     def _allocate_ids(self, body: list) -> None:
         # Linear positions of syncs; a flag lives from its first to its last sync.
@@ -239,7 +350,8 @@ class _SyncInserter:
                 elif s.slot is not None:
                     s.event_id = EventId(base + s.slot)
                 else:
-                    s.event_id = EventId(base, f.slot_var, f.slots)
+                    var = f.wait_var if isinstance(s, WaitFlag) and f.wait_var is not None else f.slot_var
+                    s.event_id = EventId(base, var, f.slots)
 
 
 def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
@@ -268,7 +380,7 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
         for i in i_range:
             for c in evs[j]:
                 for p in evs[i]:
-                    hit = _conflict(p, c)
+                    hit = _conflict(p, c, self.alias)
                     if hit is not None:
                         found[(p.pipe, c.pipe)] = (i, p, c, *hit)
         return found
@@ -317,14 +429,15 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 if any(i < b <= j for b in barriers):
                     break
                 hit = next((p for p in evs[i] for c in evs[j]
-                            if p.pipe == c.pipe == Pipe.V and _conflict(p, c) is not None
-                            and not _barrier_inside(items[i], c, last=True) and not _barrier_inside(items[j], p)
+                            if p.pipe == c.pipe == Pipe.V and _conflict(p, c, self.alias) is not None
+                            and not _barrier_inside(items[i], c, self.alias, last=True)
+                            and not _barrier_inside(items[j], p, self.alias)
                             and not covered(Pipe.V, i, Pipe.V, j)),
                            None)
                 if hit is not None:
                     barriers.add(j)
                     break
-    if loop is not None:
+    if loop is not None and _static(loop.extent) != 1:  # (a one-trip loop carries nothing around)
         for j in range(n):
             for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j, n), j).items(), key=lambda kv: -kv[1][0]):
                 if sp == dp:
@@ -375,7 +488,7 @@ def _static(extent) -> int | None:
     return int(extent.value) if isinstance(extent, tirx.IntImm) else (extent if isinstance(extent, int) else None)
 
 
-def _barrier_inside(item, other: _Event, last: bool = False) -> bool:
+def _barrier_inside(item, other: _Event, alias: dict, last: bool = False) -> bool:
     """A vector barrier inside loop ``item`` separates its vector ops in conflict with ``other`` from
     the outside: before the first one (``last=False``: ``item`` is the consumer, ``other`` the
     producer) or after the last one (``last=True``: ``item`` is the producer, ``other`` the consumer)."""
@@ -387,7 +500,7 @@ def _barrier_inside(item, other: _Event, last: bool = False) -> bool:
             return True
         evs = _events(s)
         for e in evs:
-            if e.pipe is Pipe.V and (_conflict(other, e) if not last else _conflict(e, other)):
+            if e.pipe is Pipe.V and (_conflict(other, e, alias) if not last else _conflict(e, other, alias)):
                 return False
     return False
 

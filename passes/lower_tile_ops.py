@@ -335,7 +335,7 @@ class TileLowerer:
         C = self.buffers[s.src]
         rows, cols = C.shape
         return [FixpipeToPeerUb(src=C.name, target=s.target, half=rows // 2, rows=rows, cols=cols,
-                                pitch=(cols + 15) // 16 * 16, sub=s.sub, loc=s.loc)]
+                                pitch=(cols + 15) // 16 * 16, sub=s.sub, step=s.step, loc=s.loc)]
 
     def lower_copy_to_peer_l1(self, s: CopyToPeerL1) -> list:
         """dav-3510: this AIV's half of the rows of a UB tile into the AIC's L1 tile (MTE3, ND -> NZ)."""
@@ -348,7 +348,7 @@ class TileLowerer:
                                         stage="lower_tile_ops")
         return [CopyUbToPeerL1(src=src.name, target=s.target, sub_var=self.kernel.row_split.var, src_rows=src.rows,
                                src_cols=src.cols, src_pitch=src.pitch or src.cols, c0=32 // src.elem_bytes,
-                               dst_c0_stride=(s.rows + 15) // 16 * 16, rows=s.rows, loc=s.loc)]
+                               dst_c0_stride=(s.rows + 15) // 16 * 16, rows=s.rows, step=s.step, loc=s.loc)]
 
     def lower_accumulate(self, s: TileAccumulate) -> list:
         return self.vec.binary(VecBinary.ADD, s.dst, s.dst, s.src, s.loc)

@@ -1,13 +1,16 @@
 """multi_buffer: rotate the buffers of a T.Pipelined loop through num_stages slots.
 
-Needs: a lowered body (Loops and AscOps), before insert_sync and plan_memory.
+Needs: a lowered body (Loops and AscOps), before plan_memory and insert_sync.
 Establishes: in every pipelined loop with num_stages = s > 1, each L1 or UB buffer that is
 private to one iteration (only touched inside the loop, and first written, not read, in each
-iteration) has s slots, and each such L0A/L0B/L0C buffer has 2 when its memory has room; the
-loop records them in ``Loop.slots``. Iteration k uses slot k % s, so the loads of iteration k + 1
-go to another slot while iteration k computes, and insert_sync gives the dependencies on these
-buffers one event id per slot. If s slots do not fit L1 or UB, a MemoryBudgetError says so and
-names the largest number of stages that fits.
+iteration) and touched by more than one pipe has s slots, and each such L0A/L0B/L0C buffer has 2
+where its memory has room (the smallest keep theirs when not all fit); the loop records them in
+``Loop.slots``. Iteration k uses slot k % s, so the loads of iteration k + 1 go to another slot
+while iteration k computes, and insert_sync gives the dependencies on these buffers one event id
+per slot. A buffer only one pipe touches (a vector temporary) keeps one slot: a pipe runs its ops
+in order, so a second copy would never be used at the same time. If s slots do not fit L1 or UB
+(with plan_memory's reuse of dead bytes), a MemoryBudgetError says so and names the largest number
+of stages that fits.
 """
 
 from __future__ import annotations
@@ -15,10 +18,28 @@ from __future__ import annotations
 import dataclasses
 
 from ascend_backend.errors import InternalCompilerError, MemoryBudgetError
-from ascend_backend.ir import AscOp, If, Kernel, Launch, Loop, LoopKind, Program, Scope, walk
+from ascend_backend.ir import (
+    AscOp,
+    CopyUbToPeerL1,
+    Core,
+    CrossCoreSetOp,
+    CrossCoreWaitOp,
+    Direction,
+    FixpipeToPeerUb,
+    If,
+    Kernel,
+    Launch,
+    Loop,
+    LoopKind,
+    Program,
+    Scope,
+    map_body,
+    walk,
+)
 
 from .lower_tile_ops import PINGPONG
-from .plan_memory import budget_table
+from .plan_memory import budget_table, lifetimes, plan_buffers
+from .skew import parts as skew_parts
 
 ROTATED = (Scope.L1, Scope.UB)
 DOUBLED = (Scope.L0A, Scope.L0B, Scope.L0C)
@@ -45,6 +66,8 @@ def _private(loop: Loop, outside: set) -> list:
 def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
     buffers = kernel.copy_buffers()
     fixed = launch.fixed_tiles(kernel.core) if kernel.core is not None else set()
+    lives = lifetimes(kernel)
+    one_pipe = {n for n, life in lives.items() if len(life.pipes) == 1}
 
     def rewrite(body: list, outer: list) -> list:
         out = []
@@ -59,64 +82,148 @@ def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
             siblings = outer + body[:n] + body[n + 1:]
             inner = rewrite(s.body, siblings)
             slots = {}
+            both: set = set()
+            if s.skewed:
+                a_part, b_loop = skew_parts(dataclasses.replace(s, body=inner))
+                both = _touched(a_part) & _touched([b_loop])
             if s.kind is LoopKind.PIPELINED and s.num_stages > 1:
                 outside = _touched([x for x in siblings])
                 for name in _private(dataclasses.replace(s, body=inner), outside):
                     if name in fixed:
                         continue  # written in place by the other core kind: one fixed address
+                    if name in one_pipe and name not in both:
+                        continue  # one pipe, in order: iteration k + 1 never meets iteration k here
                     b = buffers[name]
                     if b.scope in ROTATED:
                         slots[name] = s.num_stages
                     elif b.scope in DOUBLED and not name.endswith(PINGPONG):
+                        if name in both:
+                            raise InternalCompilerError(f"{name} ({b.scope}) used by both parts of a skewed loop",
+                                                        stage="multi_buffer")
                         slots[name] = 2  # (a K-stepped gemm's ping/pong pair is doubled already)
             for name, k in slots.items():
                 buffers[name].slots = max(buffers[name].slots, k)
+            if s.skewed:
+                # part B works on the step before: it selects its slots by its own step variable
+                guard_a, guard_b = inner
+                b_loop = guard_b.then_body[0]
+                b_slots = {name: k for name, k in slots.items() if name in _touched([b_loop])}
+                inner = [guard_a, dataclasses.replace(guard_b, then_body=[dataclasses.replace(b_loop, slots=b_slots)])]
             out.append(dataclasses.replace(s, body=inner, slots=slots))
         return out
 
     body = rewrite(kernel.body, [])
-    _fit(arch, buffers, body)
+    _fit(arch, buffers, body, lives, fixed)
     return kernel.replace(body=body, buffers=buffers)
 
 
 def multi_buffer(program: Program) -> Program:
-    """Give the iteration-private buffers of pipelined loops their rotating slots."""
+    """Give the iteration-private buffers of pipelined loops their rotating slots, and the tiles
+    crossing in a skewed loop a slot per step where they fit."""
     out = program.map_kernels(lambda k, lc, p: multi_buffer_kernel(k, lc, p.arch))
+    out = out.replace(launches=[_crossing_slots(lc, out.arch) if lc.mixed else lc for lc in out.launches])
     verify_multi_buffer(out)
     return out
 
 
-def _fit(arch, buffers: dict, body: list) -> None:
-    """L0 memories: fall back to one slot where two do not fit. L1/UB: fail naming the stages that fit."""
+def _crossing_slots(launch: Launch, arch) -> Launch:
+    """In a skewed loop a producer runs a step ahead of its consumer: each crossing tile needs a
+    copy per step in turn, or a "free" flag that holds the producer back (route emitted one for
+    every on-chip tile). Give the tiles, in transfer order, a second slot where the memory holding
+    them has room, and drop their "free" flags: the round trip then orders each write of a slot
+    after the reads of the step two before."""
+    transfers = list(launch.transfers)
+    kernels = dict(launch.kernels)
+    for n, t in enumerate(transfers):
+        if not (t.skewed and t.on_chip and t.free is not None):
+            continue
+        owner = Core.AIV if t.direction is Direction.C2V else Core.AIC
+        other = Core.AIC if owner is Core.AIV else Core.AIV
+        k = kernels[owner]
+        name = t.target
+        buffers = k.copy_buffers()
+        b = buffers[name]
+        loops = [s for s in walk(k.body) if isinstance(s, Loop) and s.skewed]
+        places = []
+        for lp in loops:
+            a_part, b_loop = skew_parts(lp)
+            if name in _touched(a_part):
+                places.append(lp)
+            if name in _touched([b_loop]):
+                places.append(b_loop)
+        if not places or b.slots != 1:
+            continue
+        b.slots = 2
+        fixed = launch.fixed_tiles(owner)
+        if _over(arch, b.scope, [x for x in buffers.values() if x.scope == b.scope], lifetimes(k), fixed):
+            continue
+        for lp in places:
+            lp.slots[name] = 2
+        kernels[owner] = k.replace(buffers=buffers)
+        free = t.free
+
+        def drop(s, free=free, idx=t.index):
+            return isinstance(s, CrossCoreSetOp | CrossCoreWaitOp) and s.flag == free and s.transfer == idx
+
+        def peer(s, name=name, elems=b.slot_elems):
+            if isinstance(s, FixpipeToPeerUb | CopyUbToPeerL1) and s.target == name:
+                return [dataclasses.replace(s, slots=2, slot_elems=elems)]
+            return [] if drop(s) else [s]
+
+        kernels[other] = kernels[other].replace(body=map_body(kernels[other].body, peer))
+        kernels[owner] = kernels[owner].replace(body=map_body(kernels[owner].body, lambda s: [] if drop(s) else [s]))
+        transfers[n] = dataclasses.replace(t, free=None, slots=2)
+    return launch.replace(kernels=kernels, transfers=transfers)
+
+
+def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set) -> None:
+    """L0 memories: drop the second slot of the largest doubled buffers until the rest fit.
+    L1/UB: fail naming the stages that fit (placed as plan_memory places them, with reuse)."""
     cap = arch.capacity
+    loops = [s for s in walk(body) if isinstance(s, Loop)]
     for mem in DOUBLED:
         members = [b for b in buffers.values() if b.scope == mem]
-        if sum(b.nbytes for b in members) > cap[mem]:
-            for b in members:
-                b.slots = 1
-            for lp in (s for s in walk(body) if isinstance(s, Loop)):
-                for b in members:
-                    lp.slots.pop(b.name, None)
+        while sum(b.nbytes for b in members) > cap[mem] and any(b.slots > 1 for b in members):
+            big = max((b for b in members if b.slots > 1), key=lambda b: (b.nbytes, b.name))
+            big.slots = 1
+            for lp in loops:
+                lp.slots.pop(big.name, None)
     for mem in ROTATED:
         members = [b for b in buffers.values() if b.scope == mem]
-        total = sum(b.nbytes for b in members)
-        if total <= cap[mem]:
-            continue
         staged = [b for b in members if b.slots > 1]
-        if not staged:
+        if not staged or not _over(arch, mem, members, lives, fixed):
             continue  # plan_memory reports plain overflows
-        fixed = sum(b.nbytes for b in members if b.slots == 1)
-        unit = sum(b.nbytes // b.slots for b in staged)
-        fits = max(0, (cap[mem] - fixed) // unit) if unit else 0
         stages = staged[0].slots
+        counts = {b.name: b.slots for b in staged}
+        fits = 0
+        for s in range(stages - 1, 0, -1):
+            for b in staged:
+                b.slots = min(counts[b.name], s)
+            if not _over(arch, mem, members, lives, fixed):
+                fits = s
+                break
+        for b in staged:
+            b.slots = counts[b.name]
+        total = sum(b.nbytes for b in members)
+        placed = {b.name: dataclasses.replace(b) for b in members}
+        offsets, used, _ = plan_buffers(placed, lives, fixed, arch)
+        for name, off in offsets.items():
+            placed[name].offset = off
         raise MemoryBudgetError(
-            f"{mem} cannot hold {stages} pipeline stages: it needs {total} bytes with {stages} slots per pipelined "
-            f"buffer, and holds {cap[mem]} bytes on {arch.name}",
-            table=budget_table(members, mem, cap[mem], arch.name),
-            loc=next((s.loc for s in walk(body) if isinstance(s, Loop) and s.slots), staged[0].loc),
+            f"{mem} cannot hold {stages} pipeline stages: it needs {used[mem]} bytes with {stages} slots per pipelined "
+            f"buffer ({total} without reusing dead buffers), and holds {cap[mem]} bytes on {arch.name}",
+            table=budget_table(list(placed.values()), mem, cap[mem], arch.name, used=used[mem]),
+            loc=next((s.loc for s in loops if s.slots), staged[0].loc),
             hint=(f"use num_stages={fits} (the largest that fits), or reduce the tile sizes" if fits >= 1 else
                   "even one stage does not fit: reduce the tile sizes"),
         )
+
+
+def _over(arch, mem, members: list, lives: dict, fixed: set) -> bool:
+    """Do ``members`` overflow ``mem`` when placed with reuse?"""
+    trial = {b.name: dataclasses.replace(b) for b in members}
+    _, used, _ = plan_buffers(trial, lives, fixed, arch)
+    return used[mem] > arch.capacity[mem]
 
 
 def verify_multi_buffer(program: Program) -> None:
@@ -126,7 +233,8 @@ def verify_multi_buffer(program: Program) -> None:
         for s in walk(kernel.body):
             if isinstance(s, Loop):
                 for name in s.slots:
-                    owners[name] = owners.get(name, 0) + 1
+                    if s.kind is LoopKind.PIPELINED:  # (part B of a skewed loop selects them again)
+                        owners[name] = owners.get(name, 0) + 1
                     if kernel.buffers[name].slots < s.slots[name]:
                         raise InternalCompilerError(f"{name} has fewer slots than its loop uses", stage="multi_buffer")
         for name, n in owners.items():

@@ -56,6 +56,7 @@ from ascend_backend.ir import (
     walk,
 )
 
+from . import skew as skew_mod
 from .partition import full_region, tile_buffers
 
 
@@ -78,11 +79,14 @@ _NEEDS_FREE = -1  # a "free" flag is needed; its id is assigned with the others
 
 def _keep_free(transfers: list) -> list:
     """Drop "free" where it can never matter: outside every loop, or when the loop's tiles also
-    travel the other way (the round trip orders the next write after the read)."""
+    travel the other way (the round trip orders the next write after the read). In a skewed loop
+    the producer runs a step ahead, so every tile needs one (multi_buffer drops it again where the
+    tile gets a slot per step)."""
     out = []
     for t in transfers:
         reverse = any(u.loop == t.loop and u.direction is not t.direction for u in transfers)
-        out.append(dataclasses.replace(t, free=None if t.loop is None or reverse else _NEEDS_FREE))
+        drop = t.loop is None or (reverse and not t.skewed)
+        out.append(dataclasses.replace(t, free=None if drop else _NEEDS_FREE))
     return out
 
 
@@ -135,7 +139,13 @@ def _receive_points(body: list, transfer: int):
 
 
 def _choose_routes(launch: Launch, arch) -> list:
-    return _assign_ids(_routes(launch, arch))
+    out = []
+    for t in _routes(launch, arch):
+        if t.skewed and t.route is Route.WORKSPACE:
+            # GM has room: a workspace copy per step in turn, ordered by the round trip like on chip
+            t = dataclasses.replace(t, free=None, slots=2)
+        out.append(t)
+    return _assign_ids(out)
 
 
 def _routes(launch: Launch, arch) -> list:
@@ -179,19 +189,25 @@ class _Expander:
                 buf = self._tile(t.tile)
                 rows, cols = buf.shape
                 name = f"ws_{t.tile}"
-                self.ws[name] = Buffer(name=name, shape=(block_dim * rows, cols), dtype=buf.dtype,
+                self.ws[name] = Buffer(name=name, shape=(block_dim * rows * t.slots, cols), dtype=buf.dtype,
                                        kind=BufferKind.WORKSPACE, loc=buf.loc, scope=Scope.GM,
-                                       role=f"GM workspace carrying {t.tile} between the Cube and the Vector cores")
+                                       role=f"GM workspace carrying {t.tile} between the Cube and the Vector cores"
+                                       + (f" ({t.slots} copies, one per step in turn)" if t.slots > 1 else ""))
                 self.offsets[name] = self.nbytes
-                self.nbytes += (block_dim * rows * cols * buf.elem_bytes + 511) // 512 * 512
+                self.nbytes += (block_dim * rows * cols * t.slots * buf.elem_bytes + 511) // 512 * 512
 
     def _tile(self, name: str) -> Buffer:
         return self.aic.buffers[name] if name in self.aic.buffers else self.aiv.buffers[name]
 
-    def _ws_region(self, tile: str) -> Region:
-        buf = self._tile(tile)
+    def _ws_region(self, t: Transfer, step=None) -> Region:
+        buf = self._tile(t.tile)
         zero = tirx.IntImm("int32", 0)
-        return Region(f"ws_{tile}", (_block_index(self.launch.grid) * buf.shape[0], zero), tuple(buf.shape))
+        block = _block_index(self.launch.grid)
+        if t.slots > 1:
+            if step is None:
+                raise InternalCompilerError(f"workspace copy of {t.tile} in turn outside a loop", stage="route")
+            block = block * t.slots + tirx.floormod(step, t.slots)
+        return Region(f"ws_{t.tile}", (block * buf.shape[0], zero), tuple(buf.shape))
 
     @staticmethod
     def _cc(set_: bool, t: Transfer, which: str, pipe, reason: str, loc, mode: int = 2, sub=None, orders=None):
@@ -201,20 +217,21 @@ class _Expander:
         return cls(flag=flag, pipe=pipe, reason=reason, mode=mode, sub=sub, orders=orders, transfer=t.index, loc=loc)
 
     # -- the AIC
-    def aic_body(self, body: list) -> list:
+    def aic_body(self, body: list, step=None) -> list:
+        """``step``: the variable of the innermost loop (the step a skewed loop's part works on)."""
         out: list = []
         free_after_gemm: list = []  # (tile, free id): set once the gemm that loads the tile is issued
         for s in body:
             if isinstance(s, Loop):
-                out.append(dataclasses.replace(s, body=self.aic_body(s.body)))
+                out.append(dataclasses.replace(s, body=self.aic_body(s.body, s.var)))
             elif isinstance(s, If):
-                out.append(dataclasses.replace(s, then_body=self.aic_body(s.then_body),
-                                               else_body=self.aic_body(s.else_body)))
+                out.append(dataclasses.replace(s, then_body=self.aic_body(s.then_body, step),
+                                               else_body=self.aic_body(s.else_body, step)))
             elif isinstance(s, Send):
-                out += self.aic_send(self.t[s.transfer], s.loc)
+                out += self.aic_send(self.t[s.transfer], s.loc, step)
             elif isinstance(s, Receive):
                 t = self.t[s.transfer]
-                out += self.aic_receive(t, s.loc)
+                out += self.aic_receive(t, s.loc, step)
                 if t.route is Route.ON_CHIP and t.free is not None:
                     free_after_gemm.append(t)
             else:
@@ -229,7 +246,7 @@ class _Expander:
                                         stage="route")
         return out
 
-    def aic_send(self, t: Transfer, loc) -> list:
+    def aic_send(self, t: Transfer, loc, step=None) -> list:
         """Cube -> Vector, the producer's side."""
         name = t.tile
         if t.route is Route.ON_CHIP:
@@ -238,7 +255,7 @@ class _Expander:
                 if t.free is not None:
                     out.append(self._cc(False, t, "free", Pipe.FIX, f"AIV {sub}'s UB tile {t.target} is free", loc,
                                         mode=4, sub=sub))
-                out.append(CopyToPeerUb(src=name, target=t.target, sub=sub, loc=loc))
+                out.append(CopyToPeerUb(src=name, target=t.target, sub=sub, step=step, loc=loc))
                 out.append(self._cc(True, t, "ready", Pipe.FIX,
                                     f"{name} from the Cube to AIV {sub}: its half is in its "
                                     "UB", loc, mode=4, sub=sub))
@@ -247,11 +264,11 @@ class _Expander:
         if t.free is not None:
             out.append(self._cc(False, t, "free", Pipe.FIX,
                                 f"workspace of {name} is free (the AIVs have read it)", loc))
-        out.append(TileCopy(src=full_region(self._tile(name)), dst=self._ws_region(name), loc=loc))
+        out.append(TileCopy(src=full_region(self._tile(name)), dst=self._ws_region(t, step), loc=loc))
         out.append(self._cc(True, t, "ready", Pipe.FIX, f"{name} from the Cube to the Vector cores: written", loc))
         return out
 
-    def aic_receive(self, t: Transfer, loc) -> list:
+    def aic_receive(self, t: Transfer, loc, step=None) -> list:
         """Vector -> Cube, the consumer's side."""
         name = t.tile
         why = f"{name} from the Vector cores to the Cube"
@@ -259,26 +276,26 @@ class _Expander:
             return [self._cc(False, t, "ready", Pipe.MTE1, f"{name} from AIV {sub}: its half is in L1", loc, mode=4,
                              sub=sub) for sub in (0, 1)]
         out = [self._cc(False, t, "ready", Pipe.MTE2, f"{why}: ready in the workspace (both AIVs)", loc),
-               TileCopy(src=self._ws_region(name), dst=full_region(self._tile(name)), loc=loc)]
+               TileCopy(src=self._ws_region(t, step), dst=full_region(self._tile(name)), loc=loc)]
         if t.free is not None:
             out.append(self._cc(True, t, "free", Pipe.MTE2, f"workspace of {name} read", loc))
         return out
 
     # -- the AIVs
-    def aiv_body(self, body: list) -> list:
+    def aiv_body(self, body: list, step=None) -> list:
         out: list = []
         after: dict = {}  # index in body -> ops to append after that item
         for n, s in enumerate(body):
             if isinstance(s, Loop):
-                out.append(dataclasses.replace(s, body=self.aiv_body(s.body)))
+                out.append(dataclasses.replace(s, body=self.aiv_body(s.body, s.var)))
             elif isinstance(s, If):
-                out.append(dataclasses.replace(s, then_body=self.aiv_body(s.then_body),
-                                               else_body=self.aiv_body(s.else_body)))
+                out.append(dataclasses.replace(s, then_body=self.aiv_body(s.then_body, step),
+                                               else_body=self.aiv_body(s.else_body, step)))
             elif isinstance(s, Send):
-                out += self.aiv_send(self.t[s.transfer], s.loc)
+                out += self.aiv_send(self.t[s.transfer], s.loc, step)
             elif isinstance(s, Receive):
                 t = self.t[s.transfer]
-                out += self.aiv_receive(t, s.loc)
+                out += self.aiv_receive(t, s.loc, step)
                 if t.route is Route.ON_CHIP and t.free is not None:
                     last = max(j for j in range(n + 1, len(body)) if _touches(body[j], t.target))
                     after.setdefault(last, []).append(self._cc(
@@ -289,7 +306,7 @@ class _Expander:
             out.extend(after.pop(n, []))
         return out
 
-    def aiv_send(self, t: Transfer, loc) -> list:
+    def aiv_send(self, t: Transfer, loc, step=None) -> list:
         """Vector -> Cube, the producer's side."""
         name = t.tile
         if t.route is Route.ON_CHIP:
@@ -299,7 +316,8 @@ class _Expander:
                                     f"the AIC's L1 tile {name} is free (the AIC has loaded "
                                     "it)", loc, mode=4))
             rows = self._tile(name).shape[0]
-            out.append(CopyToPeerL1(src=full_region(self.aiv.buffers[name]), target=name, rows=rows, loc=loc))
+            out.append(CopyToPeerL1(src=full_region(self.aiv.buffers[name]), target=name, rows=rows, step=step,
+                                    loc=loc))
             out.append(self._cc(True, t, "ready", Pipe.MTE3, f"{name} from the Vector cores: this AIV's half is in the "
                                 "AIC's L1", loc, mode=4))
             return out
@@ -307,11 +325,11 @@ class _Expander:
         if t.free is not None:
             out.append(self._cc(False, t, "free", Pipe.MTE3,
                                 f"workspace of {name} is free (the AIC has loaded it)", loc))
-        out.append(TileCopy(src=full_region(self.aiv.buffers[name]), dst=self._ws_region(name), loc=loc))
+        out.append(TileCopy(src=full_region(self.aiv.buffers[name]), dst=self._ws_region(t, step), loc=loc))
         out.append(self._cc(True, t, "ready", Pipe.MTE3, f"{name} from the Vector cores to the Cube: written", loc))
         return out
 
-    def aiv_receive(self, t: Transfer, loc) -> list:
+    def aiv_receive(self, t: Transfer, loc, step=None) -> list:
         """Cube -> Vector, the consumer's side."""
         name = t.tile
         if t.route is Route.ON_CHIP:
@@ -320,7 +338,7 @@ class _Expander:
                              orders=t.target)]
         why = f"{name} from the Cube to the Vector cores"
         out = [self._cc(False, t, "ready", Pipe.MTE2, f"{why}: ready in the workspace", loc),
-               TileCopy(src=self._ws_region(name), dst=full_region(self.aiv.buffers[t.target]), loc=loc)]
+               TileCopy(src=self._ws_region(t, step), dst=full_region(self.aiv.buffers[t.target]), loc=loc)]
         if t.free is not None:
             out.append(self._cc(True, t, "free", Pipe.MTE2, f"workspace of {name} read", loc))
         return out
@@ -359,9 +377,74 @@ class _Expander:
         return aic_pre, aiv_pre, aic_post, aiv_post
 
 
+def _skew_loops(launch: Launch) -> Launch:
+    """Skew every pipelined loop whose tiles cross both ways and whose parts allow it (passes/skew.py);
+    its transfers are marked ``skewed``."""
+    aic, aiv = launch.kernels[Core.AIC], launch.kernels[Core.AIV]
+    loops = {c: {id(s.var): s for s in walk(k.body) if isinstance(s, Loop) and s.var is not None}
+             for c, k in ((Core.AIC, aic), (Core.AIV, aiv))}
+    replace: dict = {}
+    skewed: set = set()
+    for key, lp_aic in loops[Core.AIC].items():
+        lp_aiv = loops[Core.AIV].get(key)
+        if lp_aiv is None:
+            continue
+        pair = {Core.AIC: lp_aic, Core.AIV: lp_aiv}
+        outside = {c: _outside(k.body, pair[c]) for c, k in ((Core.AIC, aic), (Core.AIV, aiv))}
+        split = skew_mod.plan(pair, launch.transfers, outside)
+        if split is None:
+            continue
+        for c, lp in pair.items():
+            replace[id(lp)] = skew_mod.skewed_loop(lp, split[c])
+            skewed |= {s.transfer for s in walk(lp.body) if isinstance(s, Send | Receive)}
+    if not replace:
+        return launch
+
+    def rebuild(body: list) -> list:
+        out = []
+        for s in body:
+            if id(s) in replace:
+                out.append(replace[id(s)])
+            elif isinstance(s, Loop):
+                out.append(dataclasses.replace(s, body=rebuild(s.body)))
+            elif isinstance(s, If):
+                out.append(dataclasses.replace(s, then_body=rebuild(s.then_body), else_body=rebuild(s.else_body)))
+            else:
+                out.append(s)
+        return out
+
+    transfers = [dataclasses.replace(t, skewed=t.index in skewed) for t in launch.transfers]
+    return launch.replace(kernels={Core.AIC: aic.replace(body=rebuild(aic.body)),
+                                   Core.AIV: aiv.replace(body=rebuild(aiv.body))}, transfers=transfers)
+
+
+def _outside(body: list, loop: Loop) -> set:
+    """Buffers the statements of ``body`` outside ``loop`` touch."""
+    out: set = set()
+
+    def visit(items: list) -> None:
+        for s in items:
+            if s is loop:
+                continue
+            if isinstance(s, Loop):
+                out.update(skew_mod.rw(dataclasses.replace(s, body=[]))[0])
+                visit(s.body)
+            elif isinstance(s, If):
+                out.update(skew_mod.rw(dataclasses.replace(s, then_body=[], else_body=[]))[0])
+                visit(s.then_body)
+                visit(s.else_body)
+            else:
+                r, w = skew_mod.rw(s)
+                out.update(r | w)
+
+    visit(body)
+    return out
+
+
 def route_launch(launch: Launch, arch) -> Launch:
     if not launch.mixed:
         return launch
+    launch = _skew_loops(launch)
     transfers = _choose_routes(launch, arch)
     ex = _Expander(launch, transfers)
     aic_pre, aiv_pre, aic_post, aiv_post = ex.prime_drain()

@@ -38,7 +38,9 @@ SUB = "sub_idx"
 
 
 def _crossing_heights(launch: Launch, aiv: Kernel) -> set:
-    heights = {b.shape[0] // launch.block_dim for b in aiv.buffers.values() if b.kind is BufferKind.WORKSPACE}
+    copies = {f"ws_{t.tile}": t.slots for t in launch.transfers}  # a workspace holds a tile per block (x slots)
+    heights = {b.shape[0] // (launch.block_dim * copies.get(n, 1)) for n, b in aiv.buffers.items()
+               if b.kind is BufferKind.WORKSPACE}
     for t in launch.transfers:
         if t.on_chip:
             heights.add(aiv.buffers[t.target].shape[0])

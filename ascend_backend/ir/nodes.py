@@ -286,7 +286,13 @@ class Stmt:
 @dataclass
 class Loop(Stmt):
     """``for var in range(start, start + extent * step, step)``, or with kind WHILE ``while cond:``
-    (var and extent None); ``slots`` (from multi_buffer) maps a rotating buffer to its slot count."""
+    (var and extent None); ``slots`` (from multi_buffer) maps a rotating buffer to its slot count.
+
+    ``skewed`` (route): a pipelined loop of a kernel on both core kinds whose body was split into a
+    part A and a part B so that step k + 1's A runs before step k's B (Cube/Vector overlap). Its
+    body is then exactly ``[If(var < n, A), If(var >= 1, [Loop(var_b, start=var - 1, extent=1, B)])]``
+    over n + 1 trips: A works on step ``var``, B on step ``var_b`` = var - 1, and every buffer B
+    rotates is selected by ``var_b`` (the one-trip loop's own ``slots``)."""
 
     var: Any
     extent: Expr
@@ -297,6 +303,7 @@ class Loop(Stmt):
     start: Expr = 0
     step: int = 1
     cond: Expr = None
+    skewed: bool = False
 
 
 @dataclass
@@ -461,20 +468,26 @@ class Receive(Stmt):
 @dataclass
 class CopyToPeerUb(Stmt):
     """dav-3510, AIC: Fixpipe one AIV's half of the rows of accumulator ``src`` into that AIV's UB
-    tile ``target``."""
+    tile ``target``; in a skewed loop into the slot ``step`` % slots of it (multi_buffer sets
+    ``slots`` when the target rotates)."""
 
     src: str
     target: str
     sub: int
+    step: Any = None
+    slots: int = 1
 
 
 @dataclass
 class CopyToPeerL1(Stmt):
-    """dav-3510, AIV: this AIV's rows of UB tile ``src`` into the AIC's L1 tile ``target``."""
+    """dav-3510, AIV: this AIV's rows of UB tile ``src`` into the AIC's L1 tile ``target`` (its slot
+    ``step`` % slots when it rotates, as for CopyToPeerUb)."""
 
     src: Region
     target: str
     rows: int
+    step: Any = None
+    slots: int = 1
 
 
 @dataclass
@@ -743,7 +756,8 @@ class FixpipeToGmArch3510(_FixpipeToGm):
 @dataclass
 class FixpipeToPeerUb(AscOp):
     """dav-3510: rows [sub * half, (sub + 1) * half) of accumulator ``src`` into AIV ``sub``'s UB
-    tile ``target`` (another core's memory: no local write)."""
+    tile ``target`` (another core's memory: no local write); into its slot ``step`` % slots when
+    the target rotates (``slot_elems`` elements apart)."""
 
     src: str
     target: str
@@ -752,6 +766,9 @@ class FixpipeToPeerUb(AscOp):
     cols: int
     pitch: int
     sub: int
+    step: Any = None
+    slots: int = 1
+    slot_elems: int = 0
 
     macro: ClassVar[str] = "fixpipe_to_peer_ub"
     pipe: ClassVar[Pipe] = Pipe.FIX
@@ -767,7 +784,8 @@ class FixpipeToPeerUb(AscOp):
 @dataclass
 class CopyUbToPeerL1(AscOp):
     """dav-3510: this AIV's rows of UB tile ``src`` into the AIC's L1 tile ``target`` (Nd2Nz on
-    MTE3), at row ``sub_var * src_rows``."""
+    MTE3), at row ``sub_var * src_rows``; into its slot ``step`` % slots when the target rotates
+    (``slot_elems`` elements apart)."""
 
     src: str
     target: str
@@ -778,6 +796,9 @@ class CopyUbToPeerL1(AscOp):
     c0: int
     dst_c0_stride: int
     rows: int
+    step: Any = None
+    slots: int = 1
+    slot_elems: int = 0
 
     macro: ClassVar[str] = "copy_ub_to_peer_l1"
     pipe: ClassVar[Pipe] = Pipe.MTE3

@@ -78,6 +78,8 @@ class Transfer:
     loc: SrcLoc | None = None
     loop: int | None = None  # the partition's id of the innermost loop carrying it (None: straight-line)
     route: Route | None = None
+    skewed: bool = False  # route: it crosses inside a skewed loop (Cube/Vector overlap, see passes/skew.py)
+    slots: int = 1  # copies of the tile, one per step in turn (route for the workspace, multi_buffer on chip)
 
     @property
     def on_chip(self) -> bool:

@@ -24,23 +24,30 @@ def src(func, arch):
 
 
 def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
+    # The loop is skewed (Cube/Vector overlap): part A of step k (QK^T on the Cube; the softmax on the
+    # Vectors) runs before part B of step k - 1 (PV; its accumulation), which selects its slots by
+    # k_b = k - 1. Every crossing tile has a slot per step: S in each AIV's UB, P in the AIC's L1.
     filecheck(src(attention.flashattn(is_causal=True, num_stages=2), "dav-3510"), """
         CHECK-NOT: workspace
         CHECK: if ASCEND_IS_AIC {
-        CHECK: LocalTensor<half> acc_s_cast = l1_buf.GetWithOffset<half>(4096, 40960);
-        CHECK-SAME: acc_s_cast: L1 64x64xfloat16 NZ, attention.py
-        CHECK: for (int32_t k = 0;
-        # S = Q K^T: each AIV's half of the rows straight into its UB, that AIV signalled at once
+        CHECK: LocalTensor<half> acc_s_cast_slots = l1_buf.GetWithOffset<half>(8192,
+        CHECK-SAME: acc_s_cast: L1 64x64xfloat16 NZ slots=2, attention.py
+        CHECK: for (int32_t k = 0; k < (min_i(2, (((((bx + 1) * 64) + 64) - 1) / 64)) + 1); ++k) {
+        CHECK: if ((k < min_i(2,
+        # S = Q K^T: each AIV's half of the rows straight into its UB slot, that AIV signalled at once
         CHECK: {  // rows [0, 32) into the UB of AIV 0
         CHECK: fp.subBlockId = false;
-        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer, acc_s[0], fp);
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s[0], fp);
         CHECK-NEXT: }
         CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(0);  // acc_s from the Cube to AIV 0: its half is in its UB
         CHECK-NEXT: {  // rows [32, 64) into the UB of AIV 1
         CHECK: fp.subBlockId = true;
-        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer, acc_s[512], fp);
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s[512], fp);
         CHECK-NEXT: }
-        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(16);  // acc_s from the Cube to AIV 1: its half is in its UB
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);  // acc_s from the Cube to AIV 1: its half is in its UB
+        CHECK: if ((k >= 1)) {
+        CHECK-NEXT: for (int32_t k_b = (k - 1); k_b < (k - 1) + (1) * 1; k_b += 1) {
+        CHECK: LocalTensor<half> acc_s_cast = acc_s_cast_slots[(k_b % 2) * 4096];
         # P arrives in L1 from both AIVs: the AIC's MTE1 waits for each half before its LoadData
         CHECK-NOT: DataCopy(acc_s_cast
         CHECK: CrossCoreWaitFlag<4, PIPE_MTE1>(1);  // acc_s_cast from AIV 0: its half is in L1
@@ -48,18 +55,20 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-NOT: DataCopy(acc_s_cast
         CHECK: LoadData(acc_s_cast_l0a, acc_s_cast, LoadData2DParamsV2{
         CHECK: Mmad(acc_o, acc_s_cast_l0a, V_shared_l0b, mp);
+        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_o_part_peer[((k_b) % 2) * 2048], acc_o[0], fp);
         CHECK: CrossCoreSetFlag<4, PIPE_FIX>(2);  // acc_o from the Cube to AIV 0
         CHECK: CrossCoreSetFlag<4, PIPE_FIX>(18);  // acc_o from the Cube to AIV 1
         CHECK: if ASCEND_IS_AIV {
         CHECK: TBuf<TPosition::A1> peer_l1;
-        CHECK: LocalTensor<half> acc_s_cast_l1_peer = peer_l1.GetWithOffset<half>(4096, 40960);
+        CHECK: LocalTensor<half> acc_s_cast_l1_peer = peer_l1.GetWithOffset<half>(8192,
         CHECK: for (int32_t k = 0;
         CHECK: CrossCoreWaitFlag<4, PIPE_V>(0);  // acc_s from the Cube: this AIV's half is in its UB
         CHECK: Cast(acc_s_cast, acc_s, RoundMode::CAST_RINT, 2048);
         CHECK: WaitFlag<HardEvent::V_MTE3>(k % 2);
-        CHECK-NEXT: DataCopy(acc_s_cast_l1_peer[sub_idx * 512], acc_s_cast, Nd2NzParams{1, (uint16_t)(32), (uint16_t)(64), 0, (uint16_t)(64), (uint16_t)(64), 1, 0});
+        CHECK-NEXT: DataCopy(acc_s_cast_l1_peer[sub_idx * 512 + ((k) % 2) * 4096], acc_s_cast, Nd2NzParams{1, (uint16_t)(32), (uint16_t)(64), 0, (uint16_t)(64), (uint16_t)(64), 1, 0});
         CHECK-NEXT: SetFlag<HardEvent::MTE3_V>(k % 2);
         CHECK-NEXT: CrossCoreSetFlag<4, PIPE_MTE3>(1);  // acc_s_cast from the Vector cores: this AIV's half is in the AIC's L1
+        CHECK: for (int32_t k_b = (k - 1);
         CHECK: CrossCoreWaitFlag<4, PIPE_V>(2);
         CHECK-NOT: CrossCoreSetFlag<2
         CHECK-NOT: CrossCoreWaitFlag<2
