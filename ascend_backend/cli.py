@@ -635,6 +635,109 @@ def add_cache_parser(sub, fmt) -> None:
     sp.set_defaults(handler=cmd_cache)
 
 
+# tl-ascend tune
+# ---------------------------------------------------------------------------------------------
+def cmd_tune(args: argparse.Namespace, out, err) -> int:
+    """``tl-ascend tune FILE``: rank configurations of a kernel factory by modelled time."""
+    from ascend_backend.autotune import AutoTuner, expand_configs
+
+    module = load_module(args.file)
+    fixed = parse_params(args.param)
+    factories = [c for c in candidates(module) if c.kind == "factory"]
+    if args.kernel is not None:
+        c = next((c for c in factories if c.name == args.kernel), None)
+        if c is None:
+            raise CliError(f"error: {args.file} has no kernel factory '{args.kernel}'; factories:\n"
+                           + _listing(factories))
+    else:
+        tuned = [c for c in factories if hasattr(c.obj, "configs")] or factories
+        if len(tuned) != 1:
+            raise CliError(f"error: {args.file} defines {len(tuned)} kernel factories; pick one with --kernel NAME:\n"
+                           + _listing(tuned))
+        c = tuned[0]
+    space: dict = {}
+    for item in args.space:
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values:
+            raise CliError(f"error: --space {item!r}: expected K=V1,V2,... (for example --space block_M=64,128)")
+        space[key] = [parse_value(v) for v in values.split(",")]
+    if space:
+        configs = expand_configs(space)
+    elif hasattr(c.obj, "configs"):
+        configs = list(c.obj.configs)
+    else:
+        raise CliError(f"error: no configurations to try for {c.name}: give --space K=V1,V2,... (repeatable), or "
+                       "decorate the factory with @ascend_backend.autotune.autotune(configs=...)")
+    factory = getattr(c.obj, "__wrapped_factory__", c.obj)
+    try:
+        for cfg in configs:
+            inspect.signature(factory).bind(**fixed, **cfg)
+    except TypeError as exc:
+        raise CliError(f"error: cannot call {c.name}{_signature(factory)} with {_fmt_params({**fixed, **cfg})}: "
+                       f"{exc}\n  hint: --param fixes keyword arguments, --space lists the values to try") from None
+    console = _console(out)
+    result = (AutoTuner(c.obj, configs).set_compile_args(target={"kind": "ascendc", "arch": args.arch})
+              .set_profile_args(fixed=fixed, blocks=args.blocks)
+              .run(workers=args.workers, cache=not args.no_cache, progress=not args.no_progress,
+                   console=_console(err)))
+    from rich.table import Table
+
+    t = Table(title=f"{c.name} on {args.arch}: configurations by modelled time (MODELLED, not measured)")
+    pipes = ("M", "V", "MTE1", "MTE2", "MTE3", "FIX")
+    for col in ("rank", "config", "modelled cycles", "time us", *[f"{p} busy %" for p in pipes], "note"):
+        t.add_column(col, justify="left" if col in ("config", "note") else "right")
+    for n, trial in enumerate(result.trials[:args.top] if args.top else result.trials, 1):
+        cfg = ", ".join(f"{k}={v}" for k, v in trial.config.items())
+        if trial.ok:
+            note = f"{trial.blocks_emulated} of {trial.block_dim} blocks emulated" + (
+                f", x{trial.waves} waves" if trial.waves > 1 else "") + (", cached" if trial.cached else "")
+            t.add_row(str(n), cfg, f"{trial.cycles:,}", f"{trial.time_us:,.1f}",
+                      *[f"{trial.busy.get(p, 0.0):.1f}" for p in pipes], note)
+        else:
+            t.add_row(str(n), cfg, "-", "-", *["" for _ in pipes], f"skipped: {trial.error.splitlines()[0]}")
+    console.print(t)
+    if result.best is None:
+        out.write("no configuration compiled and ran; see the notes above\n")
+        return EXIT_FAIL
+    out.write(f"best: {_fmt_params(result.config)} ({result.cycles:,} modelled cycles, {result.latency:,.1f} us)\n")
+    return EXIT_OK
+
+
+def add_tune_parser(sub, fmt) -> None:
+    """The ``tune`` subcommand."""
+    sp = sub.add_parser(
+        "tune", formatter_class=fmt, help="rank configurations of a kernel factory by modelled time",
+        description="Compile a kernel factory of FILE with each configuration (keyword arguments), emulate it and "
+                    "rank the configurations by the timing model's cycles (MODELLED, not measured; "
+                    "docs/timing-model.md). Configurations run in parallel worker processes; results are cached "
+                    "under TL_ASCEND_CACHE_DIR/tune, keyed by the generated code and the emulator.",
+        epilog="the configurations: --space K=V1,V2,... (repeatable: every combination), or those of a factory "
+               "decorated with @ascend_backend.autotune.autotune(configs=...). --param K=V fixes the other "
+               "arguments (the problem).\n\nexamples:\n"
+               "  tl-ascend tune examples/gemm.py --kernel matmul --param M=4096 --param N=4096 --param K=4096 "
+               "--space block_M=128,256 --space block_N=128,256\n"
+               "  tl-ascend tune examples/attention.py --kernel flashattn --param seq_q=4096 --param seq_kv=4096 "
+               "--param dim=128 --param num_stages=2 --space block_M=128,256 --space block_N=64,128\n\n"
+               "exit codes: 0 a best configuration; 1 none compiled and ran; 2 user error; 3 internal compiler "
+               "error.\n")
+    sp.add_argument("file", metavar="FILE.py", help="a Python file defining the kernel factory")
+    sp.add_argument("--arch", choices=ARCH_CHOICES, default="dav-3510",
+                    help="Ascend AI-core architecture to model (default: dav-3510)")
+    sp.add_argument("--kernel", metavar="NAME", help="the factory to tune (default: the only one)")
+    sp.add_argument("--param", metavar="K=V", action="append", default=[],
+                    help="a keyword argument shared by every configuration (repeatable)")
+    sp.add_argument("--space", metavar="K=V1,V2", action="append", default=[],
+                    help="values to try for one keyword argument (repeatable: every combination)")
+    sp.add_argument("--blocks", choices=("first_wave", "all"), default="first_wave",
+                    help="emulate the first wave of blocks and scale by the waves (default), or every block "
+                         "(when blocks differ, e.g. causal attention)")
+    sp.add_argument("--workers", type=int, default=None, help="worker processes (default: min(configs, CPUs, 2))")
+    sp.add_argument("--top", type=int, default=0, help="show only the best N configurations")
+    sp.add_argument("--no-cache", action="store_true", help="measure every configuration again")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sp.set_defaults(handler=cmd_tune)
+
+
 # ---------------------------------------------------------------------------------------------
 # Argument parser
 # ---------------------------------------------------------------------------------------------
@@ -746,6 +849,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", metavar="DIR", help="output directory (default: build/<kernel>)")
     sp.set_defaults(handler=cmd_build)
     add_cache_parser(sub, fmt)
+    add_tune_parser(sub, fmt)
     return p
 
 
