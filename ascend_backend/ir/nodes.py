@@ -728,6 +728,7 @@ class _FixpipeToGm(AscOp):
     quant: QuantMode
     relu: bool
     dtype: DType
+    atomic: AtomicOp | None = None
 
     pipe: ClassVar[Pipe] = Pipe.FIX
 
