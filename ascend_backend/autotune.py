@@ -61,6 +61,8 @@ class Trial:
     blocks_emulated: int = 0
     waves: int = 1
     block_dim: int = 0
+    block_cycles: int = 0  # the emulated blocks' modelled durations, summed (per-core figures)
+    gm_bpc: float = 0.0  # GM read bytes per cycle per core the model used
     error: str = ""
     cached: bool = False
     wall_s: float = 0.0
@@ -267,7 +269,8 @@ def measure(job: dict) -> dict:
         inputs = list(supply(program)) if supply is not None else _zeros(program)
         spec = [[list(a.shape), str(a.dtype)] if hasattr(a, "shape") else [a] for a in inputs]
         miss = job.get("miss")
-        key, fields = _key(kernel.kernel_source, job["arch"], blocks, waves, spec, miss)
+        miss_id = miss if miss is None or isinstance(miss, int | float) else getattr(miss, "__qualname__", repr(miss))
+        key, fields = _key(kernel.kernel_source, job["arch"], blocks, waves, spec, miss_id)
         trial.block_dim, trial.blocks_emulated, trial.waves = grid, blocks, waves
         if job.get("cache", True):
             hit = _load(key, fields)
@@ -276,6 +279,8 @@ def measure(job: dict) -> dict:
                 return hit
         rep = run_source(kernel.kernel_source, kernel.name, launch_args(program, inputs), block_dim=blocks,
                          arch=job["arch"], strict=False, checks=False, auto_sync=False)
+        if callable(miss):  # the launch's L2 miss fraction, from this run (e.g. a first wave of a larger launch)
+            miss = float(miss(rep, program, config))
         t = rep.timing_with(miss) if miss is not None else rep.timing
         if not t or t.get("truncated_trace"):
             trial.error = "the emulator's trace was cut short (raise TL_ASCEND_EMU_TRACE_CAP)"
@@ -283,6 +288,8 @@ def measure(job: dict) -> dict:
         trial.cycles = int(t["total_cycles"]) * (waves if job["blocks"] != "all" else 1)
         trial.time_us = trial.cycles / (t["clock_ghz"] * 1e3)
         trial.busy = {k: round(float(v), 2) for k, v in t["busy_percent"].items()}
+        trial.block_cycles = sum(int(v) for v in t["block_cycles"].values())
+        trial.gm_bpc = float(t["gm_bytes_per_cycle_per_core"])
         out = dataclasses.asdict(trial)
         if job.get("cache", True):
             _store(key, fields, {k: v for k, v in out.items() if k not in ("config", "cached", "wall_s")})

@@ -45,6 +45,7 @@ from ascend_backend.ir import (
     Kernel,
     Launch,
     Loop,
+    LoopKind,
     Pipe,
     PipeBarrier,
     Print,
@@ -162,6 +163,7 @@ class _SyncInserter:
         self.skip = frozenset(n for n, b in kernel.buffers.items() if b.scope is Scope.LOCAL)
         self.flags: list[_Flag] = []
         self.loop_primes: dict[int, list] = {}  # id(new Loop) -> carried flags primed around it
+        self.carry_skip: frozenset = frozenset()  # see _level_impl (the parts of a skewed loop)
 
     def run(self) -> Kernel:
         body = self.block(self.kernel.body, None)
@@ -225,9 +227,12 @@ class _SyncInserter:
 
     def skewed(self, lp: Loop) -> tuple[Loop, list]:
         """Sync a skewed loop (``Loop.skewed``): each part as the body of a loop over the steps (its own
-        flags, carried ones by step), then the dependencies between the parts of one step (A(k) before
-        B(k), one trip later: a Set in A and a Wait in B by step, balanced without prime or drain) and
-        of a slot's reuse (B(k) before A(k + s), s slots: primed and drained)."""
+        flags, carried ones by step), then what orders one part against the other. Through a buffer
+        with a slot per step in both parts: A(k) before B(k), one trip later (a Set in A and a Wait
+        in B by step, balanced without prime or drain), and B(k) before A(k + s), s slots (primed
+        and drained). Through any other buffer (one copy, e.g. an L0 operand both parts load): the
+        trip's order, A(k) before B(k - 1) (a Set after part A, a Wait before part B, every trip)
+        and B(k - 1) before A(k + 1) (carried to the next trip, primed and drained)."""
         guard_a, guard_b = lp.body
         b_loop = guard_b.then_body[0]
         trips = lp.extent - 1 if _static(lp.extent) is None else _static(lp.extent) - 1
@@ -235,20 +240,33 @@ class _SyncInserter:
         b_items = self.block(b_loop.body, b_loop)
         loop_a = dataclasses.replace(lp, extent=trips, body=a_items, skewed=False)
         loop_b = dataclasses.replace(b_loop, extent=trips, body=b_items)
+        per_step = set(lp.slots) & set(b_loop.slots)
+
+        def touched(items: list) -> set:
+            return {b for x in items for e in _events(x, self.skip) for b in (*e.reads, *e.writes)}
+
+        outer_skip = self.carry_skip
+        self.carry_skip = frozenset((touched(a_items) & touched(b_items)) - per_step)
         a_synced, primes = self.block_level(a_items, loop_a)
         b_synced, primes_b = self.block_level(b_items, loop_b)
+        self.carry_skip = outer_skip
         primes = primes + primes_b
         slots = max(lp.num_stages, 2)
-        ev_a = [_events(x, self.skip) for x in a_items]
-        ev_b = [_events(x, self.skip) for x in b_items]
 
-        def cross(prod_items, prod_evs, cons_items, cons_evs):
+        def events(items: list, step: bool) -> list:
+            def keep(names):
+                return frozenset(x for x in names if (x in per_step) == step)
+
+            return [[_Event(e.pipe, keep(e.reads), keep(e.writes), e.op) for e in _events(x, self.skip)]
+                    for x in items]
+
+        def cross(prod_evs, cons_evs, step: bool):
             groups: dict = {}
             for i, pe in enumerate(prod_evs):
                 for j, ce in enumerate(cons_evs):
                     for p in pe:
                         for c in ce:
-                            hit = _conflict(p, c, self.alias)
+                            hit = _conflict(p, c, None if step else self.alias)
                             if hit is None:
                                 continue
                             g = groups.setdefault((p.pipe, c.pipe), [i, p, j, c, hit])
@@ -258,37 +276,62 @@ class _SyncInserter:
                                 g[2], g[3] = j, c
             return groups
 
-        barrier_a = barrier_b = False
+        def pos(synced: list, item) -> int:
+            return next(n for n, x in enumerate(synced) if x is item)
+
+        def needs_barrier(p_synced, p_item, c_synced, c_item) -> bool:
+            # a barrier after the producer in its part, or before the consumer in its part, orders
+            # them whatever runs between (the other part, or nothing on the last trip)
+            return not (_barrier_between(p_synced, pos(p_synced, p_item), None)
+                        or _barrier_between(c_synced, None, pos(c_synced, c_item)))
+
+        barrier = {"a": False, "b": False, "A": False, "B": False}  # lower case: inside a part; upper: before it
         sets_a: dict = {}
         waits_b: dict = {}
         sets_b: dict = {}
         waits_a: dict = {}
-        for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(a_items, ev_a, b_items, ev_b).items():
-            if sp == dp:
-                barrier_b |= sp is Pipe.V and self.vector_barrier
-                continue
-            f = _Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard + ", the same step one trip later", slots=slots,
-                      slot_var=lp.var, wait_var=b_loop.var)
-            self.flags.append(f)
-            sets_a.setdefault(i, []).append(f)
-            waits_b.setdefault(j, []).append(f)
-        for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(b_items, ev_b, a_items, ev_a).items():
-            if sp == dp:
-                barrier_a |= sp is Pipe.V and self.vector_barrier
-                continue
-            f = _Flag(sp, dp, i, j, True, p.op, c.op, buf, hazard + f", the slot {slots} steps on", slots=slots,
-                      slot_var=b_loop.var, wait_var=lp.var)
-            self.flags.append(f)
-            primes.append(f)
-            sets_b.setdefault(i, []).append(f)
-            waits_a.setdefault(j, []).append(f)
+        around: dict = {"wait_a": [], "set_a": [], "wait_b": [], "set_b": []}
+        for step in (True, False):
+            ev_a, ev_b = events(a_items, step), events(b_items, step)
+            for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_a, ev_b, step).items():
+                if sp == dp:
+                    if sp is Pipe.V and self.vector_barrier:
+                        barrier["b" if step else "B"] |= needs_barrier(a_synced, a_items[i], b_synced, b_items[j])
+                    continue
+                if step:
+                    f = _Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard + ", the same step one trip later",
+                              slots=slots, slot_var=lp.var, wait_var=b_loop.var)
+                    sets_a.setdefault(i, []).append(f)
+                    waits_b.setdefault(j, []).append(f)
+                else:
+                    f = _Flag(sp, dp, 0, 1, False, p.op, c.op, buf, hazard + ", part A before part B of the trip")
+                    around["set_a"].append(f)
+                    around["wait_b"].append(f)
+                self.flags.append(f)
+            for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_b, ev_a, step).items():
+                if sp == dp:
+                    if sp is Pipe.V and self.vector_barrier:
+                        barrier["a" if step else "A"] |= needs_barrier(b_synced, b_items[i], a_synced, a_items[j])
+                    continue
+                if step:
+                    f = _Flag(sp, dp, i, j, True, p.op, c.op, buf, hazard + f", the slot {slots} steps on",
+                              slots=slots, slot_var=b_loop.var, wait_var=lp.var)
+                    sets_b.setdefault(i, []).append(f)
+                    waits_a.setdefault(j, []).append(f)
+                else:
+                    f = _Flag(sp, dp, 1, 0, True, p.op, c.op, buf, hazard + ", part B before the next trip's part A")
+                    around["set_b"].append(f)
+                    around["wait_a"].append(f)
+                self.flags.append(f)
+                primes.append(f)
 
-        def weave(synced: list, items: list, sets: dict, waits: dict, barrier: bool) -> list:
-            out = []
+        def vbarrier() -> PipeBarrier:
+            return PipeBarrier(pipe=Pipe.V, reason="dependent vector ops: the vector pipe does not order them on "
+                                                   "this arch (the other part of the skewed loop)")
+
+        def weave(synced: list, items: list, sets: dict, waits: dict, barrier_first: bool) -> list:
+            out = [vbarrier()] if barrier_first else []
             where = {id(x): n for n, x in enumerate(items)}
-            if barrier:
-                out.append(PipeBarrier(pipe=Pipe.V, reason="dependent vector ops: the vector pipe does not order "
-                                                           "them on this arch (the other part of the skewed loop)"))
             for x in synced:
                 n = where.get(id(x))
                 for f in waits.get(n, []) if n is not None else []:
@@ -302,10 +345,22 @@ class _SyncInserter:
                     out.append(st)
             return out
 
-        a_out = weave(a_synced, a_items, sets_a, waits_a, barrier_a)
-        b_out = weave(b_synced, b_items, sets_b, waits_b, barrier_b)
+        def syncs(kind: str, flags: list) -> list:
+            out = []
+            for f in flags:
+                x = (WaitFlag if kind == "wait" else SetFlag)(event=f.event, loc=(f.consumer if kind == "wait" else
+                                                                                 f.producer).loc)
+                f.syncs.append(x)
+                out.append(x)
+            return out
+
+        a_out = weave(a_synced, a_items, sets_a, waits_a, barrier["a"])
+        b_out = weave(b_synced, b_items, sets_b, waits_b, barrier["b"])
         nb = dataclasses.replace(b_loop, body=b_out)
-        body = [dataclasses.replace(guard_a, then_body=a_out), dataclasses.replace(guard_b, then_body=[nb])]
+        body = (syncs("wait", around["wait_a"]) + ([vbarrier()] if barrier["A"] else [])
+                + [dataclasses.replace(guard_a, then_body=a_out)] + syncs("set", around["set_a"])
+                + syncs("wait", around["wait_b"]) + ([vbarrier()] if barrier["B"] else [])
+                + [dataclasses.replace(guard_b, then_body=[nb])] + syncs("set", around["set_b"]))
         return dataclasses.replace(lp, body=body), primes
 
     def _allocate_ids(self, body: list) -> None:
@@ -374,8 +429,12 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
     waits: dict[int, list] = {j: [] for j in range(n)}
     sets: dict[int, list] = {i: [] for i in range(n)}
     primes: list[_Flag] = []
+    # Buffers the other part of a skewed loop also uses (one copy): the flags between the parts
+    # order them from one trip to the next, so a part carries nothing through them by itself.
+    drop = self.carry_skip if loop is not None else frozenset()
+    evs_carried = [[_Event(e.pipe, e.reads - drop, e.writes - drop, e.op) for e in ev] for ev in evs] if drop else evs
 
-    def deps(i_range, j):
+    def deps(i_range, j, evs=evs):
         found: dict = {}
         for i in i_range:
             for c in evs[j]:
@@ -437,9 +496,12 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 if hit is not None:
                     barriers.add(j)
                     break
+                if _runs_barrier(items[i]):
+                    break  # a loop that runs at least once with a barrier in it orders what is before it
     if loop is not None and _static(loop.extent) != 1:  # (a one-trip loop carries nothing around)
         for j in range(n):
-            for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j, n), j).items(), key=lambda kv: -kv[1][0]):
+            for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j, n), j, evs_carried).items(),
+                                                            key=lambda kv: -kv[1][0]):
                 if sp == dp:
                     if sp is Pipe.V and self.vector_barrier and not (any(b <= j for b in barriers)
                                                                    or any(b > i for b in barriers)):
@@ -494,7 +556,8 @@ def _barrier_inside(item, other: _Event, alias: dict, last: bool = False) -> boo
     producer) or after the last one (``last=True``: ``item`` is the producer, ``other`` the consumer)."""
     if not isinstance(item, Loop):
         return False
-    seq = list(reversed(item.body)) if last else list(item.body)
+    body = _skew_flat(item) if item.skewed else list(item.body)
+    seq = list(reversed(body)) if last else body
     for s in seq:
         if isinstance(s, PipeBarrier) and s.pipe is Pipe.V:
             return True
@@ -503,6 +566,37 @@ def _barrier_inside(item, other: _Event, alias: dict, last: bool = False) -> boo
             if e.pipe is Pipe.V and (_conflict(other, e, alias) if not last else _conflict(e, other, alias)):
                 return False
     return False
+
+
+def _runs_barrier(item) -> bool:
+    """``item`` is a loop of at least one trip whose body runs a vector barrier on every trip (at its
+    top level, or in a part of a skewed loop: each part runs on some trip when there is one step)."""
+    if not isinstance(item, Loop) or item.kind is LoopKind.WHILE:
+        return False
+    n = _static(item.extent)
+    if n is None or n < (2 if item.skewed else 1):
+        return False
+    body = _skew_flat(item) if item.skewed else item.body
+    return any(isinstance(x, PipeBarrier) and x.pipe is Pipe.V for x in body)
+
+
+def _skew_flat(lp: Loop) -> list:
+    """A skewed loop's statements in the order one step runs them: part A, then part B (the first
+    trip runs A first, the last trip B last)."""
+    out: list = []
+    for x in lp.body:  # [syncs, If(A), syncs, If(B: one-trip loop), syncs]
+        if isinstance(x, If):
+            inner = x.then_body
+            out += inner[0].body if len(inner) == 1 and isinstance(inner[0], Loop) else inner
+        else:
+            out.append(x)
+    return out
+
+
+def _barrier_between(items: list, i: int | None, j: int | None) -> bool:
+    """A vector barrier in ``items`` after position ``i`` (``j`` None) or before position ``j``."""
+    lo, hi = (i + 1, len(items)) if j is None else (0, j)
+    return any(isinstance(x, PipeBarrier) and x.pipe is Pipe.V for x in items[lo:hi])
 
 
 def _merge(placed: list, sets: dict, waits: dict, primes: list, events: frozenset) -> list:

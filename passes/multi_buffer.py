@@ -96,11 +96,10 @@ def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
                     b = buffers[name]
                     if b.scope in ROTATED:
                         slots[name] = s.num_stages
-                    elif b.scope in DOUBLED and not name.endswith(PINGPONG):
-                        if name in both:
-                            raise InternalCompilerError(f"{name} ({b.scope}) used by both parts of a skewed loop",
-                                                        stage="multi_buffer")
-                        slots[name] = 2  # (a K-stepped gemm's ping/pong pair is doubled already)
+                    elif b.scope in DOUBLED and not name.endswith(PINGPONG) and name not in both:
+                        # (a K-stepped gemm's ping/pong pair is doubled already; an L0 operand both
+                        # parts of a skewed loop load keeps one copy, ordered part by part)
+                        slots[name] = 2
             for name, k in slots.items():
                 buffers[name].slots = max(buffers[name].slots, k)
             if s.skewed:

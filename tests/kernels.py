@@ -319,3 +319,95 @@ def scaled_b_gemm_epilogue(M=128, N=64, K=128, bM=64, bK=32, dtype="float16"):
             T.copy(y, Y[bx * bM, 0])
 
     return scaled_b
+
+
+def two_way_wide(M=128, N=448, D=64, bM=128, bN=224, num_stages=2, dtype="float16"):
+    """A FlashAttention-shaped loop without the softmax: S = Q K^T crosses to the Vector cores, which
+    keep a running element-wise max of it (a tile as large as S, alive across the loop) and send back
+    P = S / 8; O = sum of P V stays on the Cube. The loop is skewed (Cube/Vector overlap); with S and
+    the running max filling most of the UB, S gets one slot and a "free" flag, P two slots in L1."""
+
+    @T.prim_func
+    def two_way(Q: T.Tensor((M, D), dtype), K: T.Tensor((N, D), dtype), V: T.Tensor((N, D), dtype),
+                Out: T.Tensor((M, D), "float32"), R: T.Tensor((M, bN), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            q = T.alloc_shared((bM, D), dtype)
+            k = T.alloc_shared((bN, D), dtype)
+            v = T.alloc_shared((bN, D), dtype)
+            s = T.alloc_fragment((bM, bN), "float32")
+            run = T.alloc_fragment((bM, bN), "float32")
+            p = T.alloc_fragment((bM, bN), dtype)
+            o = T.alloc_fragment((bM, D), "float32")
+            T.copy(Q[bx * bM, 0], q)
+            T.clear(o)
+            T.fill(run, -T.infinity("float32"))
+            for n in T.Pipelined(T.ceildiv(N, bN), num_stages=num_stages):
+                T.copy(K[n * bN, 0], k)
+                T.clear(s)
+                T.gemm(q, k, s, transpose_B=True)
+                for i, j in T.Parallel(bM, bN):
+                    run[i, j] = T.max(run[i, j], s[i, j])
+                for i, j in T.Parallel(bM, bN):
+                    p[i, j] = s[i, j] * 0.125
+                T.copy(V[n * bN, 0], v)
+                T.gemm(p, v, o)
+            T.copy(o, Out[bx * bM, 0])
+            T.copy(run, R[bx * bM, 0])
+
+    return two_way
+
+
+def two_way_case(**kw):
+    """``two_way_wide`` with its inputs and torch reference."""
+    import torch
+
+    from ascend_backend.testing import Case
+
+    M, N, D = kw.get("M", 128), kw.get("N", 448), kw.get("D", 64)
+    bN = kw.get("bN", 224)
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(M, D, generator=g).half() * 0.5
+    k = torch.randn(N, D, generator=g).half() * 0.5
+    v = torch.randn(N, D, generator=g).half() * 0.5
+
+    def ref(q, k, v, o, r):
+        s = q.float() @ k.float().T
+        p = (s * 0.125).half().float()
+        run = s.reshape(M, N // bN, bN).amax(dim=1)
+        return [p @ v.float(), run]
+
+    return Case(two_way_wide(**kw), [q, k, v, torch.empty(M, D), torch.empty(M, bN)], [3, 4], ref,
+                atol=2e-2, rtol=2e-2)
+
+
+def tight_ub(M=16, N=1024, dtype="float32"):
+    """Three 64 KB tiles used one after the other (x, then y, then u) where the UB holds two (dav-c220's
+    184 KB): plan_memory lets a later tile reuse a dead one's bytes across pipes, and insert_sync
+    orders the hand-over (the last read of one, the first write of the other)."""
+
+    @T.prim_func
+    def tight(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype), D: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=128) as bx:  # noqa: F841 - one block
+            x = T.alloc_shared((M, N), dtype)
+            y = T.alloc_shared((M, N), dtype)
+            u = T.alloc_shared((M, N), dtype)
+            T.copy(A[0, 0], x)
+            for i, j in T.Parallel(M, N):
+                y[i, j] = x[i, j] * 2.0
+            T.copy(y, C[0, 0])
+            T.copy(A[0, 0], u)
+            for i, j in T.Parallel(M, N):
+                u[i, j] = u[i, j] + 1.0
+            T.copy(u, D[0, 0])
+
+    return tight
+
+
+def tight_ub_case():
+    import torch
+
+    from ascend_backend.testing import Case
+
+    a = torch.randn(16, 1024, generator=torch.Generator().manual_seed(2))
+    return Case(tight_ub(), [a, torch.empty(16, 1024), torch.empty(16, 1024)], [1, 2],
+                lambda a, c, d: [a * 2.0, a + 1.0], atol=1e-6, rtol=1e-6)

@@ -290,9 +290,10 @@ class Loop(Stmt):
 
     ``skewed`` (route): a pipelined loop of a kernel on both core kinds whose body was split into a
     part A and a part B so that step k + 1's A runs before step k's B (Cube/Vector overlap). Its
-    body is then exactly ``[If(var < n, A), If(var >= 1, [Loop(var_b, start=var - 1, extent=1, B)])]``
-    over n + 1 trips: A works on step ``var``, B on step ``var_b`` = var - 1, and every buffer B
-    rotates is selected by ``var_b`` (the one-trip loop's own ``slots``)."""
+    body is then ``[If(var < n, A), If(var >= 1, [Loop(var_b, start=var - 1, extent=1, B)])]``
+    (insert_sync adds flags between them) over n + 1 trips: A works on step ``var``, B on step
+    ``var_b`` = var - 1, and every buffer B rotates is selected by ``var_b`` (the one-trip loop's
+    own ``slots``)."""
 
     var: Any
     extent: Expr

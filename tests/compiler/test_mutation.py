@@ -52,12 +52,14 @@ def _pipelined_cases():
         "stream_2_stages": Case(kernels.stream(N=184, num_stages=2), [x, torch.empty_like(x), torch.empty(32)],
                                 [1, 2], lambda x, y, s: [(x.float() * 2 + 1).half(), x.float().sum(-1)],
                                 atol=1e-3, rtol=1e-4),
+        # three 64 KB tiles in dav-c220's 184 KB UB: a tile reuses a dead one's bytes across pipes
+        "tight_ub": kernels.tight_ub_case(),
     }
 
 
 @pytest.mark.parametrize("arch,name", [("dav-c220", "gemm_3_stages"), ("dav-c220", "stream_2_stages"),
                                        ("dav-3510", "gemm_3_stages"), ("dav-c220", "gemm_k_stepped"),
-                                       ("dav-3510", "gemm_k_stepped")])
+                                       ("dav-3510", "gemm_k_stepped"), ("dav-c220", "tight_ub")])
 def test_pipelined_flags_are_all_needed(arch, name, capsys):
     res = run_mutations(_pipelined_cases()[name], arch)
     with capsys.disabled():
@@ -68,9 +70,13 @@ def test_pipelined_flags_are_all_needed(arch, name, capsys):
 
 # dav-3510's on-chip routes (L0C -> UB, UB -> L1, mode-4 flags, "free" flags per AIV) on FlashAttention
 # and on the two kernels whose crossing tile needs a "free" flag; dav-c220's workspace "free" flag on one.
+# FlashAttention's loop is skewed (Cube/Vector overlap): its flags by step, causal too; two_way_free is
+# a skewed loop whose S tile has one slot and a "free" flag.
 @pytest.mark.parametrize("arch,name", [("dav-c220", "gemm_epilogue"), ("dav-c220", "flash_attention"),
                                        ("dav-3510", "flash_attention"), ("dav-c220", "gemm_tiles"),
-                                       ("dav-3510", "gemm_tiles"), ("dav-3510", "scaled_a")])
+                                       ("dav-3510", "gemm_tiles"), ("dav-3510", "scaled_a"),
+                                       ("dav-3510", "flash_attention_causal"), ("dav-c220", "flash_attention_causal"),
+                                       ("dav-3510", "two_way_free")])
 def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
     import attention
     import gemm_epilogue
@@ -80,13 +86,15 @@ def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
         case = kernels.free_flag_cases()[name]
     elif name == "gemm_epilogue":
         case = gemm_epilogue.example()
+    elif name == "two_way_free":
+        case = kernels.two_way_case()
     else:
-        case = attention.case(heads=1, seq_kv=128, is_causal=False)
+        case = attention.case(heads=1, seq_kv=128, is_causal=name.endswith("causal"))
     res = run_mutations(case, arch)
     with capsys.disabled():
         print(f"\n[mutation] {name}: {res.line()}")
     assert any(k.startswith("cross-core") for k in res.how), "no cross-core flag was mutated"
-    if name in ("gemm_tiles", "scaled_a"):
+    if name in ("gemm_tiles", "scaled_a", "two_way_free"):
         assert any(k.startswith("cross-core") and "(free," in k for k in res.how), "no 'free' flag was mutated"
     assert not res.unneeded, f"{len(res.unneeded)} deletions not caught:\n  " + "\n  ".join(res.unneeded)
     assert res.caught == res.deleted > 0

@@ -476,6 +476,169 @@ def test_plan_memory_two_launches_planned_separately():
     assert [k.buffers["x"].offset for _, _, k in p.kernels()] == [0, 0]
 
 
+def temps_in_turn(arch="dav-3510"):
+    """Two vector-only tiles used one after the other (t1 dies before t2 is born)."""
+    b = ProgramBuilder("turns", arch)
+    A, C = b.tensor("A", (16, 64), "float32"), b.tensor("C", (16, 64), "float32")
+    x, y = b.tile("x", (16, 64), "float32"), b.tile("y", (16, 64), "float32")
+    t1, t2 = b.tile("t1", (16, 64), "float32"), b.tile("t2", (16, 64), "float32")
+    with b.launch([1]):
+        b.copy(A[0, 0], x)
+        b.parallel((16, 64), lambda i, j: [(t1, (i, j), x.load(i, j) * 2.0)])
+        b.parallel((16, 64), lambda i, j: [(y, (i, j), t1.load(i, j) + 1.0)])
+        b.parallel((16, 64), lambda i, j: [(t2, (i, j), y.load(i, j) * 3.0)])
+        b.parallel((16, 64), lambda i, j: [(y, (i, j), t2.load(i, j) + y.load(i, j))])
+        b.copy(y, C[0, 0])
+    return b.build()
+
+
+def test_plan_memory_reuses_a_dead_vector_tile():
+    p = upto(temps_in_turn(), "plan_memory")
+    k = next(iter(p.launch.kernels.values()))
+    assert k.buffers["t1"].offset == k.buffers["t2"].offset
+    assert k.buffers["x"].offset != k.buffers["t1"].offset  # x (MTE2 then V) hands over nothing flag-free
+    text = print_program(upto(temps_in_turn(), "insert_sync"))
+    assert "shared bytes" not in text  # the vector pipe keeps its order: no flag for the reuse
+
+
+def test_plan_memory_keeps_a_loop_carried_buffer_for_the_whole_loop():
+    b = ProgramBuilder("carried", "dav-3510")
+    A, C = b.tensor("A", (64, 64), "float32"), b.tensor("C", (16, 64), "float32")
+    x, acc = b.tile("x", (16, 64), "float32"), b.tile("acc", (16, 64), "float32")
+    t1, t2 = b.tile("t1", (16, 64), "float32"), b.tile("t2", (16, 64), "float32")
+    with b.launch([1]):
+        b.fill(acc, 0.0)
+        with b.loop("k", 4) as k:
+            b.copy(A[k * 16, 0], x)
+            b.parallel((16, 64), lambda i, j: [(t1, (i, j), x.load(i, j) * 2.0)])
+            b.parallel((16, 64), lambda i, j: [(acc, (i, j), acc.load(i, j) + t1.load(i, j))])
+        b.parallel((16, 64), lambda i, j: [(t2, (i, j), acc.load(i, j) * 3.0)])
+        b.copy(t2, C[0, 0])
+    p = upto(b.build(), "plan_memory")
+    bufs = next(iter(p.launch.kernels.values())).buffers
+
+    def overlap(a, c):
+        return bufs[a].offset < bufs[c].offset + bufs[c].nbytes and bufs[c].offset < bufs[a].offset + bufs[a].nbytes
+
+    assert not overlap("acc", "t1") and not overlap("acc", "x")  # acc lives around the back edge
+    assert overlap("t1", "t2")  # t1 dies with the loop; t2 is born after it
+
+
+def test_plan_memory_budget_error_shows_the_reuse():
+    b = ProgramBuilder("huge", "dav-c220")
+    A = b.tensor("A", (64, 8192), "float32")
+    x, y, z = (b.tile(n, (8, 4096), "float32") for n in "xyz")
+    with b.launch([1]):
+        b.copy(A[0, 0], x)
+        b.parallel((8, 4096), lambda i, j: [(y, (i, j), x.load(i, j) * 2.0)])
+        b.parallel((8, 4096), lambda i, j: [(z, (i, j), y.load(i, j) + x.load(i, j))])
+        b.copy(z, A[0, 0])
+    with pytest.raises(MemoryBudgetError) as info:
+        upto(b.build(), "plan_memory")
+    table = info.value.table
+    assert all(f"  {n} " in table for n in "xyz") and "shares bytes with" in table and "without reuse" in table
+
+
+def test_insert_sync_orders_buffers_that_share_bytes_across_pipes():
+    # dav-c220's 184 KB UB holds two of the three 64 KB tiles: y and u reuse x's bytes once x is dead,
+    # across pipes (MTE2 / V / MTE3), which insert_sync then orders like accesses to one buffer.
+    b = ProgramBuilder("tight", "dav-c220")
+    A, C = b.tensor("A", (16, 1024), "float32"), b.tensor("C", (16, 1024), "float32")
+    x, y, u = (b.tile(n, (16, 1024), "float32") for n in "xyu")
+    with b.launch([1]):
+        b.copy(A[0, 0], x)
+        b.parallel((16, 1024), lambda i, j: [(y, (i, j), x.load(i, j) * 2.0)])
+        b.copy(y, C[0, 0])
+        b.copy(A[0, 0], u)
+        b.parallel((16, 1024), lambda i, j: [(u, (i, j), u.load(i, j) + 1.0)])
+        b.copy(u, C[0, 0])
+    p = upto(b.build(), "insert_sync")
+    bufs = next(iter(p.launch.kernels.values())).buffers
+    shared = {n for n in "yu" if bufs[n].offset == bufs["x"].offset or bufs[n].offset == bufs["y"].offset}
+    assert shared, "nothing reuses a dead tile"
+    filecheck(print_program(p), """
+        CHECK: [MTE3] copy_ub_to_gm DataCopy y -> C
+        CHECK: (shared bytes)
+        CHECK: [MTE2] copy_gm_to_ub DataCopy A -> u
+    """)
+
+
+def two_way_loop(arch="dav-3510", trips=4):
+    """A FlashAttention-like loop: S = q k^T crosses to the Vectors, P = S / 2 comes back, o += P k."""
+    from tvm import tirx
+
+    b = ProgramBuilder("twoway", arch)
+    Q, K = b.tensor("Q", (64, 64), "float16"), b.tensor("K", (64 * trips, 64), "float16")
+    Out = b.tensor("Out", (64, 64), "float32")
+    q, kt = b.tile("q", (64, 64), "float16"), b.tile("kt", (64, 64), "float16")
+    s = b.tile("s", (64, 64), "float32", fragment=True)
+    pt = b.tile("pt", (64, 64), "float16", fragment=True)
+    o = b.tile("o", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(Q[0, 0], q)
+        b.fill(o, 0.0)
+        with b.loop("kk", trips, stages=2) as kk:
+            b.copy(K[kk * 64, 0], kt)
+            b.gemm(q, kt, s, trans_b=True, clear=True)
+            b.parallel((64, 64), lambda i, j: [(pt, (i, j), tirx.Cast("float16", s.load(i, j) * 0.5))])
+            b.gemm(pt, kt, o)
+        b.copy(o, Out[0, 0])
+    return b.build()
+
+
+def test_route_skews_a_loop_whose_tiles_cross_both_ways():
+    filecheck(after(two_way_loop(), "route"), """
+        CHECK: == AIC ==
+        CHECK: for kk in 0..5 (pipelined stages=2 skewed) {
+        CHECK-NEXT: if kk < 4 {
+        CHECK: gemm q[0, 0]<64x64> x kt[0, 0]<64x64> -> s
+        CHECK: copy_to_peer_ub s -> s_part of AIV 0
+        CHECK: if kk >= 1 {
+        CHECK-NEXT: for kk_b in kk - 1 + 0..1 (serial) {
+        CHECK: cross_core_wait flag=1 mode=4 aiv=0 on MTE1
+        CHECK: gemm pt[0, 0]<64x64> x kt[0, 0]<64x64> -> o
+        CHECK: == AIV ==
+        CHECK: for kk in 0..5 (pipelined stages=2 skewed) {
+        CHECK: cross_core_wait flag=0
+        CHECK: copy_to_peer_l1 pt
+    """)
+
+
+def test_route_leaves_a_one_way_loop_alone():
+    assert "skewed" not in after(gemm_relu("dav-3510"), "route")
+
+
+def test_multi_buffer_gives_the_crossing_tiles_of_a_skewed_loop_a_slot_per_step():
+    p = upto(two_way_loop(), "multi_buffer")
+    lc = p.launch
+    assert all(t.skewed and t.slots == 2 and t.free is None for t in lc.transfers)
+    aiv, aic = lc.kernels[Core.AIV], lc.kernels[Core.AIC]
+    assert aiv.buffers["s_part"].slots == 2 and aic.buffers["pt"].slots == 2
+    filecheck(print_program(p), """
+        CHECK: == AIC ==
+        CHECK: fixpipe_to_peer_ub Fixpipe s rows [0, 32) -> s_part in the UB of AIV 0
+        CHECK-SAME: step=kk slots=2
+        CHECK: for kk_b in kk - 1 + 0..1 (serial) slots=
+        CHECK-SAME: 'pt': 2
+        CHECK: == AIV ==
+        CHECK: copy_ub_to_peer_l1 DataCopy pt
+        CHECK-SAME: step=kk slots=2
+    """)
+
+
+def test_insert_sync_syncs_each_part_of_a_skewed_loop_by_its_step():
+    filecheck(after(two_way_loop(), "insert_sync"), """
+        CHECK: == AIC ==
+        CHECK: for kk in 0..5 (pipelined stages=2 skewed)
+        CHECK: if kk < 4 {
+        CHECK: WaitFlag<MTE1_MTE2>(kk % 2)
+        CHECK: if kk >= 1 {
+        CHECK: for kk_b in kk - 1 + 0..1
+        CHECK: WaitFlag<M_MTE1>(
+        CHECK-SAME: kk_b % 2)
+    """)
+
+
 # ------------------------------------------------------------------ the room for what comes next
 
 

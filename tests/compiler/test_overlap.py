@@ -1,0 +1,53 @@
+"""Cube/Vector overlap (skewed loops) and memory reuse, run on the emulator (strict: no race, flag
+error or deadlock) against torch. The per-pass FileCheck tests are in tests/ir/test_passes.py; the
+flags are mutation-tested in test_mutation.py (slow tier)."""
+
+import kernels
+import pytest
+
+import ascend_backend
+from ascend_backend.ir import Core, Route
+from ascend_backend.testing import run_case
+
+
+def test_two_way_loop_keeps_a_free_flag_for_a_tile_with_one_slot():
+    # S and the running max fill the UB: S crosses with one slot and a "free" flag, P with two.
+    case = kernels.two_way_case()
+    kernel, report, errors = run_case(case, "dav-3510")
+    s, p = kernel.program.launch.transfers
+    assert s.skewed and s.slots == 1 and s.free is not None and s.route is Route.ON_CHIP
+    assert p.skewed and p.slots == 2 and p.free is None
+    assert report.ok and max(errors) < 2e-2
+
+
+@pytest.mark.parametrize("arch", ["dav-3510", "dav-c220"])
+def test_two_way_loop_skews_through_the_workspace_too(arch):
+    # dav-c220 carries both tiles through GM: a workspace copy per step in turn, no "free" flag.
+    case = kernels.two_way_case(M=64, N=256, bM=64, bN=128)
+    kernel, report, errors = run_case(case, arch)
+    lc = kernel.program.launch
+    assert all(t.skewed and t.slots == 2 and t.free is None for t in lc.transfers)
+    if arch == "dav-c220":
+        assert all(t.route is Route.WORKSPACE for t in lc.transfers)
+    assert report.ok and max(errors) < 2e-2
+
+
+def test_reuse_across_pipes_runs_race_free():
+    # x, y and u (64 KB each) in dav-c220's 184 KB UB: u takes a dead tile's bytes.
+    kernel, report, errors = run_case(kernels.tight_ub_case(), "dav-c220")
+    mm = {r["buffer"]: r for r in kernel.memory_map()}
+    assert any(mm[n]["shares"] for n in "xyu")
+    assert any("shared bytes" in r["kind"] for r in kernel.sync_table())
+    assert report.ok and max(errors) == 0.0
+
+
+def test_memory_map_of_a_skewed_flash_attention_names_what_shares():
+    import attention
+
+    k = ascend_backend.compile(attention.flashattn(1, 1, 256, 256, 128, False, 128, 64, 2),
+                               target={"kind": "ascendc", "arch": "dav-3510"}, runtime="emulator")
+    rows = {r["buffer"]: r for r in k.memory_map()}
+    assert rows["AIV:O_shared"]["shares"], "the output tile reuses the bytes of a loop temporary"
+    assert all(not rows[f"AIV:{t.target}"]["shares"] for t in k.program.launch.transfers
+               if t.direction.value == "cube->vector")  # tiles the Cube writes in place share nothing
+    assert k.program.launch.kernels[Core.AIV].memory_used
