@@ -77,6 +77,27 @@ def test_pipelined_flags_are_all_needed(arch, name, capsys):
                                        ("dav-3510", "gemm_tiles"), ("dav-3510", "scaled_a"),
                                        ("dav-3510", "flash_attention_causal"), ("dav-c220", "flash_attention_causal"),
                                        ("dav-3510", "two_way_free")])
+# Deletions known not to matter in skewed loops: a part's slot-indexed WAR/WAW flag from step k to
+# step k + 2 is implied by the cross-core round trip of step k (e.g. the Cube's Fixpipe of S(k) is
+# done once the Vectors sent P(k) back, which the Cube waits for in part B(k), before A(k + 2)), and
+# after the loop the last trip's flags order what follows. insert_sync does not prove chains through
+# the other part and the other core yet, so it keeps these flags (each costs a Set and a Wait). Exact
+# lists: a flag leaving or joining them fails the test.
+KNOWN_REDUNDANT = {
+    ("dav-3510", "flash_attention_causal"): {
+        "AIC: flag #4 M_MTE1(0..1 by k % 2) on Q_shared_l0a", "AIC: flag #5 FIX_M(0..1 by k % 2) on acc_s",
+        "AIC: flag #10 M_MTE1(2..3 by k_b % 2) on acc_s_cast_l0a", "AIC: flag #11 FIX_M(2..3 by k_b % 2) on acc_o",
+        "AIV: flag #1 MTE3_V(0..1 by k % 2) on acc_s_cast"},
+    ("dav-c220", "flash_attention_causal"): {
+        "AIC: flag #3 MTE1_MTE2(0..1 by k % 2) on K_shared", "AIC: flag #4 M_MTE1(0..1 by k % 2) on Q_shared_l0a",
+        "AIC: flag #5 FIX_M(0..1 by k % 2) on acc_s", "AIC: flag #10 M_MTE1(2..3 by k_b % 2) on acc_s_cast_l0a",
+        "AIC: flag #11 FIX_M(2..3 by k_b % 2) on acc_o", "AIV: flag #2 V_MTE2(0..1 by k % 2) on acc_s_part",
+        "AIV: flag #3 MTE3_V(0..1 by k % 2) on acc_s_cast", "AIV: flag #5 V_MTE2(2..3 by k_b % 2) on acc_o_part",
+        "AIV: PipeBarrier<PIPE_V> #17"},
+    ("dav-3510", "two_way_free"): {"AIV: flag #1 V_MTE3(0) on run"},
+}
+
+
 def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
     import attention
     import gemm_epilogue
@@ -89,12 +110,18 @@ def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
     elif name == "two_way_free":
         case = kernels.two_way_case()
     else:
-        case = attention.case(heads=1, seq_kv=128, is_causal=name.endswith("causal"))
+        # causal: 3 and 4 steps per block, so a slot is reused (2 steps would never reuse one)
+        seq_kv = 256 if name.endswith("causal") else 128
+        case = attention.case(heads=1, seq_kv=seq_kv, is_causal=name.endswith("causal"))
     res = run_mutations(case, arch)
     with capsys.disabled():
         print(f"\n[mutation] {name}: {res.line()}")
     assert any(k.startswith("cross-core") for k in res.how), "no cross-core flag was mutated"
     if name in ("gemm_tiles", "scaled_a", "two_way_free"):
         assert any(k.startswith("cross-core") and "(free," in k for k in res.how), "no 'free' flag was mutated"
-    assert not res.unneeded, f"{len(res.unneeded)} deletions not caught:\n  " + "\n  ".join(res.unneeded)
-    assert res.caught == res.deleted > 0
+    known = KNOWN_REDUNDANT.get((arch, name), set())
+    unneeded = {":".join(u.split(":")[:2]) for u in res.unneeded}  # "core: flag #n ... on buffer"
+    assert unneeded == known, (f"deletions not caught (beyond the known redundant ones):\n  "
+                               + "\n  ".join(sorted(unneeded - known)) + "\nknown, now caught:\n  "
+                               + "\n  ".join(sorted(known - unneeded)))
+    assert res.caught == res.deleted - len(known) > 0
