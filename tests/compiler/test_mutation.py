@@ -68,15 +68,6 @@ def test_pipelined_flags_are_all_needed(arch, name, capsys):
     assert res.caught == res.deleted > 0
 
 
-# dav-3510's on-chip routes (L0C -> UB, UB -> L1, mode-4 flags, "free" flags per AIV) on FlashAttention
-# and on the two kernels whose crossing tile needs a "free" flag; dav-c220's workspace "free" flag on one.
-# FlashAttention's loop is skewed (Cube/Vector overlap): its flags by step, causal too; two_way_free is
-# a skewed loop whose S tile has one slot and a "free" flag.
-@pytest.mark.parametrize("arch,name", [("dav-c220", "gemm_epilogue"), ("dav-c220", "flash_attention"),
-                                       ("dav-3510", "flash_attention"), ("dav-c220", "gemm_tiles"),
-                                       ("dav-3510", "gemm_tiles"), ("dav-3510", "scaled_a"),
-                                       ("dav-3510", "flash_attention_causal"), ("dav-c220", "flash_attention_causal"),
-                                       ("dav-3510", "two_way_free")])
 # Deletions known not to matter in skewed loops: a part's slot-indexed WAR/WAW flag from step k to
 # step k + 2 is implied by the cross-core round trip of step k (e.g. the Cube's Fixpipe of S(k) is
 # done once the Vectors sent P(k) back, which the Cube waits for in part B(k), before A(k + 2)), and
@@ -98,6 +89,15 @@ KNOWN_REDUNDANT = {
 }
 
 
+# dav-3510's on-chip routes (L0C -> UB, UB -> L1, mode-4 flags, "free" flags per AIV) on FlashAttention
+# and on the two kernels whose crossing tile needs a "free" flag; dav-c220's workspace "free" flag on one.
+# FlashAttention's loop is skewed (Cube/Vector overlap): its flags by step, causal too; two_way_free is
+# a skewed loop whose S tile has one slot and a "free" flag.
+@pytest.mark.parametrize("arch,name", [("dav-c220", "gemm_epilogue"), ("dav-c220", "flash_attention"),
+                                       ("dav-3510", "flash_attention"), ("dav-c220", "gemm_tiles"),
+                                       ("dav-3510", "gemm_tiles"), ("dav-3510", "scaled_a"),
+                                       ("dav-3510", "flash_attention_causal"), ("dav-c220", "flash_attention_causal"),
+                                       ("dav-3510", "two_way_free")])
 def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
     import attention
     import gemm_epilogue
@@ -121,7 +121,7 @@ def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
         assert any(k.startswith("cross-core") and "(free," in k for k in res.how), "no 'free' flag was mutated"
     known = KNOWN_REDUNDANT.get((arch, name), set())
     unneeded = {":".join(u.split(":")[:2]) for u in res.unneeded}  # "core: flag #n ... on buffer"
-    assert unneeded == known, (f"deletions not caught (beyond the known redundant ones):\n  "
+    assert unneeded == known, ("deletions not caught (beyond the known redundant ones):\n  "
                                + "\n  ".join(sorted(unneeded - known)) + "\nknown, now caught:\n  "
                                + "\n  ".join(sorted(known - unneeded)))
     assert res.caught == res.deleted - len(known) > 0
