@@ -472,6 +472,7 @@ class ParallelLowerer:
         self.rows = self.shape[0] if len(self.shape) == 2 else 1
         self.cols = self.shape[-1]
         self.pre: list = []
+        self.index_cache: dict = {}  # (loop index position, dtype) -> UB vector of its values
 
     # -- access patterns
     def _pattern(self, load) -> str:
@@ -759,6 +760,13 @@ class ParallelLowerer:
         compared as float32 (exact for integers up to 2^24), as the Compare of both arches takes
         float16 and float32 in every mode."""
         dt = str(ea.dtype)
+        if "int" in dt:
+            affine = self._affine(ea - eb)
+            if affine is not None:
+                # sum(c_k * index_k) + c0 OP 0, compared as  sum(c_k * index_k) OP -c0
+                f, c0 = affine
+                ea, eb = f, _to_f32(-c0, self) if not isinstance(c0, tirx.IntImm) else tirx.FloatImm(
+                    "float32", -float(c0.value))
         if dt not in ("float16", "float32"):
             ea, eb = _to_f32(ea, self), _to_f32(eb, self)
             dt = "float32"
@@ -780,6 +788,30 @@ class ParallelLowerer:
             self.vec.release(s0)
             self.vec.release(s1)
         return m
+
+    def _affine(self, e) -> tuple | None:
+        """``e`` (an integer expression) as (f, c0): f a sum of coefficient x loop index with the
+        coefficients independent of the domain, c0 the rest; None when ``e`` is not of that form
+        (loads of tiles, division)."""
+        from tvm import arith
+
+        ana = arith.Analyzer()
+        coef = arith.detect_linear_equation(ana.simplify(e), self.vars)
+        if len(coef) != len(self.vars) + 1 or any(self._uses_domain(c) for c in coef):
+            return None
+        f = None
+        for c, v in zip(coef[:-1], self.vars, strict=True):
+            c = ana.simplify(c)
+            if isinstance(c, tirx.IntImm) and int(c.value) == 0:
+                continue
+            term = v if isinstance(c, tirx.IntImm) and int(c.value) == 1 else c * v
+            if isinstance(c, tirx.IntImm) and int(c.value) == -1 and f is not None:
+                f = f - v
+                continue
+            f = term if f is None else f + term
+        if f is None:
+            return None
+        return f, ana.simplify(coef[-1])
 
     def _cmp_operand(self, o: Opnd, dt: DType, ncmp: int) -> str:
         """``o`` as a tile of at least ``ncmp`` elements (a Compare reads whole 256-byte repeats):
@@ -804,10 +836,13 @@ class ParallelLowerer:
             raise UnsupportedError(f"the loop index '{v}' used as a {dt} value", loc=self.loc,
                                    hint="cast it to int32, float32 or float16")
         kind = "tile" if len(self.vars) == 1 else ("row" if k == 0 else "col")
-        t = self.vec.temp(self._kind_shape(kind), dt)
-        n = self.rows if kind == "row" else self.cols
-        self.pre.append(VecIndex(dst=t.name, first=scalar_literal(0, dt), count=n, dtype=dt, loc=self.loc))
-        return Opnd(kind, str(dt), buffer=t.name, temp=True)
+        key = (k, dt)
+        if key not in self.index_cache:  # made once per T.Parallel, freed at its end
+            t = self.vec.temp(self._kind_shape(kind), dt)
+            n = self.rows if kind == "row" else self.cols
+            self.pre.append(VecIndex(dst=t.name, first=scalar_literal(0, dt), count=n, dtype=dt, loc=self.loc))
+            self.index_cache[key] = t.name
+        return Opnd(kind, str(dt), buffer=self.index_cache[key], temp=False)
 
     def _dest(self, out: str | None, kind: str, dtype: str) -> str:
         if out is not None and self.buffers[out].dtype == dtype and self._kind_shape(kind) == self.buffers[out].shape:
@@ -874,6 +909,8 @@ class ParallelLowerer:
                 ops.extend(self._store(st))
             else:
                 ops.extend(self._store(st, atomic=ps.atomic))
+        for name in self.index_cache.values():
+            self.vec.release(name)
         return ops
 
     def _reduce_store(self, st, buf: Buffer, pattern: str) -> list:
