@@ -205,11 +205,11 @@ def test_cumsum_over_rows_is_vector_and_along_rows_is_scalar():
 def test_strided_gm_columns_go_through_one_block_per_element():
     b = ProgramBuilder("col", "dav-3510")
     G = b.tensor("G", (128, 4), "float32")
-    I = b.tensor("I", (128, 4), "int32")
+    Ii = b.tensor("I", (128, 4), "int32")
     g, ii = b.tile("g", (1, 32), "float32"), b.tile("ii", (32,), "int32")
     with b.launch([4, 4]) as (bs, bh):
         b.copy(G.window(bs * 32, bh, extents=(32, 1)), g)
-        b.copy(I.window(bs * 32, bh, extents=(32, 1)), ii)
+        b.copy(Ii.window(bs * 32, bh, extents=(32, 1)), ii)
         b.copy(g, G.window(bs * 32, bh, extents=(32, 1)))
     filecheck(after(b.build(), "lower_tile_ops"), """
         CHECK: [MTE2] copy_gm_to_ub DataCopyPad G -> tmp

@@ -131,7 +131,7 @@ def test_topk(arch):
 
 def test_reductions_over_columns_abs_bf16_int32(arch):
     @T.prim_func
-    def red(A: T.Tensor((32, 96), "float32"), Bb: T.Tensor((32, 96), "bfloat16"), I: T.Tensor((32, 96), "int32"),
+    def red(A: T.Tensor((32, 96), "float32"), Bb: T.Tensor((32, 96), "bfloat16"), Ii: T.Tensor((32, 96), "int32"),
             cs: T.Tensor((96,), "float32"), cm: T.Tensor((96,), "float32"), ra: T.Tensor((32,), "float32"),
             rb: T.Tensor((32,), "bfloat16"), ri: T.Tensor((32,), "int32"), rm: T.Tensor((32,), "float32")):
         with T.Kernel(1):
@@ -146,7 +146,7 @@ def test_reductions_over_columns_abs_bf16_int32(arch):
             r4 = T.alloc_fragment((32,), "float32")
             T.copy(A[0, 0], x)
             T.copy(Bb[0, 0], xb)
-            T.copy(I[0, 0], xi)
+            T.copy(Ii[0, 0], xi)
             T.reduce_sum(x, c1, dim=0)
             T.reduce_max(x, c2, dim=0)
             T.reduce_abssum(x, r1, dim=1)
@@ -299,7 +299,7 @@ def flash_attention(batch, heads, seq, dim, groups=1, bM=32, bN=64, layout="bhsd
 
     @T.prim_func
     def main(Q: T.Tensor(q_shape, "float16"), K: T.Tensor(kv_shape, "float16"), V: T.Tensor(kv_shape, "float16"),
-             O: T.Tensor(q_shape, "float16")):
+             Out: T.Tensor(q_shape, "float16")):
         with T.Kernel(T.ceildiv(seq, bM), heads, batch) as (bx, by, bz):
             Qs = T.alloc_shared([bM, dim], "float16")
             Ks = T.alloc_shared([bN, dim], "float16")
@@ -340,7 +340,7 @@ def flash_attention(batch, heads, seq, dim, groups=1, bM=32, bN=64, layout="bhsd
                 T.gemm(acc_c, Vs, acc_o)
             for i, j in T.Parallel(bM, dim):
                 acc_o[i, j] /= ls[i]
-            T.copy(acc_o, win(O, bz, by, bx * bM, (bx + 1) * bM))
+            T.copy(acc_o, win(Out, bz, by, bx * bM, (bx + 1) * bM))
 
     return main
 
@@ -372,7 +372,7 @@ def test_decoding_with_a_uint8_mask(arch):
     @T.prim_func
     def decode(Q: T.Tensor([B, HKV * G, D], "float16"), K: T.Tensor([B, S, HKV, D], "float16"),
                V: T.Tensor([B, S, HKV, D], "float16"), mask: T.Tensor([B, S, HKV], "uint8"),
-               O: T.Tensor([B, HKV * G, D], "float16")):
+               Out: T.Tensor([B, HKV * G, D], "float16")):
         with T.Kernel(B, HKV) as (bid, hid):
             Qs = T.alloc_shared([G, D], "float16")
             Ks = T.alloc_shared([bN, D], "float16")
@@ -416,7 +416,7 @@ def test_decoding_with_a_uint8_mask(arch):
                 T.gemm(acc_c, Vs, acc_o)
             for i, j in T.Parallel(G, D):
                 acc_o[i, j] /= ls[i]
-            T.copy(acc_o, O[bid, hid * G:(hid + 1) * G, :])
+            T.copy(acc_o, Out[bid, hid * G:(hid + 1) * G, :])
 
     q, o = torch.randn(B, HKV * G, D).half(), torch.zeros(B, HKV * G, D).half()
     k, v = torch.randn(B, S, HKV, D).half(), torch.randn(B, S, HKV, D).half()
@@ -441,7 +441,7 @@ def test_attention_sink_with_a_sliding_window(arch):
 
     @T.prim_func
     def sink(Q: T.Tensor(shape, "float16"), K: T.Tensor(shape, "float16"), V: T.Tensor(shape, "float16"),
-             O: T.Tensor(shape, "float16"), Sinks: T.Tensor([H], "float16")):
+             Out: T.Tensor(shape, "float16"), Sinks: T.Tensor([H], "float16")):
         with T.Kernel(T.ceildiv(S, bM), H, 1) as (bx, by, bz):
             Qs = T.alloc_shared([bM, D], "float16")
             Ks = T.alloc_shared([bN, D], "float16")
@@ -492,7 +492,7 @@ def test_attention_sink_with_a_sliding_window(arch):
                 ls[i] += T.exp2(sinks[i] * 1.44269504 - m[i] * scale)
             for i, j in T.Parallel(bM, D):
                 acc_o[i, j] /= ls[i]
-            T.copy(acc_o, O[bz, by, bx * bM:(bx + 1) * bM, :])
+            T.copy(acc_o, Out[bz, by, bx * bM:(bx + 1) * bM, :])
 
     q, k, v = (torch.randn(1, H, S, D).half() for _ in range(3))
     sinks, o = torch.randn(H).half(), torch.zeros(1, H, S, D).half()
