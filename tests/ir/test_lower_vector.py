@@ -221,3 +221,20 @@ def test_strided_gm_columns_go_through_one_block_per_element():
         CHECK: [V] vec_brcb Brcb g
         CHECK-NEXT: [MTE3] copy_ub_to_gm DataCopyPad tmp
     """)
+
+
+def test_split_rows_refuses_to_combine_rows_split_between_the_aivs():
+    b = ProgramBuilder("mm_colsum", "dav-c220")
+    A, B = b.tensor("A", (64, 64), "float16"), b.tensor("B", (64, 64), "float16")
+    C = b.tensor("C", (64,), "float32")
+    a, w = b.tile("a", (64, 64), "float16"), b.tile("w", (64, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    s = b.tile("s", (64,), "float32")
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.copy(B[0, 0], w)
+        b.gemm(a, w, c, clear=True)
+        b.reduce("sum", c, s, dim=0)
+        b.copy(s, C[0])
+    with pytest.raises(UnsupportedError, match="over dim 0 of 'c' combines the rows"):
+        after(b.build(), "split_rows")
