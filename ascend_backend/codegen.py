@@ -426,7 +426,12 @@ def _short_loc(loc) -> str:
 def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
     pad = "    " * indent
     for s in items:
-        if isinstance(s, Loop):
+        if isinstance(s, Loop) and s.kind is LoopKind.WHILE:
+            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+            out.append(f"{pad}while ({cexpr(s.cond)}) {{{note}")
+            _body(s.body, indent + 1, kernel, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, Loop):
             v = cname(s.var)
             note = f"  // {_short_loc(s.loc)}" if s.loc else ""
             stages = f" (pipelined, {s.num_stages} stages)" if s.kind is LoopKind.PIPELINED else ""

@@ -488,11 +488,11 @@ class TileLowerer:
     # ------------------------------------------------------------ cross-core (from route)
     def lower_cc_set(self, s: CrossCoreSet) -> list:
         return [CrossCoreSetOp(flag=s.flag, on=s.pipe, reason=s.reason, mode=s.mode, sub=s.sub, orders=s.orders,
-                               loc=s.loc)]
+                               transfer=s.transfer, loc=s.loc)]
 
     def lower_cc_wait(self, s: CrossCoreWait) -> list:
         return [CrossCoreWaitOp(flag=s.flag, on=s.pipe, reason=s.reason, mode=s.mode, sub=s.sub, orders=s.orders,
-                                loc=s.loc)]
+                                transfer=s.transfer, loc=s.loc)]
 
     def lower_copy_to_peer_ub(self, s: CopyToPeerUb) -> list:
         """dav-3510: Fixpipe one AIV's half of the rows of an accumulator straight into that AIV's UB."""

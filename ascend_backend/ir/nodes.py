@@ -287,8 +287,8 @@ class Stmt:
 
 @dataclass
 class Loop(Stmt):
-    """``for var in range(start, start + extent * step, step)``; ``slots`` (from multi_buffer)
-    maps a rotating buffer to its slot count."""
+    """``for var in range(start, start + extent * step, step)``, or with kind WHILE ``while cond:``
+    (var and extent None); ``slots`` (from multi_buffer) maps a rotating buffer to its slot count."""
 
     var: Any
     extent: Expr
@@ -298,6 +298,7 @@ class Loop(Stmt):
     slots: dict = field(default_factory=dict)
     start: Expr = 0
     step: int = 1
+    cond: Expr = None
 
 
 @dataclass
@@ -490,6 +491,7 @@ class CrossCoreSet(Stmt):
     mode: int = 2
     sub: int | None = None
     orders: str | None = None
+    transfer: int | None = None  # the Transfer it signals (flag ids may be shared)
 
 
 @dataclass
@@ -503,6 +505,7 @@ class CrossCoreWait(Stmt):
     mode: int = 2
     sub: int | None = None
     orders: str | None = None
+    transfer: int | None = None  # the Transfer it signals (flag ids may be shared)
 
 
 # -- Ascend ops (after lower_tile_ops): one class per template macro
@@ -1140,6 +1143,7 @@ class CrossCoreSetOp(AscOp):
     mode: int = 2
     sub: int | None = None
     orders: str | None = None
+    transfer: int | None = None
 
     macro: ClassVar[str] = "cross_core_set"
     pipe = property(lambda self: self.on)
@@ -1162,6 +1166,7 @@ class CrossCoreWaitOp(AscOp):
     mode: int = 2
     sub: int | None = None
     orders: str | None = None
+    transfer: int | None = None
 
     macro: ClassVar[str] = "cross_core_wait"
     pipe = property(lambda self: self.on)
