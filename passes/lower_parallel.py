@@ -126,9 +126,12 @@ _SCALAR_FORM = {VecBinary.ADD: VecScalarOp.ADDS, VecBinary.MUL: VecScalarOp.MULS
 class VectorEmitter:
     """Builds vector ops and manages UB temporaries."""
 
-    def __init__(self, buffers: dict, arch) -> None:
+    def __init__(self, buffers: dict, arch, compact: bool = False) -> None:
         self.buffers = buffers
         self.arch = arch
+        # compact: a node's result may overwrite its operand's temporary (fewer UB temporaries);
+        # the driver asks for it when the first plan does not fit the memory budget
+        self.compact = compact
         self.free: dict[tuple, list[str]] = {}
         self.n = 0
 
@@ -598,9 +601,9 @@ class ParallelLowerer:
                 if src.kind == "scalar":
                     raise UnsupportedError(f"{fname} of a scalar inside T.Parallel", loc=self.loc,
                                            hint="compute it outside the loop")
-                dst = self._dest(out, src.kind, dtype)
+                dst = self._dest(out, src.kind, dtype, src)
                 self.pre.extend(self.vec.unary(_UNARY[fname], dst, src.buffer, self.loc))
-                self._free(src)
+                self._free(src, keep=dst)
                 return Opnd(src.kind, dtype, buffer=dst, temp=dst != out)
             raise UnsupportedError(
                 f"function T.{fname} is not supported inside T.Parallel on the ascendc target", loc=self.loc,
@@ -844,16 +847,25 @@ class ParallelLowerer:
             self.index_cache[key] = t.name
         return Opnd(kind, str(dt), buffer=self.index_cache[key], temp=False)
 
-    def _dest(self, out: str | None, kind: str, dtype: str) -> str:
+    def _dest(self, out: str | None, kind: str, dtype: str, *operands: Opnd) -> str:
+        """Where a node's result goes: ``out`` when it has the result's shape and dtype; in compact
+        mode the temporary of an operand of the same kind and dtype (it is dead after this node,
+        and an element-wise instruction may write over its source); else a fresh temporary."""
         if out is not None and self.buffers[out].dtype == dtype and self._kind_shape(kind) == self.buffers[out].shape:
             return out
+        if self.vec.compact:
+            for o in operands:
+                if o.temp and o.buffer and o.kind == kind and str(o.dtype) == str(dtype) and \
+                        self.buffers[o.buffer].shape == self._kind_shape(kind):
+                    return o.buffer
         return self.vec.temp(self._kind_shape(kind), dtype).name
 
     def _kind_shape(self, kind: str) -> tuple:
         return {"tile": self.shape, "row": (self.rows,), "col": (self.cols,)}[kind]
 
-    def _free(self, o: Opnd) -> None:
-        if o.temp and o.buffer:
+    def _free(self, o: Opnd, keep: str | None = None) -> None:
+        """Release ``o``'s temporary, unless it became the result ``keep``."""
+        if o.temp and o.buffer and o.buffer != keep:
             self.vec.release(o.buffer)
 
     def _binary(self, name: str, ea, eb, dtype: str, out: str | None) -> Opnd:
@@ -864,7 +876,7 @@ class ParallelLowerer:
         # tile-with-scalar: the scalar forms Adds/Muls/Maxs/Mins.
         if b.kind == "scalar" or a.kind == "scalar":
             t, s, scalar_first = (a, b, False) if b.kind == "scalar" else (b, a, True)
-            dst = self._dest(out, t.kind, dtype)
+            dst = self._dest(out, t.kind, dtype, t)
             if name in _SCALAR_FORM:
                 self.pre.extend(self.vec.scalar_op(_SCALAR_FORM[name], dst, t.buffer, s.expr, self.loc))
             elif name is VecBinary.SUB and not scalar_first:
@@ -882,18 +894,19 @@ class ParallelLowerer:
                 x, y = (tmp.name, t.buffer) if scalar_first else (t.buffer, tmp.name)
                 self.pre.extend(self.vec.binary(name, dst, x, y, self.loc))
                 self.vec.release(tmp)
-            self._free(t)
+            self._free(t, keep=dst)
             return Opnd(t.kind, dtype, buffer=dst, temp=dst != out)
         if a.kind == b.kind:
-            dst = self._dest(out, a.kind, dtype)
+            dst = self._dest(out, a.kind, dtype, a, b)
             self.pre.extend(self.vec.binary(name, dst, a.buffer, b.buffer, self.loc))
-            self._free(a)
-            self._free(b)
+            self._free(a, keep=dst)
+            if b.buffer != a.buffer:
+                self._free(b, keep=dst)
             return Opnd(a.kind, dtype, buffer=dst, temp=dst != out)
-        dst = self._dest(out, "tile", dtype)
+        dst = self._dest(out, "tile", dtype, a, b)
         self.pre.extend(self.vec.broadcast_binary(name, dst, a, b, self.rows, self.cols, self.loc))
-        self._free(a)
-        self._free(b)
+        self._free(a, keep=dst)
+        self._free(b, keep=dst)
         return Opnd("tile", dtype, buffer=dst, temp=dst != out)
 
     # -- statements

@@ -144,11 +144,11 @@ PINGPONG = ("_ping", "_pong")
 
 
 class TileLowerer:
-    def __init__(self, kernel: Kernel, arch) -> None:
+    def __init__(self, kernel: Kernel, arch, compact_temps: bool = False) -> None:
         self.kernel = kernel
         self.buffers = kernel.copy_buffers()
         self.arch = arch
-        self.vec = VectorEmitter(self.buffers, arch)
+        self.vec = VectorEmitter(self.buffers, arch, compact=compact_temps)
         self.loop_stack: list = []
         self.pending_clear: dict[str, int] = {}  # L0C buffer -> loop depth at T.clear
         self.valid_extents: dict[str, tuple] = {}  # L1 buffer -> (valid rows, valid cols, global shape, loc)
@@ -694,9 +694,11 @@ def resolve_cross_core_pipes(body: list) -> list:
     return out
 
 
-def lower_tile_ops(program: Program) -> Program:
-    """Lower tile ops to pipe-tagged Ascend ops in every kernel."""
-    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch).run())
+def lower_tile_ops(program: Program, compact_temps: bool = False) -> Program:
+    """Lower tile ops to pipe-tagged Ascend ops in every kernel. ``compact_temps``: element-wise
+    results overwrite their operands' temporaries (the driver's second try when the first
+    lowering does not fit the memory budget)."""
+    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch, compact_temps).run())
     verify_lowered(out)
     return out
 

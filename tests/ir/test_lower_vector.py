@@ -238,3 +238,31 @@ def test_split_rows_refuses_to_combine_rows_split_between_the_aivs():
         b.copy(s, C[0])
     with pytest.raises(UnsupportedError, match="over dim 0 of 'c' combines the rows"):
         after(b.build(), "split_rows")
+
+
+def test_compact_lowering_writes_results_over_their_operands_temporaries():
+    def program():
+        b = ProgramBuilder("chain", "dav-c220")
+        X, V = b.tensor("X", (16, 64), "float32"), b.tensor("V", (16,), "float32")
+        x, y, v = b.tile("x", (16, 64), "float32"), b.tile("y", (16, 64), "float32"), b.tile("v", (16,), "float32")
+        with b.launch([1]):
+            b.copy(X[0, 0], x)
+            b.copy(V[0], v)
+            b.parallel((16, 64), lambda i, j: [(y, (i, j), (x.load(i, j) * 0.5 - v.load(i)) * 0.25 + x.load(i, j))])
+            b.copy(y, X[0, 0])
+        return b.build()
+
+    from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+    from test_passes import upto
+
+    from ascend_backend.ir.printer import print_program
+
+    first = after(program(), "lower_tile_ops")
+    assert "tmp3_float32" in first  # x * 0.5, then the broadcast Sub in a second tile temporary
+    compact = print_program(lower_tile_ops(upto(program(), "assign_layout"), compact_temps=True))
+    filecheck(compact, """
+        CHECK: [V] vec_scalar Muls x, 0.5 -> tmp1_float32
+        CHECK: [V] vec_binary_bcast Sub tmp1_float32(tile), v(row) -> tmp1_float32
+        CHECK-NEXT: [V] vec_scalar Muls tmp1_float32, 0.25 -> tmp1_float32
+        CHECK-NEXT: [V] vec_binary Add tmp1_float32, x -> y
+    """)

@@ -11,6 +11,10 @@ import torch
 import torch.nn.functional as F
 
 import ascend_backend
+from ascend_backend.arch import get_arch
+from ascend_backend.errors import MemoryBudgetError
+from ascend_backend.frontend import import_primfunc
+from ascend_backend.pipeline import passes
 
 
 def run(func, args, arch):
@@ -502,3 +506,30 @@ def test_attention_sink_with_a_sliding_window(arch):
     s = s.masked_fill(~((qi >= ki) & (qi < ki + Wn)), float("-inf"))
     p = F.softmax(torch.cat([s, sinks.float().view(1, H, 1, 1).expand(1, H, S, 1)], -1), -1)[..., :-1]
     torch.testing.assert_close(o.float(), p @ v.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_a_kernel_over_the_ub_budget_gets_a_compact_second_lowering(arch):
+    """Two tiles and an expression whose first lowering needs two tile-sized temporaries: over UB.
+    The driver lowers again with results overwriting their operands' temporaries (one temporary),
+    which fits; the kernel runs right."""
+    R = 64 if arch == "dav-3510" else 48  # 4 tiles of R KB do not fit UB, 3 do
+
+    @T.prim_func
+    def big(X: T.Tensor((R, 256), "float32"), Vv: T.Tensor((R,), "float32"), Y: T.Tensor((R, 256), "float32")):
+        with T.Kernel(1):
+            x = T.alloc_fragment((R, 256), "float32")
+            y = T.alloc_fragment((R, 256), "float32")
+            v = T.alloc_fragment((R,), "float32")
+            T.copy(X[0, 0], x)
+            T.copy(Vv[0], v)
+            for i, j in T.Parallel(R, 256):
+                y[i, j] = T.exp((x[i, j] * 0.5 - v[i]) * 0.25) + x[i, j]
+            T.copy(y, Y[0, 0])
+
+    with pytest.raises(MemoryBudgetError):  # the first lowering alone does not fit
+        p = import_primfunc(big, get_arch(arch))
+        for _, fn in passes():
+            p = fn(p)
+    x, v, y = torch.randn(R, 256), torch.randn(R), torch.zeros(R, 256)
+    run(big, [x, v, y], arch)
+    torch.testing.assert_close(y, torch.exp((x * 0.5 - v[:, None]) * 0.25) + x, rtol=1e-5, atol=1e-5)
