@@ -358,7 +358,10 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": op.dst, "src": op.src, "count": op.count},
     VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src0": op.src0, "src1": op.src1,
                              "count": op.count},
-    VecCast: lambda op: {"dst": op.dst, "src": op.src, "mode": ROUND[op.mode], "count": op.count},
+    # bool tiles hold one byte per element: the Cast reads / writes them as uint8
+    VecCast: lambda op: {"dst": _as(op.dst, DType.UINT8 if op.dst_dtype is DType.BOOL else None),
+                         "src": _as(op.src, DType.UINT8 if op.src_dtype is DType.BOOL else None),
+                         "mode": ROUND[op.mode], "count": op.count},
     VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
     VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
                                 "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,

@@ -17,7 +17,7 @@ from ascend_backend.ir import Kernel, Layout, Program, Scope
 UB_PITCH_ELEMS = 16
 CUBE_DTYPES = (DType.FLOAT16, DType.BFLOAT16)
 VECTOR_DTYPES = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.INT32, DType.INT16, DType.UINT16, DType.UINT8,
-                 DType.INT8)
+                 DType.INT8, DType.BOOL)
 
 
 def assign_kernel_layouts(kernel: Kernel) -> Kernel:

@@ -178,7 +178,7 @@ class VectorEmitter:
             # A UB -> UB DataCopy runs on the vector pipe.
             return [VecCopy(dst=dst, src=src, count=self.count(dst), loc=loc)]
         half_types = (DType.FLOAT16, DType.BFLOAT16)
-        byte_ints = (DType.UINT8, DType.INT8)
+        byte_ints = (DType.UINT8, DType.INT8, DType.BOOL)
         if (s.dtype in byte_ints) != (d.dtype in byte_ints) and DType.FLOAT16 not in (s.dtype, d.dtype):
             # 8-bit integers convert to and from float16 only: go through it (exact for them).
             mid = self.temp(s.shape, DType.FLOAT16)
@@ -356,6 +356,7 @@ class VectorEmitter:
         return ops
 
 
+_CONDITIONS = (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE, tirx.And, tirx.Or, tirx.Not)
 # Element types CreateVecIndex takes on both arches.
 _INDEX_DTYPES = (DType.INT32, DType.FLOAT32, DType.FLOAT16, DType.INT16)
 
@@ -399,7 +400,7 @@ def identity(kind: ReduceKind, dt: DType) -> float:
 
 
 def cast_round_mode(src: DType, dst: DType) -> Rounding:
-    if dst in (DType.INT32, DType.INT16, DType.INT8, DType.UINT8):
+    if dst in (DType.INT32, DType.INT16, DType.INT8, DType.UINT8, DType.BOOL):
         return Rounding.TRUNC
     if src == DType.FLOAT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
         return Rounding.RINT
@@ -578,6 +579,16 @@ class ParallelLowerer:
             return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
         if isinstance(e, tirx.Var):
             return self._index(e, to_dtype(dtype))
+        if dtype == "bool" and isinstance(e, _CONDITIONS):
+            # a condition used as a value (stored into a bool / uint8 mask tile): 1 where it holds
+            mask = self._cond(e)
+            t = self.vec.temp(self.shape, DType.FLOAT16)
+            self.pre.extend(self.vec.duplicate(t.name, 1.0, self.loc))
+            self.pre.append(VecSelect(dst=t.name, mask=mask.name, src0=t.name, src1=None,
+                                      scalar=scalar_literal(0.0, DType.FLOAT16), count=self._n, dtype=DType.FLOAT16,
+                                      loc=self.loc))
+            self.vec.release(mask)
+            return Opnd("tile", "float16", buffer=t.name, temp=True)
         if isinstance(e, tirx.Cast) and isinstance(e.value, tirx.Var) and to_dtype(dtype) in _INDEX_DTYPES:
             return self._index(e.value, to_dtype(dtype))  # generated in the wanted type directly
         if isinstance(e, tirx.Cast):

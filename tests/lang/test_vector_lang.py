@@ -96,6 +96,37 @@ def test_causal_mask_still_uses_the_diagonal_fill(arch):
     assert "Select(" not in k.kernel_source and "Compare" not in k.kernel_source
 
 
+def test_bool_and_uint8_mask_tiles(arch):
+    """Mask tiles of one byte per element: a bool column mask and a uint8 one used as conditions
+    (`m[j]`, `u[j] != 0`), and a condition stored as a value into a bool tile."""
+
+    @T.prim_func
+    def masks8(A: T.Tensor((32, 64), "float32"), M: T.Tensor((64,), "bool"), U: T.Tensor((64,), "uint8"),
+               B: T.Tensor((32, 64), "float32"), Mo: T.Tensor((32, 64), "bool")):
+        with T.Kernel(1):
+            x = T.alloc_fragment((32, 64), "float32")
+            m = T.alloc_fragment((64,), "bool")
+            u = T.alloc_fragment((64,), "uint8")
+            mo = T.alloc_fragment((32, 64), "bool")
+            T.copy(A[0, 0], x)
+            T.copy(M[0], m)
+            T.copy(U[0], u)
+            for i, j in T.Parallel(32, 64):
+                mo[i, j] = x[i, j] > 0
+                x[i, j] = T.if_then_else(m[j], x[i, j], -1.0)
+                x[i, j] = T.if_then_else(u[j] != 0, x[i, j], -T.infinity("float32"))
+            T.copy(x, B[0, 0])
+            T.copy(mo, Mo[0, 0])
+
+    a, m, u = torch.randn(32, 64), torch.rand(64) > 0.5, (torch.rand(64) > 0.3).to(torch.uint8)
+    b, mo = torch.zeros(32, 64), torch.zeros(32, 64, dtype=torch.bool)
+    run(masks8, [a, m, u, b, mo], arch)
+    ref = torch.where(m[None, :], a, torch.tensor(-1.0))
+    ref = torch.where(u[None, :] != 0, ref, torch.tensor(-float("inf")))
+    torch.testing.assert_close(b, ref)
+    assert torch.equal(mo, a > 0)
+
+
 def test_topk(arch):
     """Top-k as TileLang's example writes it: the column index as a value in a select over an int32
     tile, an int32 row max, and a per-row column store into GM (a strided column)."""
