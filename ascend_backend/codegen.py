@@ -299,7 +299,8 @@ def _fixpipe_to_gm(op) -> dict:
     w = op.window
     return {"dst": _at(gm_tensor(op.gm), window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
             "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
-            "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false"}
+            "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
+            "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None}
 
 
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:

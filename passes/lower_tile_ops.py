@@ -220,7 +220,7 @@ class TileLowerer:
             self._check_full(s.src, src, s)
             self._check_full(s.dst, dst, s)
             return self.vec.binary(VecBinary.ADD, dst.name, dst.name, src.name, s.loc)
-        if s.atomic is not None and key != (Scope.UB, Scope.GM):
+        if s.atomic is not None and key not in ((Scope.UB, Scope.GM), (Scope.L0C, Scope.GM)):
             raise UnsupportedError(f"T.atomic_add from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not "
                                    "supported", loc=s.loc, hint="add a vector tile (UB) into a global tensor")
         if key == (Scope.UB, Scope.UB):
@@ -362,7 +362,7 @@ class TileLowerer:
                                    "float16, bfloat16 or float32", loc=s.loc)
         cls = FixpipeToGmArch3510 if self.arch.fixpipe_arch3510 else FixpipeToGmV220
         return cls(gm=gm.name, src=l0c.name, window=w, src_stride=l0c.rows, quant=quant, relu=False, dtype=gm.dtype,
-                   loc=s.loc)
+                   atomic=s.atomic, loc=s.loc)
 
     # ------------------------------------------------------------ fill
     def lower_fill(self, s: TileFill) -> list:

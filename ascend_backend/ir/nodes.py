@@ -717,6 +717,7 @@ class _FixpipeToGm(AscOp):
     quant: QuantMode
     relu: bool
     dtype: DType
+    atomic: AtomicOp | None = None
 
     pipe: ClassVar[Pipe] = Pipe.FIX
 
