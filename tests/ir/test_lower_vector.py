@@ -266,3 +266,48 @@ def test_compact_lowering_writes_results_over_their_operands_temporaries():
         CHECK-NEXT: [V] vec_scalar Muls tmp1_float32, 0.25 -> tmp1_float32
         CHECK-NEXT: [V] vec_binary Add tmp1_float32, x -> y
     """)
+
+
+def test_long_rows_broadcast_one_call_per_row():
+    b = ProgramBuilder("longbc", "dav-3510")
+    X = b.tensor("X", (2, 4096), "float32")
+    x, m = b.tile("x", (2, 4096), "float32"), b.tile("m", (2,), "float32")
+    with b.launch([1]):
+        b.copy(X[0, 0], x)
+        b.reduce("max", x, m)
+        b.parallel((2, 4096), lambda i, j: [(x, (i, j), x.load(i, j) - m.load(i))])
+        b.copy(x, X[0, 0])
+    filecheck(after(b.build(), "lower_tile_ops"), """
+        CHECK: [V] vec_fold_rows Max
+        CHECK: [V] vec_brcb Brcb m
+        CHECK-NEXT: [V] vec_binary_bcast_rows Sub x(tile), m(row) -> x
+        CHECK-SAME: rows=2 cols=4096
+    """)
+
+
+def test_uint8_mask_is_cast_through_half_and_a_condition_can_be_stored_as_bool():
+    b = ProgramBuilder("m8", "dav-c220")
+    X, U = b.tensor("X", (32, 64), "float32"), b.tensor("U", (64,), "uint8")
+    Mo = b.tensor("Mo", (32, 64), "bool")
+    x, u, mo = b.tile("x", (32, 64), "float32"), b.tile("u", (64,), "uint8"), b.tile("mo", (32, 64), "bool")
+    with b.launch([1]):
+        b.copy(X[0, 0], x)
+        b.copy(U[0], u)
+        b.parallel((32, 64), lambda i, j: [
+            (x, (i, j), _ite(tirx.NE(u.load(j), tirx.const(0, "uint8")), x.load(i, j), NEG_INF)),
+            (mo, (i, j), x.load(i, j) > 0.0)])
+        b.copy(x, X[0, 0])
+        b.copy(mo, Mo[0, 0])
+    filecheck(after(b.build(), "lower_tile_ops"), """
+        CHECK: [V] vec_cast Cast u (uint8) -> tmp{{h}}
+        CHECK-NEXT: [V] vec_cast Cast tmp
+        CHECK-SAME: (float32)
+        CHECK: [V] vec_compare Compares
+        CHECK-SAME: NE
+        CHECK: [V] vec_select Select x =
+        CHECK: [V] vec_compare Compares x GT
+        CHECK: [V] vec_select Select tmp
+        CHECK-SAME: dtype=float16
+        CHECK: [V] vec_cast Cast tmp
+        CHECK-SAME: -> mo (bool)
+    """.replace("{{h}}", ""))
