@@ -96,6 +96,7 @@ def test_causal_mask_still_uses_the_diagonal_fill(arch):
     assert "Select(" not in k.kernel_source and "Compare" not in k.kernel_source
 
 
+@pytest.mark.slow
 def test_bool_and_uint8_mask_tiles(arch):
     """Mask tiles of one byte per element: a bool column mask and a uint8 one used as conditions
     (`m[j]`, `u[j] != 0`), and a condition stored as a value into a bool tile."""
@@ -208,6 +209,7 @@ def test_reductions_over_columns_abs_bf16_int32(arch):
     torch.testing.assert_close(outs[5], a.abs().max(1).values)
 
 
+@pytest.mark.slow
 def test_online_softmax_over_long_rows(arch):
     """Softmax over rows of 8192 bytes (fp16 x 4096) and more (their fp32 exponentials): a repeat
     stride cannot step from one such row to the next, so each row is one call whose column chunks
@@ -236,6 +238,7 @@ def test_online_softmax_over_long_rows(arch):
     assert "BinaryRepeatParams{1, 1, 1, 0, 8, 0}" in k.kernel_source  # chunks folded as repeats
 
 
+@pytest.mark.slow
 def test_gemv_with_a_reducer_and_a_column_reducer(arch):
     """`T.alloc_reducer` accumulating `r[i] += a[i, j] * x[j]` (a reduction over j), and a column
     reducer `c[j] += a[i, j]` (a reduction over i, dim 0)."""
@@ -271,7 +274,7 @@ def test_gemv_with_a_reducer_and_a_column_reducer(arch):
 # ------------------------------------------------------------------ cumsum, columns
 
 
-@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("reverse", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_chunked_cumsum_over_strided_columns(arch, reverse):
     """Chunk-local cumsum as the GDN example writes it: a column of G[b, s0:s1, h] (elements H apart)
     into a [1, chunk] tile, T.cumsum along it, and back."""
