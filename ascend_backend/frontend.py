@@ -478,7 +478,7 @@ class _Importer:
         if op == "reduce":
             kind = str(a[2].value) if hasattr(a[2], "value") else str(a[2])
             if kind not in {k.value for k in ReduceKind}:
-                raise UnsupportedError(f"T.reduce_{kind} is not supported (sum, max, min are)", loc=loc)
+                raise UnsupportedError(f"T.reduce_{kind} is not supported (sum, max, min, abssum, absmax are)", loc=loc)
             return [TileReduce(src=self._region(a[0], loc), dst=self._region(a[1], loc), kind=ReduceKind(kind),
                                dim=int(a[3]), clear=bool(a[4]), loc=loc)]
         # gemm: A, B, C, trans_A, trans_B, M, N, K, policy, clear_accum, ...

@@ -16,7 +16,8 @@ from ascend_backend.ir import Kernel, Layout, Program, Scope
 
 UB_PITCH_ELEMS = 16
 CUBE_DTYPES = (DType.FLOAT16, DType.BFLOAT16)
-VECTOR_DTYPES = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.INT32)
+VECTOR_DTYPES = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.INT32, DType.INT16, DType.UINT16, DType.UINT8,
+                 DType.INT8, DType.BOOL)
 
 
 def assign_kernel_layouts(kernel: Kernel) -> Kernel:
@@ -63,6 +64,14 @@ def assign_kernel_layouts(kernel: Kernel) -> Kernel:
                 )
             b.layout = Layout.ND
             b.pitch = (b.cols + UB_PITCH_ELEMS - 1) // UB_PITCH_ELEMS * UB_PITCH_ELEMS
+            if b.elem_bytes == 1 and b.pitch % 32:
+                # 8-bit rows are padded to 32 elements (32 B); a 2-D such tile would no longer share
+                # the element pitch of the other tiles, so it needs whole 32-column rows.
+                if b.rows > 1:
+                    raise UnsupportedError(
+                        f"tile '{b.name}' ({b.dtype}) has {b.cols} columns; 2-D 8-bit vector tiles take a multiple "
+                        "of 32 columns", loc=b.loc, hint="use a 1-D tile, or 32, 64, ... columns")
+                b.pitch = (b.cols + 31) // 32 * 32
         else:
             raise InternalCompilerError(f"buffer {b.name} in scope {b.scope} before lowering", stage="assign_layout")
     return kernel.replace(buffers=buffers)
