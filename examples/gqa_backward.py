@@ -30,7 +30,7 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
 
     @T.prim_func
     def gqa_bwd(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
-                O: T.Tensor(q_shape, dtype), dO: T.Tensor(q_shape, dtype),
+                O: T.Tensor(q_shape, dtype), dO: T.Tensor(q_shape, dtype),  # noqa: E741 (the paper's names)
                 lse: T.Tensor([batch, heads, seq], accum), Delta: T.Tensor([batch, heads, seq], accum),
                 dQ_acc: T.Tensor(q_shape, accum), dQ: T.Tensor(q_shape, dtype),
                 dK: T.Tensor(kv_shape, dtype), dV: T.Tensor(kv_shape, dtype)):
@@ -118,7 +118,9 @@ def reference(Q, K, V, dO, groups):
     o = torch.softmax(s, -1) @ vv
     o.backward(dO.float().transpose(1, 2))
     lse = torch.logsumexp(s, -1).detach() / math.log(2)
-    bshd = (lambda t: t.transpose(1, 2).contiguous())
+    def bshd(t):
+        return t.transpose(1, 2).contiguous()
+
     return bshd(o.detach()), lse, bshd(q.grad), bshd(k.grad), bshd(v.grad)
 
 
