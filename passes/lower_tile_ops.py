@@ -156,6 +156,8 @@ class TileLowerer:
         # tail (the columns past it hold stale data, which reductions must not see).
         self.ub_valid_cols: dict[str, Valid] = {}
         self._gemms = [s for s in walk(kernel.body) if isinstance(s, TileGemm)]
+        self._lowered: set = set()  # id() of the gemms lowered so far
+        self._l0_of: dict = {}  # (L1 tile, L0 scope) -> names of its L0 buffers
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
@@ -543,6 +545,7 @@ class TileLowerer:
         kv = self._valid_k(A, tA, s)
         init = self._init(C, s.clear_accum)
         ks = self._k_step(A, B, M, N, K, kv)
+        self._lowered.add(id(s))
         if ks == K:
             l0a = self._l0(A, Scope.L0A, (M, K))
             l0b = self._l0(B, Scope.L0B, (K, N))
@@ -565,13 +568,12 @@ class TileLowerer:
         """The K of one LoadData/Mmad step: all of K when both operands fit L0A/L0B twice (the
         multi_buffer pass may then double them) or when K has a runtime tail; otherwise the
         largest multiple of 16 dividing K whose operand chunks fit twice. L0A/L0B are shared with
-        the other gemms of the kernel: their operands (one copy each, other L1 tiles) are
-        reserved first."""
+        the other gemms of the kernel (see ``_l0_reserve``)."""
         cap = self.arch.capacity
         esz = A.nbytes // (A.rows * A.cols)
-        res_a, res_b = self._l0_reserve(A.name, B.name)
 
         def fits(k: int, copies: int) -> bool:
+            res_a, res_b = self._l0_reserve(A.name, B.name, M * k, k * N)
             return (copies * M * k * esz + res_a <= cap[Scope.L0A]
                     and copies * k * N * esz + res_b <= cap[Scope.L0B])
 
@@ -582,16 +584,38 @@ class TileLowerer:
                 return ks
         return K
 
-    def _l0_reserve(self, a: str, b: str) -> tuple[int, int]:
-        """L0A/L0B bytes the kernel's other gemms need for operands loaded from other L1 tiles
-        (whole operands, one copy: what they take at the least when they are not stepped)."""
-        res = {Scope.L0A: {}, Scope.L0B: {}}
+    def _l0_reserve(self, a: str, b: str, numel_a: int, numel_b: int) -> tuple[int, int]:
+        """L0A/L0B bytes the kernel's other gemms keep while a gemm of the L1 tiles ``a`` and
+        ``b`` loads chunks of ``numel_a`` / ``numel_b`` elements: the L0 buffers made for the
+        gemms lowered before (those of ``a`` and ``b`` themselves when too small to be reused),
+        and for the gemms still to lower, the least their operands can take (a 16-deep K chunk,
+        twice; the whole operand when K is 16)."""
+        res = {Scope.L0A: 0, Scope.L0B: 0}
+        made = set()
+        for (l1, scope), names in self._l0_of.items():
+            made.add((l1, scope))
+            own = {Scope.L0A: (a, numel_a), Scope.L0B: (b, numel_b)}[scope]
+            for n in names:
+                buf = self.buffers[n]
+                if l1 != own[0] or buf.numel < own[1]:
+                    res[scope] += buf.nbytes
+        least: dict = {}
         for g in self._gemms:
+            if id(g) in self._lowered:
+                continue
             ga, gb = self.buffers[g.a.buffer], self.buffers[g.b.buffer]
-            for scope, buf in ((Scope.L0A, ga), (Scope.L0B, gb)):
-                if buf.name not in (a, b):
-                    res[scope][buf.name] = max(res[scope].get(buf.name, 0), buf.numel * buf.elem_bytes)
-        return sum(res[Scope.L0A].values()), sum(res[Scope.L0B].values())
+            gm = ga.cols if g.trans_a else ga.rows
+            gk = ga.rows if g.trans_a else ga.cols
+            gn = gb.rows if g.trans_b else gb.cols
+            k_least, copies = (16, 2) if gk > 16 and gk % 16 == 0 else (gk, 1)
+            for scope, buf, mn in ((Scope.L0A, ga, gm), (Scope.L0B, gb, gn)):
+                if buf.name in (a, b) or (buf.name, scope) in made:
+                    continue
+                key = (buf.name, scope)
+                least[key] = max(least.get(key, 0), copies * mn * k_least * buf.elem_bytes)
+        for (_, scope), nbytes in least.items():
+            res[scope] += nbytes
+        return res[Scope.L0A], res[Scope.L0B]
 
     def _gemm_step(self, A: Buffer, B: Buffer, C: Buffer, l0a: Buffer, l0b: Buffer, tA: bool, tB: bool, M: int,
                    N: int, K: int, kv: Valid, k0: int, init, s: TileGemm) -> list:
@@ -656,6 +680,7 @@ class TileLowerer:
             # another gemm loads this L1 tile into a smaller L0 buffer: a buffer of its own
             name = f"{l1.name}_{scope.value.lower()}{suffix}_{n}"
             n += 1
+        self._l0_of.setdefault((l1.name, scope), set()).add(name)
         if name not in self.buffers:
             layout = self.arch.l0a_layout if scope is Scope.L0A else self.arch.l0b_layout
             self.buffers[name] = Buffer(name=name, shape=shape, dtype=l1.dtype, kind=BufferKind.TEMP, loc=l1.loc,

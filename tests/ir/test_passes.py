@@ -398,6 +398,42 @@ def test_lower_resolves_the_pipe_of_an_on_chip_wait():
     """)
 
 
+
+def latent_attention_gemms(arch="dav-3510"):
+    """MLA's two gemms on one 64x512 K/V tile: S = Q K^T (K = 512) and O = P V (N = 512)."""
+    b = ProgramBuilder("mla", arch)
+    Q, KV = b.tensor("Q", (64, 512), "bfloat16"), b.tensor("KV", (256, 512), "bfloat16")
+    P, S = b.tensor("P", (64, 64), "bfloat16"), b.tensor("S", (64, 64), "float32")
+    Out = b.tensor("O", (64, 512), "float32")
+    q, kv = b.tile("q", (64, 512), "bfloat16"), b.tile("kv", (64, 512), "bfloat16")
+    p = b.tile("p", (64, 64), "bfloat16")
+    s = b.tile("s", (64, 64), "float32", fragment=True)
+    o = b.tile("o", (64, 512), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(Q[0, 0], q)
+        b.copy(P[0, 0], p)
+        with b.loop("k", 4, stages=2) as k:
+            b.copy(KV[k * 64, 0], kv)
+            b.gemm(q, kv, s, trans_b=True, clear=True)
+            b.copy(s, S[0, 0])
+            b.gemm(p, kv, o)
+        b.copy(o, Out[0, 0])
+    return b.build()
+
+
+def test_lower_gemms_sharing_l0_each_take_k_chunks_that_fit_together():
+    # Q K^T steps through its K = 512 first; P V then takes K chunks of 16 into the same L0B
+    # buffers (64x512 whole would fill L0B alone).
+    text = after(latent_attention_gemms(), "plan_memory")
+    filecheck(text, """
+        CHECK: buffer kv_l0b_ping: L0B
+        CHECK: [M] mmad Mmad s = q_l0a_ping x kv_l0b_ping
+        CHECK-SAME: k=128
+        CHECK: [M] mmad Mmad o += p_l0a_ping x kv_l0b_ping
+        CHECK-SAME: k=16
+    """)
+    assert "kv_l0b:" not in text
+
 # ------------------------------------------------------------------ multi_buffer
 
 
