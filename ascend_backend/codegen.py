@@ -255,7 +255,10 @@ def _copy_ub_to_gm(op: CopyUbToGm) -> dict:
 
 def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
     w = op.window
-    return {"dst": op.l1, "src": _at(gm_tensor(op.gm), window_offset(w)), "n_value": valid(w.valid_rows),
+    # Row r of an NZ tile starts r C0-blocks (32 bytes each) into its first column block.
+    row0 = cexpr(op.row0)
+    dst = op.l1 if row0 == "0" else _at(op.l1, f"({row0}) * {32 // op.dtype.bytes}")
+    return {"dst": dst, "src": _at(gm_tensor(op.gm), window_offset(w)), "n_value": valid(w.valid_rows),
             "d_value": valid(w.valid_cols), "src_d_value": str(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
 
 

@@ -568,9 +568,25 @@ def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Progr
         raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}")
     gname = name or (str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main")
     kname = _c_identifier(gname)
-    if kname == "main":
-        kname = "main_kernel"  # `main` is reserved for the C++ entry point
+    if kname in _RESERVED_ENTRY_NAMES:
+        kname = f"{kname}_kernel"  # the entry is an extern "C" symbol: it must not meet the C library's
     return _Importer(func, kname, arch).run()
+
+
+# Names a kernel entry (an extern "C" function) cannot take: C++ keywords, `main`, and the C and
+# POSIX library functions the emulator's and the host wrapper's headers declare.
+_RESERVED_ENTRY_NAMES = frozenset("""
+main alignas alignof and asm auto bool break case catch char class const constexpr continue default delete do
+double else enum explicit export extern false float for friend goto if inline int long mutable namespace new
+noexcept not nullptr operator or private protected public register return short signed sizeof static struct
+switch template this throw true try typedef typename union unsigned using virtual void volatile while xor
+abort abs accept access alarm atexit atof atoi atol bind bsearch calloc ceil chdir clock close connect cos
+div dup exit exp fabs fclose fflush floor fmax fmin fopen fork fprintf free fscanf getenv gets index ioctl
+kill labs link listen log lseek malloc memcmp memcpy memmove memset mmap open pause perror pipe poll pow
+printf putchar puts qsort raise rand read realloc recv remove rename rewind round scanf select send signal sin
+sleep socket sprintf sqrt srand sscanf stat strcat strchr strcmp strcpy strlen strncpy strstr strtod strtol
+sync system tan time tmpfile truncate unlink wait write
+""".split())
 
 
 def _c_identifier(s: str) -> str:

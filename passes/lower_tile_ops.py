@@ -116,6 +116,8 @@ def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
     def valid(d, n) -> Valid:
         if d is None or (shape[d] % n == 0 and shape[d] >= n):
             return Valid(n)
+        if isinstance(base[d], int | tirx.IntImm) and 0 <= int(base[d]) and int(base[d]) + n <= shape[d]:
+            return Valid(n)  # a constant window inside the tensor (e.g. the first 512 of 576 columns)
         return Valid(n, shape[d], base[d])
 
     vr = valid(row_dim, rows_t) if rows_t > 1 else Valid(1)
@@ -343,8 +345,30 @@ class TileLowerer:
         return CopyUbToGm(ub=ub.name, gm=gm.name, window=w, form=self._form(gm, ub, w), ub_pitch=ub.pitch,
                           dtype=gm.dtype, atomic=atomic, loc=loc)
 
+    def _tile_rows(self, region: Region, buf: Buffer, s) -> tuple:
+        """(first row, row count) of a region of a 2-D tile that is whole rows; the tile's own
+        (0, rows) when it is all of it. Anything else is refused at the copy."""
+        if len(buf.shape) == 2 and len(region.extents) == 2 and _is_zero(region.base[1]) \
+                and isinstance(region.extents[0], int | tirx.IntImm) and int(region.extents[1]) == buf.cols:
+            n = int(region.extents[0])
+            r0 = int(region.base[0]) if isinstance(region.base[0], int | tirx.IntImm) else None
+            if r0 is None or 0 <= r0 <= buf.rows - n:
+                return region.base[0], n
+        self._check_full(region, buf, s)
+        return 0, buf.rows
+
     def copy_gm_l1(self, s: TileCopy, gm: Buffer, l1: Buffer) -> CopyGmToL1:
-        self._check_full(s.dst, l1, s)
+        row0, n = self._tile_rows(s.dst, l1, s)
+        if n != l1.rows:
+            # Whole rows of the tile (e.g. a gather, one row per index): Nd2Nz writes them at their
+            # row of every column block. A row index past the tile is the caller's to keep in range.
+            if gm.dtype != l1.dtype:
+                raise UnsupportedError(f"T.copy from '{gm.name}' ({gm.dtype}) to gemm operand '{l1.name}' ({l1.dtype}) "
+                                       "would need a cast on the way into L1", loc=s.loc,
+                                       hint="give the global tensor the operand's dtype")
+            w = gm_window(gm, s.src, (n, l1.cols), s.loc)
+            self.valid_extents.pop(l1.name, None)
+            return CopyGmToL1(gm=gm.name, l1=l1.name, window=w, l1_rows=l1.rows, dtype=gm.dtype, row0=row0, loc=s.loc)
         if gm.dtype != l1.dtype:
             raise UnsupportedError(
                 f"T.copy from '{gm.name}' ({gm.dtype}) to gemm operand '{l1.name}' ({l1.dtype}) would need a cast "

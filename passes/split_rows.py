@@ -34,6 +34,8 @@ from ascend_backend.ir import (
     walk,
 )
 
+from .partition import parallel_buffers
+
 SUB = "sub_idx"
 
 
@@ -177,6 +179,10 @@ def _row_vectors(k: Kernel, R: int) -> set:
 def _split_parallel(op: TileParallel, split, halves: dict, sub) -> TileParallel:
     ext = list(op.extents)
     if not ext or ext[0] not in halves:
+        return op
+    if not parallel_buffers(op) & split.keys():
+        # Touches no row-split tile (e.g. a per-key mask as long as the rows): each AIV computes
+        # all of it, as its own whole tile.
         return op
     i = op.vars[0]
     half = ext[0] = halves[ext[0]]

@@ -598,13 +598,15 @@ class CopyUbToGm(AscOp):
 
 @dataclass
 class CopyGmToL1(AscOp):
-    """GM ND -> L1 NZ (Nd2Nz), ``l1_rows`` the tile's row count (its C0 stride)."""
+    """GM ND -> L1 NZ (Nd2Nz), ``l1_rows`` the tile's row count (its C0 stride); the window's rows
+    land at rows ``row0`` .. of the tile (0: the whole tile)."""
 
     gm: str
     l1: str
     window: GmWindow
     l1_rows: int
     dtype: DType
+    row0: Expr = 0
 
     macro: ClassVar[str] = "copy_gm_to_l1"
     pipe: ClassVar[Pipe] = Pipe.MTE2

@@ -68,7 +68,7 @@ def gemm_relu(arch="dav-c220"):
         with b.loop("k", 2):
             b.copy(A[0, 0], a)
             b.copy(B[0, 0], w)
-            b.gemm(a, w, c, clear=True)
+            b.gemm(a, w, c, clear=False)  # adds into c, which the vector side owns
             b.parallel((64, 64), lambda i, j: [(c, (i, j), c.load(i, j) * 2.0)])
             b.copy(c, C[0, 0])
     return b.build()
@@ -235,7 +235,7 @@ def test_route_drops_free_for_a_tile_that_crosses_once():
         b.copy(c, C[0, 0])
     text = after(b.build(), "route")
     filecheck(text, """
-        CHECK: transfer 0: c -> c_part cube->vector ready=0 free=- route=workspace
+        CHECK: transfer 0: c -> c cube->vector ready=0 free=- route=workspace
         CHECK-NOT: flag=1
     """)
 
@@ -281,6 +281,32 @@ def test_split_rows_verifier_refuses_aivs_sharing_no_rows():
     with pytest.raises(InternalCompilerError, match="do not share the rows"):
         verify_split_rows(p.replace(launches=[lc.replace(kernels={**lc.kernels, Core.AIV: aiv})]))
 
+
+
+def test_split_rows_keeps_a_per_column_vector_whole():
+    # m has one value per column of c, and as many as c has rows: the T.Parallel that fills it
+    # touches no row-split tile, so each AIV computes all of it; c's rows are still split.
+    from tvm import tirx  # after ascend_backend, which puts tilelang's TVM on the path
+
+    b = ProgramBuilder("colvec", "dav-3510")
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float32")
+    a = b.tile("a", (64, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    m = b.tile("m", (64,), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.gemm(a, a, c, clear=True)
+        b.parallel((64,), lambda j: [(m, (j,), tirx.Cast("float32", j))])
+        b.parallel((64, 64), lambda i, j: [(c, (i, j), c.load(i, j) + m.load(j))])
+        b.copy(c, C[0, 0])
+    filecheck(after(b.build(), "split_rows"), """
+        CHECK: == AIV ==
+        CHECK: buffer c: ? 32x64xfloat32
+        CHECK: buffer m: ? 64xfloat32
+        CHECK: parallel (i < 64):
+        CHECK-NEXT: m[i] = T.Cast("float32", i)
+        CHECK: parallel (i < 32, j < 64)
+    """)
 
 # ------------------------------------------------------------------ infer_scope
 
@@ -433,6 +459,36 @@ def test_lower_gemms_sharing_l0_each_take_k_chunks_that_fit_together():
         CHECK-SAME: k=16
     """)
     assert "kv_l0b:" not in text
+
+
+def gathered_rows(cols=64, start_col=0):
+    """Row i of a gemm operand copied from row 3 i of A (a gather into L1, one row per step)."""
+    b = ProgramBuilder("gather", "dav-3510")
+    A, B = b.tensor("A", (256, 64), "float16"), b.tensor("B", (64, 64), "float16")
+    C = b.tensor("C", (16, 64), "float32")
+    a, w = b.tile("a", (16, 64), "float16"), b.tile("w", (64, 64), "float16")
+    c = b.tile("c", (16, 64), "float32", fragment=True)
+    with b.launch([1]):
+        with b.loop("i", 16) as i:
+            b.copy(A.window(i * 3, start_col, extents=(1, cols)), a.window(i, start_col, extents=(1, cols)))
+        b.copy(B[0, 0], w)
+        b.gemm(a, w, c, clear=True)
+        b.copy(c, C[0, 0])
+    return b.build()
+
+
+def test_lower_copies_whole_rows_into_an_l1_tile():
+    filecheck(after(gathered_rows(), "lower_tile_ops"), """
+        CHECK: for i in 0..16 (serial) {
+        CHECK-NEXT: [MTE2] copy_gm_to_l1 Nd2Nz A -> a
+        CHECK-SAME: window=A[i * 3, 0]<1x64> l1_rows=16 dtype=float16 row0=i
+        CHECK: [MTE1] load_data_2d_v2 LoadData a -> a_l0a
+    """)
+
+
+def test_lower_refuses_a_copy_into_part_of_a_row():
+    with pytest.raises(UnsupportedError, match="a part of tile 'a'"):
+        upto(gathered_rows(cols=32, start_col=32), "lower_tile_ops")
 
 # ------------------------------------------------------------------ multi_buffer
 
