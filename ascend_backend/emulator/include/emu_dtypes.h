@@ -24,8 +24,9 @@ enum class F8Mode : uint8_t { TORCH, SAT, SAT_NAN, NOSAT };
 
 // Minifloat with E exponent bits, M mantissa bits, exponent bias B. `fn`: no infinities, the
 // all-ones code is NaN (e4m3fn); otherwise IEEE-like (e5m2). Rounds to nearest, ties to even.
+// The input is a double so that a product computed exactly (Fixpipe's quantization) rounds once.
 template <int E, int M, int B, bool fn>
-inline uint8_t to_minifloat(float f, F8Mode mode = F8Mode::TORCH) {
+inline uint8_t to_minifloat(double f, F8Mode mode = F8Mode::TORCH) {
     const uint8_t sign = std::signbit(f) ? 0x80 : 0;
     const uint8_t nan = 0x7f;
     const uint8_t max_code = fn ? 0x7e : (uint8_t)((((1 << E) - 2) << M) | ((1 << M) - 1));
@@ -38,14 +39,14 @@ inline uint8_t to_minifloat(float f, F8Mode mode = F8Mode::TORCH) {
     };
     if (std::isnan(f)) return mode == F8Mode::SAT ? (uint8_t)0 : (uint8_t)(sign | nan);
     if (std::isinf(f)) return overflow();
-    double a = std::fabs((double)f);
+    double a = std::fabs(f);
     if (a == 0) return sign;
     int ex;
     std::frexp(a, &ex);
     int e = ex - 1;
     const int emin = 1 - B;
     if (e < emin) e = emin;
-    double n = std::ldexp(a, M - e);          // exact: a has 24 significant bits
+    double n = std::ldexp(a, M - e);          // exact: scaling by a power of two
     double r = std::nearbyint(n);             // round to nearest, ties to even
     uint32_t code;
     if (r < (double)(1 << M)) code = (uint32_t)r;  // subnormal (or zero)
