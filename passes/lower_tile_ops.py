@@ -134,6 +134,7 @@ class TileLowerer:
         # UB tile -> runtime valid column count, when its last fill from GM may have had a column
         # tail (the columns past it hold stale data, which reductions must not see).
         self.ub_valid_cols: dict[str, Valid] = {}
+        self._gemms = [s for s in walk(kernel.body) if isinstance(s, TileGemm)]
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
@@ -376,7 +377,7 @@ class TileLowerer:
         # The valid K of this step: the tail of the last copy into A along K.
         kv = self._valid_k(A, tA, s)
         init = self._init(C, s.clear_accum)
-        ks = self._k_step(A, M, N, K, kv)
+        ks = self._k_step(A, B, M, N, K, kv)
         if ks == K:
             l0a = self._l0(A, Scope.L0A, (M, K))
             l0b = self._l0(B, Scope.L0B, (K, N))
@@ -395,15 +396,19 @@ class TileLowerer:
                                    c * ks, init if c == 0 else False, s)
         return ops
 
-    def _k_step(self, A: Buffer, M: int, N: int, K: int, kv: Valid) -> int:
+    def _k_step(self, A: Buffer, B: Buffer, M: int, N: int, K: int, kv: Valid) -> int:
         """The K of one LoadData/Mmad step: all of K when both operands fit L0A/L0B twice (the
         multi_buffer pass may then double them) or when K has a runtime tail; otherwise the
-        largest multiple of 16 dividing K whose operand chunks fit twice."""
+        largest multiple of 16 dividing K whose operand chunks fit twice. L0A/L0B are shared with
+        the other gemms of the kernel: their operands (one copy each, other L1 tiles) are
+        reserved first."""
         cap = self.arch.capacity
         esz = A.nbytes // (A.rows * A.cols)
+        res_a, res_b = self._l0_reserve(A.name, B.name)
 
         def fits(k: int, copies: int) -> bool:
-            return copies * M * k * esz <= cap["L0A"] and copies * k * N * esz <= cap["L0B"]
+            return (copies * M * k * esz + res_a <= cap[Scope.L0A]
+                    and copies * k * N * esz + res_b <= cap[Scope.L0B])
 
         if fits(K, 2) or kv.tail:
             return K
@@ -411,6 +416,17 @@ class TileLowerer:
             if K % ks == 0 and fits(ks, 2):
                 return ks
         return K
+
+    def _l0_reserve(self, a: str, b: str) -> tuple[int, int]:
+        """L0A/L0B bytes the kernel's other gemms need for operands loaded from other L1 tiles
+        (whole operands, one copy: what they take at the least when they are not stepped)."""
+        res = {Scope.L0A: {}, Scope.L0B: {}}
+        for g in self._gemms:
+            ga, gb = self.buffers[g.a.buffer], self.buffers[g.b.buffer]
+            for scope, buf in ((Scope.L0A, ga), (Scope.L0B, gb)):
+                if buf.name not in (a, b):
+                    res[scope][buf.name] = max(res[scope].get(buf.name, 0), buf.numel * buf.elem_bytes)
+        return sum(res[Scope.L0A].values()), sum(res[Scope.L0B].values())
 
     def _gemm_step(self, A: Buffer, B: Buffer, C: Buffer, l0a: Buffer, l0b: Buffer, tA: bool, tB: bool, M: int,
                    N: int, K: int, kv: Valid, k0: int, init, s: TileGemm) -> list:
@@ -470,6 +486,11 @@ class TileLowerer:
 
     def _l0(self, l1: Buffer, scope: Scope, shape: tuple, suffix: str = "") -> Buffer:
         name = f"{l1.name}_{scope.value.lower()}{suffix}"
+        n = 1
+        while name in self.buffers and self.buffers[name].numel < shape[0] * shape[1]:
+            # another gemm loads this L1 tile into a smaller L0 buffer: a buffer of its own
+            name = f"{l1.name}_{scope.value.lower()}{suffix}_{n}"
+            n += 1
         if name not in self.buffers:
             layout = self.arch.l0a_layout if scope is Scope.L0A else self.arch.l0b_layout
             self.buffers[name] = Buffer(name=name, shape=shape, dtype=l1.dtype, kind=BufferKind.TEMP, loc=l1.loc,

@@ -196,7 +196,7 @@ class _Partitioner:
     def body(self, items: list, state: dict) -> tuple[list, list, dict]:
         aic: list = []
         aiv: list = []
-        for s in items:
+        for n, s in enumerate(items):
             if isinstance(s, If):
                 # Dry runs: where each branch leaves each accumulator. A branch that moves one
                 # (e.g. the first vector access of an accumulator cleared before the loop) decides
@@ -248,9 +248,17 @@ class _Partitioner:
                 if v_body:
                     aiv.append(dataclasses.replace(s, body=v_body))
                 continue
-            a, v = self.op(s, state)
+            a, v = self.op(s, state, items[n + 1:])
             aic += a
             aiv += v
+        # A partial product still in L0C at the end of a statement list goes to the AIVs now, so
+        # that loops and branches start and end with every accumulator in one place.
+        for name in sorted(self.mixed_accs):
+            if state[name] == "partial":
+                a1, v1 = self.to_vector(name, items[-1].loc if items else None, accumulate=True)
+                aic += a1
+                aiv += v1
+                state[name] = "vec"
         return aic, aiv, state
 
     def bring(self, state: dict, target: dict, body: list, loc) -> tuple[list, list]:
@@ -282,7 +290,7 @@ class _Partitioner:
                 return isinstance(s, TileGemm)
         return False
 
-    def op(self, s, state: dict) -> tuple[list, list]:
+    def op(self, s, state: dict, rest: list) -> tuple[list, list]:
         accs = tile_buffers(s) & self.mixed_accs
         if isinstance(s, TileGemm):
             aic: list = []
@@ -294,10 +302,17 @@ class _Partitioner:
                     aiv += v1
             C = s.c.buffer
             if C in self.mixed_accs:
-                if state[C] == "vec":
-                    # The vector side owns the value: compute a fresh product and add it there.
-                    a1, v1 = self.to_vector(C, s.loc, accumulate=True)
-                    return aic + [dataclasses.replace(s, clear_accum=True)] + a1, aiv + v1
+                if state[C] in ("vec", "partial") and not (state[C] == "partial" and s.clear_accum):
+                    # The vector side owns the value: compute a fresh product (or add to the one
+                    # already in L0C) and add it there -- once, after the last of consecutive gemms.
+                    aic.append(s if state[C] == "partial" else dataclasses.replace(s, clear_accum=True))
+                    state[C] = "partial"
+                    if not _next_access_is_gemm(rest, C):
+                        a1, v1 = self.to_vector(C, s.loc, accumulate=True)
+                        aic += a1
+                        aiv += v1
+                        state[C] = "vec"
+                    return aic, aiv
                 aic.append(s)
                 state[C] = "cube"
                 return aic, aiv
@@ -319,14 +334,27 @@ class _Partitioner:
             return [s], []
         aic, aiv = [], []
         for name in sorted(accs):
-            if state[name] == "cube":
-                a1, v1 = self.to_vector(name, s.loc, accumulate=False)
+            if state[name] in ("cube", "partial"):
+                a1, v1 = self.to_vector(name, s.loc, accumulate=state[name] == "partial")
                 aic += a1
                 aiv += v1
             elif state[name] == "zero":
                 aiv.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=s.loc))
             state[name] = "vec"
         return aic, aiv + [s]
+
+
+def _next_access_is_gemm(rest: list, name: str) -> bool:
+    """Is the next statement of ``rest`` that touches ``name`` a gemm into it (at this level, not
+    inside a loop or a branch)?"""
+    for s in rest:
+        if isinstance(s, Loop | If):
+            if any(name in tile_buffers(x) for x in walk([s])):
+                return False
+            continue
+        if name in tile_buffers(s):
+            return isinstance(s, TileGemm) and s.c.buffer == name
+    return False
 
 
 def _single_kind(kernel: Kernel, p: _Partitioner) -> Core:
