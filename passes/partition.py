@@ -302,9 +302,10 @@ class _Partitioner:
                     aiv += v1
             C = s.c.buffer
             if C in self.mixed_accs:
-                if state[C] in ("vec", "partial") and not (state[C] == "partial" and s.clear_accum):
+                if state[C] in ("vec", "partial") and not s.clear_accum:
                     # The vector side owns the value: compute a fresh product (or add to the one
                     # already in L0C) and add it there -- once, after the last of consecutive gemms.
+                    # (With clear_accum the old value is dead: the product replaces it, below.)
                     aic.append(s if state[C] == "partial" else dataclasses.replace(s, clear_accum=True))
                     state[C] = "partial"
                     if not _next_access_is_gemm(rest, C):
