@@ -301,7 +301,7 @@ def _fixpipe_to_gm(op) -> dict:
             "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
             "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
             "src_ctype": op.src_dtype.ctype,
-            "deq": (f"{QUANT_ONE | (QUANT_SIGNED if op.dtype == DType.INT8 else 0):#x}ULL  // scale 1.0"
+            "deq": (f"{QUANT_ONE | (QUANT_SIGNED if op.dtype == DType.INT8 else 0):#x}ULL"
                     if op.quant.scaled else None)}
 
 
