@@ -1,6 +1,7 @@
 """FP8 GEMM on the Cube core (dav-3510: fp8_e4m3fn_t / fp8_e5m2_t operands, float32 accumulator;
 Mmad page, table 5), C = (A x B^T) with A [M, K] and B [N, K] in float8_e4m3fn, written as TileLang's
-GEMM examples write it, with DeepSeek's two scaling schemes:
+GEMM examples write it: `matmul_fp8` (the plain product, converted to the output dtype by Fixpipe),
+and DeepSeek's two scaling schemes:
 
 - `matmul_fp8_tensor_scale`: one scale per tensor, C = (A x B^T) * sa * sb, applied once to the
   float32 accumulator on the Vector side;
@@ -14,6 +15,27 @@ fp8 exists only on dav-3510; dav-c220 refuses these kernels at the gemm's line.
 """
 
 import tilelang.language as T
+
+
+def matmul_fp8(M=256, N=256, K=512, block_M=128, block_N=128, block_K=128, num_stages=2, in_dtype="float8_e4m3fn",
+               b_dtype=None, out_dtype="bfloat16"):
+    """C = A x B^T, fp8 operands (A and B may be either fp8 format), float32 accumulation."""
+    b_dtype = b_dtype or in_dtype
+
+    @T.prim_func
+    def gemm_fp8_plain(A: T.Tensor((M, K), in_dtype), B: T.Tensor((N, K), b_dtype), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_N, block_K), b_dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm_fp8_plain
 
 
 def matmul_fp8_tensor_scale(M=256, N=256, K=512, block_M=128, block_N=128, block_K=128, num_stages=2,
@@ -65,8 +87,11 @@ def matmul_fp8_block_scale(M=256, N=256, K=512, block_M=128, block_N=128, num_st
                 T.gemm(A_shared, B_shared, C_local, transpose_B=True, clear_accum=True)
                 T.copy(SA[k, by * block_M], sa)
                 sb = SB[bx, k]
+                # one scale per row for this K step (sa * sb), then one multiply-add pass per element
+                for i in T.Parallel(block_M):
+                    sa[i] = sa[i] * sb
                 for i, j in T.Parallel(block_M, block_N):
-                    C_acc[i, j] = C_acc[i, j] + C_local[i, j] * sa[i] * sb
+                    C_acc[i, j] = C_acc[i, j] + C_local[i, j] * sa[i]
             T.copy(C_acc, C_out)
             T.copy(C_out, C[by * block_M, bx * block_N])
 

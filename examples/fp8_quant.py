@@ -15,54 +15,83 @@ import tilelang.language as T
 FP8_MAX = 448.0
 
 
-def group_cast_to_fp8(M=256, N=1024, blk_m=32, group=128, in_dtype="float32"):
+def group_cast_to_fp8(M=256, N=1024, blk_m=32, group=128, in_dtype="float32", groups_per_block=1, num_stages=2):
     """X [M, N] -> X_fp8 [M, N] (E4M3FN) and S [N / group, M] (float32 scales); group = N gives
-    the per-token cast."""
+    the per-token cast. Each block takes blk_m rows and ``groups_per_block`` consecutive groups,
+    pipelined (the next group's load overlaps this one's compute and store)."""
     G = N // group
+    gpb = groups_per_block
 
     @T.prim_func
     def cast_fp8(X: T.Tensor((M, N), in_dtype), X_fp8: T.Tensor((M, N), "float8_e4m3fn"),
                  S: T.Tensor((G, M), "float32")):
-        with T.Kernel(T.ceildiv(M, blk_m), G) as (bx, by):
+        with T.Kernel(T.ceildiv(M, blk_m), G // gpb) as (bx, by):
             x = T.alloc_fragment((blk_m, group), "float32")
             amax = T.alloc_fragment((blk_m,), "float32")
             scale = T.alloc_fragment((blk_m,), "float32")
             q = T.alloc_fragment((blk_m, group), "float8_e4m3fn")
-            T.copy(X[bx * blk_m, by * group], x)
-            T.reduce_absmax(x, amax, dim=1)
-            for i in T.Parallel(blk_m):
-                scale[i] = T.max(amax[i], 1e-4) / FP8_MAX
-            for i, j in T.Parallel(blk_m, group):
-                q[i, j] = T.clamp(x[i, j] / scale[i], -FP8_MAX, FP8_MAX)
-            T.copy(q, X_fp8[bx * blk_m, by * group])
-            for i in T.Parallel(blk_m):
-                S[by, bx * blk_m + i] = scale[i]
+            for g in T.Pipelined(gpb, num_stages=num_stages):
+                T.copy(X[bx * blk_m, (by * gpb + g) * group], x)
+                T.reduce_absmax(x, amax, dim=1)
+                for i in T.Parallel(blk_m):
+                    scale[i] = T.max(amax[i], 1e-4) / FP8_MAX
+                for i, j in T.Parallel(blk_m, group):
+                    q[i, j] = T.clamp(x[i, j] / scale[i], -FP8_MAX, FP8_MAX)
+                T.copy(q, X_fp8[bx * blk_m, (by * gpb + g) * group])
+                for i in T.Parallel(blk_m):
+                    S[by * gpb + g, bx * blk_m + i] = scale[i]
 
     return cast_fp8
 
 
-def per_token_cast_to_fp8(M=256, N=1024, blk_m=32, in_dtype="float32"):
-    """One scale per row (the group is the whole row)."""
-    return group_cast_to_fp8(M, N, blk_m, group=N, in_dtype=in_dtype)
+def per_token_cast_to_fp8(M=256, N=1024, blk_m=16, chunk=512, in_dtype="float32", num_stages=2):
+    """One scale per row, S [M]. A row of DeepSeek's hidden size (7168 floats) is longer than one
+    vector reduction takes, so each block makes two passes over its rows in chunks: the running
+    amax, then the cast (the second pass reads what the first left in L2)."""
+
+    @T.prim_func
+    def per_token_fp8(X: T.Tensor((M, N), in_dtype), X_fp8: T.Tensor((M, N), "float8_e4m3fn"),
+                      S: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, blk_m)) as bx:
+            x = T.alloc_fragment((blk_m, chunk), "float32")
+            amax = T.alloc_fragment((blk_m,), "float32")
+            scale = T.alloc_fragment((blk_m,), "float32")
+            q = T.alloc_fragment((blk_m, chunk), "float8_e4m3fn")
+            T.fill(amax, 0.0)
+            for c in T.Pipelined(N // chunk, num_stages=num_stages):
+                T.copy(X[bx * blk_m, c * chunk], x)
+                T.reduce_absmax(x, amax, dim=1, clear=False)
+            for i in T.Parallel(blk_m):
+                scale[i] = T.max(amax[i], 1e-4) / FP8_MAX
+            for c in T.Pipelined(N // chunk, num_stages=num_stages):
+                T.copy(X[bx * blk_m, c * chunk], x)
+                for i, j in T.Parallel(blk_m, chunk):
+                    q[i, j] = T.clamp(x[i, j] / scale[i], -FP8_MAX, FP8_MAX)
+                T.copy(q, X_fp8[bx * blk_m, c * chunk])
+            T.copy(scale, S[bx * blk_m])
+
+    return per_token_fp8
 
 
-def group_dequant_fp8(M=256, N=1024, blk_m=32, group=128, out_dtype="float32"):
+def group_dequant_fp8(M=256, N=1024, blk_m=32, group=128, out_dtype="float32", groups_per_block=1, num_stages=2):
     """The inverse: Y = X_fp8 * S per group."""
     G = N // group
+    gpb = groups_per_block
 
     @T.prim_func
     def dequant_fp8(X_fp8: T.Tensor((M, N), "float8_e4m3fn"), S: T.Tensor((G, M), "float32"),
                     Y: T.Tensor((M, N), out_dtype)):
-        with T.Kernel(T.ceildiv(M, blk_m), G) as (bx, by):
+        with T.Kernel(T.ceildiv(M, blk_m), G // gpb) as (bx, by):
             q = T.alloc_fragment((blk_m, group), "float8_e4m3fn")
             scale = T.alloc_fragment((blk_m,), "float32")
             y = T.alloc_fragment((blk_m, group), out_dtype)
-            T.copy(X_fp8[bx * blk_m, by * group], q)
-            for i in T.Parallel(blk_m):
-                scale[i] = S[by, bx * blk_m + i]
-            for i, j in T.Parallel(blk_m, group):
-                y[i, j] = q[i, j] * scale[i]
-            T.copy(y, Y[bx * blk_m, by * group])
+            for g in T.Pipelined(gpb, num_stages=num_stages):
+                T.copy(X_fp8[bx * blk_m, (by * gpb + g) * group], q)
+                for i in T.Parallel(blk_m):
+                    scale[i] = S[by * gpb + g, bx * blk_m + i]
+                for i, j in T.Parallel(blk_m, group):
+                    y[i, j] = q[i, j] * scale[i]
+                T.copy(y, Y[bx * blk_m, (by * gpb + g) * group])
 
     return dequant_fp8
 

@@ -2,17 +2,21 @@
 [M, K] and B [N, K] (the weight layout, K contiguous for both operands, which 1-byte operands need
 on dav-c220), written as TileLang's GEMM examples write it.
 
-`matmul_int8` writes the int32 accumulator; `matmul_int8_dequant` dequantizes on the Vector side:
-C = (A x B^T) * sa[m] * sb[n] in float16 (per-token activation scales, per-channel weight scales:
-the W8A8 form). `tl-ascend run examples/int8_gemm.py` runs the dequantized one against torch.
+`matmul_int8` writes the int32 accumulator (or its float16 / bfloat16 conversion);
+`matmul_int8_dequant` dequantizes on the Vector side: C = (A x B^T) * sa[m] * sb[n] in float16
+(per-token activation scales, per-channel weight scales: the W8A8 form).
+`tl-ascend run examples/int8_gemm.py` runs the dequantized one against torch.
 """
 
 import tilelang.language as T
 
 
-def matmul_int8(M=256, N=256, K=512, block_M=128, block_N=128, block_K=128, num_stages=2):
+def matmul_int8(M=256, N=256, K=512, block_M=128, block_N=128, block_K=128, num_stages=2, out_dtype="int32"):
+    """C = A x B^T; out_dtype int32 (the accumulator), or float16 / bfloat16 (bfloat16: dav-3510),
+    which Fixpipe converts the int32 accumulator to on the way out."""
+
     @T.prim_func
-    def gemm_i8(A: T.Tensor((M, K), "int8"), B: T.Tensor((N, K), "int8"), C: T.Tensor((M, N), "int32")):
+    def gemm_i8(A: T.Tensor((M, K), "int8"), B: T.Tensor((N, K), "int8"), C: T.Tensor((M, N), out_dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), "int8")
             B_shared = T.alloc_shared((block_N, block_K), "int8")
