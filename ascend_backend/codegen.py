@@ -342,7 +342,9 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": op.dst, "src": op.src, "count": op.count},
     VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src0": op.src0, "src1": op.src1,
                              "count": op.count},
-    VecCast: lambda op: {"dst": op.dst, "src": op.src, "mode": ROUND[op.mode], "count": op.count},
+    # an int4 source is a packed 1-byte tile read as int4b_t (two values per byte)
+    VecCast: lambda op: {"dst": op.dst, "src": f"{op.src}.ReinterpretCast<int4b_t>()" if op.src_dtype == DType.INT4
+                         else op.src, "mode": ROUND[op.mode], "count": op.count},
     VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
     VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
                                 "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,

@@ -51,6 +51,8 @@ from ascend_backend.ir import (
     VecWholeReduce,
 )
 
+from . import unpack_int4
+
 LN2 = math.log(2.0)
 
 
@@ -651,6 +653,9 @@ class ParallelLowerer:
             post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
         elif buf.scope is Scope.UB:
+            packed = unpack_int4.match(st, self.vars)
+            if packed is not None and self._pattern(st) == "tile":
+                return unpack_int4.lower(self.vec, buf.name, packed, self.rows, self.cols, self.loc)
             if self._pattern(st) != "tile":
                 raise UnsupportedError(
                     f"store to {buf.name}[{', '.join(map(str, st.indices))}] inside a "

@@ -216,3 +216,20 @@ def test_fp8_gemm_refused_on_c220_at_the_gemm():
     with pytest.raises(UnsupportedError, match="has no fp8") as ei:
         compile_for(fp8_gemm.matmul_fp8_block_scale(64, 128, 256, 64, 128), "dav-c220")
     assert "T.gemm" in open(ei.value.loc.file).read().splitlines()[ei.value.loc.line - 1]
+
+
+# ------------------------------------------------------------------ int4 unpacking (both arches)
+
+
+def test_w4a16_gemm_unpacks_int4_on_the_vector_side(arch):
+    import dequant_gemm_int4 as dq
+
+    M, N, K = 64, 64, 128
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(M, K, generator=g).half()
+    w = torch.randint(-8, 8, (N, K), generator=g, dtype=torch.int8)
+    s = (torch.rand(N, generator=g) * 0.05).half()
+    c = torch.zeros(M, N, dtype=torch.float16)
+    k = run(dq.matmul_w4a16(M, N, K, 64, 64, 128), [a, dq.pack_int4(w), s, c], arch)
+    torch.testing.assert_close(c, dq.reference(a, w, s), rtol=1e-3, atol=1e-3)
+    assert "ReinterpretCast<int4b_t>()" in k.kernel_source

@@ -127,3 +127,50 @@ def test_fp8_vector_tile_refused_on_c220_with_the_reason():
         b.copy(q, Q[0, 0])
     with pytest.raises(UnsupportedError, match="exists only on dav-3510"):
         upto(b.build(), "assign_layout")
+
+
+def test_int4_unpack_matcher_accepts_the_sign_extending_decode_only():
+    """The T.Parallel store is recognised by evaluating it for every byte and nibble position."""
+    import tilelang.language as T
+    from tvm import tirx
+
+    from passes import unpack_int4
+
+    def store_of(decode):
+        @T.prim_func
+        def k(B: T.Tensor((16, 32), "int8"), C: T.Tensor((16, 64), "float16")):
+            with T.Kernel(1) as _:
+                p = T.alloc_fragment((16, 32), "int8")
+                d = T.alloc_fragment((16, 64), "float16")
+                T.copy(B[0, 0], p)
+                for i, j in T.Parallel(16, 64):
+                    d[i, j] = T.cast(decode(p[i, j // 2], j % 2), "float16")
+                T.copy(d, C[0, 0])
+
+        found = []
+        tirx.stmt_functor.post_order_visit(k.body, lambda n: found.append(n) if isinstance(n, tirx.BufferStore)
+                                           and n.buffer.name == "d" else None)
+        loops = []
+        tirx.stmt_functor.post_order_visit(k.body, lambda n: loops.append(n.loop_var) if isinstance(n, tirx.For)
+                                           and n.loop_var.name in ("i", "j") else None)
+        return found[0], sorted(loops, key=lambda v: v.name)
+
+    four, eight, fifteen = tirx.const(4, "int8"), tirx.const(8, "int8"), tirx.const(15, "int8")
+
+    def signed(b, pos):
+        nib = (b >> (pos.astype("int8") * four)) & fifteen
+        return (nib << four) >> four
+
+    def unsigned(b, pos):        # 0..15: not int4b_t's values
+        return (b >> (pos.astype("int8") * four)) & fifteen
+
+    def high_first(b, pos):      # the other nibble order
+        nib = (b >> ((1 - pos).astype("int8") * four)) & fifteen
+        return (nib << four) >> four
+
+    def offset(b, pos):          # u - 8: also not the signed nibble
+        return ((b >> (pos.astype("int8") * four)) & fifteen) - eight
+
+    for fn, want in ((signed, "p"), (unsigned, None), (high_first, None), (offset, None)):
+        st, vs = store_of(fn)
+        assert unpack_int4.match(st, vs) == want, fn.__name__
