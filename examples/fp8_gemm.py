@@ -16,6 +16,9 @@ fp8 exists only on dav-3510; dav-c220 refuses these kernels at the gemm's line.
 
 import tilelang.language as T
 
+# fp8 exists only on dav-3510; dav-c220 refuses these kernels with the reason
+ARCHES = ("dav-3510",)
+
 
 def matmul_fp8(M=256, N=256, K=512, block_M=128, block_N=128, block_K=128, num_stages=2, in_dtype="float8_e4m3fn",
                b_dtype=None, out_dtype="bfloat16"):

@@ -12,6 +12,9 @@ the group-128 cast on the emulator against torch.
 
 import tilelang.language as T
 
+# fp8 exists only on dav-3510; dav-c220 refuses these kernels with the reason
+ARCHES = ("dav-3510",)
+
 FP8_MAX = 448.0
 
 
@@ -129,4 +132,5 @@ def example():
         rq, rs = reference_cast(x)
         return [rq.float(), rs]
 
-    return Case(func=group_cast_to_fp8(M, N), inputs=[x, q, s], outputs=[1, 2], reference=ref, atol=0, rtol=0)
+    # the kernel multiplies by 1/448 where torch divides: scales may differ in the last bit
+    return Case(func=group_cast_to_fp8(M, N), inputs=[x, q, s], outputs=[1, 2], reference=ref, atol=0, rtol=1e-6)

@@ -435,7 +435,7 @@ class TileLowerer:
             if not any(a in fp8 for a, _, _ in combos):
                 raise UnsupportedError(
                     f"gemm of '{A.name}' ({A.dtype}) x '{B.name}' ({B.dtype}): {arch.name}'s Cube core has no fp8 "
-                    f"(its Mmad takes {listed}); fp8 operands need dav-3510 (Ascend 950)",
+                    f"(its Mmad takes {listed}); fp8 operands exist only on dav-3510 (Ascend 950)",
                     loc=s.loc, hint="compile for dav-3510, or cast the operands to float16/bfloat16 before the gemm")
         accs = [c for a, b, c in combos if (a, b) == (A.dtype, B.dtype)]
         if accs:
