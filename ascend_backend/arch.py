@@ -72,7 +72,7 @@ DAV_C220 = Arch(
     needs_vector_barrier=True,
     l0a_layout=Layout.ZZ,
     cube_dtypes=_COMMON_CUBE,
-    vector_dtypes=(F16, BF16, F32, I32, I8, U8, I16),
+    vector_dtypes=(F16, BF16, F32, I32, I16, DType.UINT16, U8, I8, DType.BOOL),
     vector_casts=_COMMON_CASTS,
     fixpipe_dtypes=((F32, (F32, F16, BF16, I8)), (I32, (I32, F16, I8))),
 )
@@ -90,7 +90,7 @@ DAV_3510 = Arch(
     load_data_v2=True,
     fixpipe_arch3510=True,
     cube_dtypes=_COMMON_CUBE + tuple((a, b, F32) for a in (E4M3, E5M2) for b in (E4M3, E5M2)),
-    vector_dtypes=(F16, BF16, F32, I32, I8, U8, I16, E4M3, E5M2),
+    vector_dtypes=(F16, BF16, F32, I32, I16, DType.UINT16, U8, I8, DType.BOOL, E4M3, E5M2),
     vector_casts=_COMMON_CASTS | {(F32, E4M3), (F32, E5M2), (E4M3, F32), (E5M2, F32), (I8, I32), (I8, I16),
                                   (F16, BF16), (BF16, F16), (I4, BF16)},
     b8_transpose=True,

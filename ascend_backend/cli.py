@@ -460,7 +460,7 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
                                     runtime="emulator", strict=not args.no_strict)
     title = case.name or kernel.name
     out.write(f"# running {title} ({kernel.name}) from {args.file} on the emulator, arch {args.arch}, "
-              f"block_dim {kernel.block_dim}, strict={'no' if args.no_strict else 'yes'}\n")
+              f"block_dim {', '.join(map(str, kernel.block_dims))}, strict={'no' if args.no_strict else 'yes'}\n")
     run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
     try:
         kernel(*run_args)
@@ -478,9 +478,14 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
         if exc.report is not None:
             out.write(exc.report.summary() + "\n")
         return EXIT_FAIL
+    reports = list(kernel.reports)
     report = kernel.last_report
+    for n, r in enumerate(reports):
+        # A PrimFunc with several T.Kernel blocks runs them in order: one report per launch.
+        if len(reports) > 1:
+            out.write(f"launch {n} ({kernel.program.entry_name(n)}): ")
+        out.write(r.summary() + "\n")
     if report is not None:
-        out.write(report.summary() + "\n")
         if args.timeline:
             if args.timeline == "-":
                 out.write(report.timeline_text() + "\n")
@@ -517,7 +522,7 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
         table.add_row(params[idx].name, "x".join(map(str, got.shape)), str(got.dtype).replace("torch.", ""),
                       f"{max_err:.3g}", f"{nbad}/{got.numel()}", "PASS" if passed else "FAIL")
     console.print(table)
-    if report is not None and not report.ok:
+    if any(not r.ok for r in reports):
         ok = False
         out.write("the emulator reported problems (see above)\n")
     out.write("PASS\n" if ok else "FAIL\n")

@@ -59,17 +59,24 @@ from .ir import (
     Valid,
     VecBinary,
     VecBinaryBcast,
+    VecBinaryBcastRows,
     VecBinaryOp,
     VecBrcb,
     VecCast,
+    VecCompare,
     VecCopy,
     VecDiagFill,
     VecDuplicate,
     VecFold,
     VecFoldInit,
     VecFoldLoop,
+    VecFoldRows,
+    VecIndex,
+    VecMaskLogic,
     VecScalar,
     VecScalarOp,
+    VecScanRows,
+    VecSelect,
     VecUnary,
     VecUnaryOp,
     VecWholeReduce,
@@ -302,7 +309,8 @@ def _fixpipe_to_gm(op) -> dict:
             "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
             "src_ctype": op.src_dtype.ctype,
             "deq": (f"{QUANT_ONE | (QUANT_SIGNED if op.dtype == DType.INT8 else 0):#x}ULL"
-                    if op.quant.scaled else None)}
+                    if op.quant.scaled else None),
+            "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None}
 
 
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
@@ -318,6 +326,25 @@ def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
 
 def _cross_core(op: CrossCoreSetOp | CrossCoreWaitOp) -> dict:
     return {"mode": op.mode, "pipe": op.pipe.value, "hw_id": op.hw_id, "reason": op.reason}
+
+
+def _as(name: str, dt) -> str:
+    """A UB tensor seen as elements of ``dt`` (LocalTensor::ReinterpretCast), or itself."""
+    return f"{name}.ReinterpretCast<{dt.ctype}>()" if dt is not None else name
+
+
+def _select(op: VecSelect) -> dict:
+    return {"dst": _as(op.dst, op.as_dtype), "mask": op.mask, "src0": _as(op.src0, op.as_dtype),
+            "src1": _as(op.src1, op.as_dtype) if op.src1 is not None else None,
+            "scalar": scalar(op.scalar) if op.scalar is not None else None, "ctype": op.dtype.ctype,
+            "count": op.count}
+
+
+def _scan_rows(op: VecScanRows) -> dict:
+    first = op.rows - 1 if op.reverse else 0
+    return {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "rows": op.rows, "cols": op.cols,
+            "pitch": op.pitch, "reverse": op.reverse, "barrier": op.barrier, "first": first,
+            "copy_first": op.dst != op.src}
 
 
 def _repeat(o) -> dict:
@@ -342,13 +369,18 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": op.dst, "src": op.src, "count": op.count},
     VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src0": op.src0, "src1": op.src1,
                              "count": op.count},
-    # an int4 source is a packed 1-byte tile read as int4b_t (two values per byte)
-    VecCast: lambda op: {"dst": op.dst, "src": f"{op.src}.ReinterpretCast<int4b_t>()" if op.src_dtype == DType.INT4
-                         else op.src, "mode": ROUND[op.mode], "count": op.count},
+    # bool tiles hold one byte per element: the Cast reads / writes them as uint8; an int4 source
+    # is a packed 1-byte tile read as int4b_t (two values per byte)
+    VecCast: lambda op: {"dst": _as(op.dst, DType.UINT8 if op.dst_dtype is DType.BOOL else None),
+                         "src": _as(op.src, {DType.BOOL: DType.UINT8, DType.INT4: DType.INT4}.get(op.src_dtype)),
+                         "mode": ROUND[op.mode], "count": op.count},
     VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
     VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
                                 "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,
                                 "chunks": op.chunks},
+    VecBinaryBcastRows: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0),
+                                    "s1": _repeat(op.s1), "rows": op.rows, "lanes": op.lanes, "dst_row": op.dst_row,
+                                    "full": op.cols // op.lanes, "tail": op.cols % op.lanes},
     VecWholeReduce: lambda op: {"kind": op.kind.value, "dst": op.dst, "src": op.src, "mask": op.mask,
                                 "repeat": op.repeat, "src_rep": op.src_rep},
     VecFoldInit: lambda op: {"dst": op.dst, "src": op.src, "lanes": op.lanes, "repeat": op.repeat,
@@ -362,6 +394,16 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
                              "prefix": f"({cexpr(op.prefix.c0)}) + 1" if op.prefix.plus_one
                              else f"-({cexpr(op.prefix.c0)})",
                              "first": scalar(op.first), "rest": scalar(op.rest), "barrier": op.barrier},
+    VecIndex: lambda op: {"dst": op.dst, "first": scalar(op.first), "ctype": op.dtype.ctype, "count": op.count},
+    VecCompare: lambda op: {"dst": op.dst, "src0": op.src0, "src1": op.src1, "mode": op.mode.value,
+                            "scalar": scalar(op.scalar) if op.scalar is not None else None,
+                            "ctype": op.dtype.ctype, "count": op.count},
+    VecMaskLogic: lambda op: {"op": op.op.value, "dst": op.dst, "src0": op.src0, "src1": op.src1, "count": op.count},
+    VecSelect: _select,
+    VecFoldRows: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "lanes": op.lanes,
+                             "rows": op.rows, "pitch": op.pitch, "chunks": op.chunks, "tail": op.tail,
+                             "barrier": op.barrier},
+    VecScanRows: _scan_rows,
     CrossCoreSetOp: _cross_core,
     CrossCoreWaitOp: _cross_core,
 }

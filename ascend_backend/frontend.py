@@ -83,6 +83,61 @@ def buffer_loc(buf) -> SrcLoc | None:
     return SrcLoc(str(span.source_name.name), int(span.line))
 
 
+def _span_of(node):
+    """The span of a node (statements keep theirs where tilelang.ir can read it)."""
+    span = getattr(node, "span", None)
+    if span is None:
+        try:
+            from tilelang.ir import get_stmt_span
+
+            span = get_stmt_span(node)
+        except Exception:  # noqa: BLE001 - spans are best effort
+            span = None
+    return span
+
+
+def _rename_clashing_buffers(stmt, taken: set):
+    """Give every tile allocated in ``stmt`` a name of its own.
+
+    TVM buffers are told apart by identity, not by name: a T.macro called twice allocates two
+    buffers of one name, and a tile may be named like a parameter. The IR and the passes find a
+    buffer by its name (in tile-op regions and in the loads and stores of expressions alike), so a
+    clashing allocation is replaced by a copy named ``<name>_<n>`` everywhere it is used.
+    """
+    renames: dict = {}
+
+    def visit(n) -> bool:
+        if isinstance(n, tirx.SBlock):
+            for b in n.alloc_buffers:
+                name = base = str(b.name)
+                k = 1
+                while name in taken:
+                    name = f"{base}_{k}"
+                    k += 1
+                taken.add(name)
+                if name != base:
+                    renames[b] = tirx.Buffer(b.data, b.dtype, b.shape, b.strides, b.axis_separators, b.elem_offset,
+                                             name, b.data_alignment, b.offset_factor, b.buffer_type, b.span)
+        return True
+
+    tirx.stmt_functor.pre_order_visit(stmt, visit)
+    if not renames:
+        return stmt
+
+    def rewrite(n):
+        if isinstance(n, tirx.BufferLoad) and n.buffer in renames:
+            return tirx.BufferLoad(renames[n.buffer], n.indices, n.predicate, n.span)
+        if isinstance(n, tirx.BufferStore) and n.buffer in renames:
+            return tirx.BufferStore(renames[n.buffer], n.value, n.indices, n.predicate, _span_of(n))
+        if isinstance(n, tirx.SBlock) and any(b in renames for b in n.alloc_buffers):
+            return tirx.SBlock(n.iter_vars, n.reads, n.writes, n.name_hint, n.body, n.init,
+                               [renames.get(b, b) for b in n.alloc_buffers], n.match_buffers, n.annotations,
+                               _span_of(n))
+        return None
+
+    return tirx.stmt_functor.ir_transform(stmt, None, rewrite)
+
+
 class _Importer:
     def __init__(self, func: tirx.PrimFunc, name: str, arch) -> None:
         self.func = func
@@ -169,10 +224,14 @@ class _Importer:
         return launches
 
     def _launch(self, stmt) -> Launch:
+        # Each launch sees the parameters and the PrimFunc-level allocations plus its own tiles.
+        shared = dict(self.buffers), dict(self.tvm_buffers)
         self.grid = []
-        body = self._strip_launch(stmt)
+        body = self._strip_launch(_rename_clashing_buffers(stmt, set(self.buffers)))
         stmts = self._stmts(body)
-        return Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=dict(self.buffers), body=stmts)})
+        launch = Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=dict(self.buffers), body=stmts)})
+        self.buffers, self.tvm_buffers = shared
+        return launch
 
     def _strip_launch(self, stmt):
         """Peel the block bindings, launch-thread binds and root blocks; collect allocations."""
@@ -419,7 +478,7 @@ class _Importer:
         if op == "reduce":
             kind = str(a[2].value) if hasattr(a[2], "value") else str(a[2])
             if kind not in {k.value for k in ReduceKind}:
-                raise UnsupportedError(f"T.reduce_{kind} is not supported (sum, max, min are)", loc=loc)
+                raise UnsupportedError(f"T.reduce_{kind} is not supported (sum, max, min, abssum, absmax are)", loc=loc)
             return [TileReduce(src=self._region(a[0], loc), dst=self._region(a[1], loc), kind=ReduceKind(kind),
                                dim=int(a[3]), clear=bool(a[4]), loc=loc)]
         # gemm: A, B, C, trans_A, trans_B, M, N, K, policy, clear_accum, ...

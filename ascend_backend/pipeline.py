@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .arch import Arch
-from .errors import AscendCompileError, InternalCompilerError
+from .errors import AscendCompileError, InternalCompilerError, MemoryBudgetError
 from .ir import Program
 
 
@@ -93,8 +93,25 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
         return out
 
     program = run("frontend", import_primfunc, func, arch, name)
-    for stage, fn in passes():
+    stages = passes()
+    names = [n for n, _ in stages]
+    lowering = names.index("lower_tile_ops") if "lower_tile_ops" in names else len(stages)
+    for stage, fn in stages[:lowering]:
         program = run(stage, fn, program)
+    before = program
+    try:
+        for stage, fn in stages[lowering:]:
+            program = run(stage, fn, program)
+    except MemoryBudgetError:
+        if lowering == len(stages):
+            raise
+        # Second try: vector results overwrite their operands' temporaries, which needs fewer
+        # UB bytes; kernels that fit the first time keep their first lowering.
+        from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+
+        program = run("lower_tile_ops", lambda p: lower_tile_ops(p, compact_temps=True), before)
+        for stage, fn in stages[lowering + 1:]:
+            program = run(stage, fn, program)
     source = run("codegen", generate, program)
     return CompileResult(program=program, source=source, dumps=dumps, timings=timings)
 

@@ -62,13 +62,17 @@ from ascend_backend.ir import (
     Scope,
     TileAccumulate,
     TileCopy,
+    TileCumsum,
     TileFill,
     TileGemm,
     TileParallel,
     TileReduce,
     Valid,
     VecBinary,
+    VecBrcb,
+    VecScanRows,
     VecUnary,
+    VecWholeReduce,
     walk,
 )
 
@@ -129,16 +133,31 @@ def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
     return GmWindow(buf.name, tuple(base), tuple(strides), rows_t, cols_t, row_stride, vr, vc)
 
 
+def column_of(gm: Buffer, region: Region, tile_shape: tuple) -> tuple[int, int] | None:
+    """(GM dimension, length) when ``region`` is a strided column copied to or from a (n,) or
+    (1, n) tile: its only non-unit extent is n, on a dimension other than the innermost."""
+    ext = [int(e) if isinstance(e, int | tirx.IntImm) else -1 for e in region.extents]
+    n = 1
+    for d in tile_shape:
+        n *= int(d)
+    if len(tile_shape) > 1 and tile_shape[0] != 1 or n == 1 or len(ext) < 2:
+        return None
+    non_unit = [d for d, e in enumerate(ext) if e != 1]
+    if len(non_unit) == 1 and non_unit[0] != len(ext) - 1 and ext[non_unit[0]] == n:
+        return non_unit[0], n
+    return None
+
+
 # Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
 PINGPONG = ("_ping", "_pong")
 
 
 class TileLowerer:
-    def __init__(self, kernel: Kernel, arch) -> None:
+    def __init__(self, kernel: Kernel, arch, compact_temps: bool = False) -> None:
         self.kernel = kernel
         self.buffers = kernel.copy_buffers()
         self.arch = arch
-        self.vec = VectorEmitter(self.buffers, arch)
+        self.vec = VectorEmitter(self.buffers, arch, compact=compact_temps)
         self.loop_stack: list = []
         self.pending_clear: dict[str, int] = {}  # L0C buffer -> loop depth at T.clear
         self.valid_extents: dict[str, tuple] = {}  # L1 buffer -> (valid rows, valid cols, global shape, loc)
@@ -210,7 +229,7 @@ class TileLowerer:
             self._check_full(s.src, src, s)
             self._check_full(s.dst, dst, s)
             return self.vec.binary(VecBinary.ADD, dst.name, dst.name, src.name, s.loc)
-        if s.atomic is not None and key != (Scope.UB, Scope.GM):
+        if s.atomic is not None and key not in ((Scope.UB, Scope.GM), (Scope.L0C, Scope.GM)):
             raise UnsupportedError(f"T.atomic_add from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not "
                                    "supported", loc=s.loc, hint="add a vector tile (UB) into a global tensor")
         if key == (Scope.UB, Scope.UB):
@@ -232,12 +251,16 @@ class TileLowerer:
 
     def copy_gm_ub(self, s: TileCopy, gm: Buffer, ub: Buffer) -> list:
         self._check_full(s.dst, ub, s)
-        w = gm_window(gm, s.src, ub.shape, s.loc)
+        column = column_of(gm, s.src, ub.shape)
+        w = gm_window(gm, s.src, ub.shape, s.loc) if column is None else None
         stage = ub
         ops = []
         if gm.dtype != ub.dtype:
             stage = self.vec.temp(ub.shape, gm.dtype)
-        ops.append(self.gm_ub_op(gm, stage, w, s.loc))
+        if column is not None:
+            ops.extend(self.column_to_ub(gm, s.src, stage, *column, s.loc))
+        else:
+            ops.append(self.gm_ub_op(gm, stage, w, s.loc))
         if stage is not ub:
             ops.extend(self.vec.copy_or_cast(ub.name, stage.name, s.loc))
             self.vec.release(stage)
@@ -245,15 +268,71 @@ class TileLowerer:
 
     def copy_ub_gm(self, s: TileCopy, ub: Buffer, gm: Buffer) -> list:
         self._check_full(s.src, ub, s)
-        w = gm_window(gm, s.dst, ub.shape, s.loc)
+        column = column_of(gm, s.dst, ub.shape)
+        w = gm_window(gm, s.dst, ub.shape, s.loc) if column is None else None
         ops = []
         stage = ub
         if gm.dtype != ub.dtype:
             stage = self.vec.temp(ub.shape, gm.dtype)
             ops.extend(self.vec.copy_or_cast(stage.name, ub.name, s.loc))
-        ops.append(self.ub_gm_op(stage, gm, w, s.loc, atomic=s.atomic))
+        if column is not None:
+            ops.extend(self.column_to_gm(stage, gm, s.dst, *column, s.atomic, s.loc))
+        else:
+            ops.append(self.ub_gm_op(stage, gm, w, s.loc, atomic=s.atomic))
         if stage is not ub:
             self.vec.release(stage)
+        return ops
+
+    # A strided column: the window runs along a GM dimension that is not the innermost (its
+    # elements are a stride apart) into a (n,) or (1, n) tile. DataCopyPad moves it as n rows of
+    # one element, each into its own 32-byte block of a staging buffer (element k at block k);
+    # the blocks are packed into the tile (or spread out of it) on the vector unit.
+    def _column_window(self, gm: Buffer, region: Region, dim: int, n: int) -> GmWindow:
+        shape = list(gm.shape)
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        base = tuple(region.base)
+        vr = Valid(n) if shape[dim] % n == 0 else Valid(n, shape[dim], base[dim])
+        return GmWindow(gm.name, base, tuple(strides), n, 1, strides[dim], vr, Valid(1))
+
+    def column_to_ub(self, gm: Buffer, region: Region, ub: Buffer, dim: int, n: int, loc) -> list:
+        w = self._column_window(gm, region, dim, n)
+        if gm.dtype in (DType.FLOAT16, DType.FLOAT32) and n <= 255:
+            blk = 32 // gm.elem_bytes
+            stage = self.vec.temp((n * blk,), gm.dtype)
+            # WholeReduceMax over one element per repeat, one repeat per 32-byte block: the max of a
+            # single value is the value itself, written packed (one result per repeat).
+            ops = [CopyGmToUb(gm=gm.name, ub=stage.name, window=w, form=CopyForm.PAD, ub_pitch=blk, dtype=gm.dtype,
+                              loc=loc),
+                   VecWholeReduce(kind=ReduceKind.MAX, dst=ub.name, src=stage.name, mask=1, repeat=n, src_rep=1,
+                                  loc=loc)]
+            self.vec.release(stage)
+            return ops
+        # Other element types: the scalar unit reads the column element by element.
+        k = tirx.Var(f"{ub.name}_k", "int32")
+        src_idx = list(region.base)
+        src_idx[dim] = src_idx[dim] + k
+        dst_idx = (k,) if len(ub.shape) == 1 else (tirx.IntImm("int32", 0), k)
+        value = tirx.BufferLoad(tirx.decl_buffer(gm.shape, str(gm.dtype), gm.name), src_idx)
+        extent = n if not w.valid_rows.tail else tirx.Min(tirx.IntImm("int32", n), w.valid_rows.size -
+                                                          w.valid_rows.base)
+        return [Loop(var=k, extent=extent, body=[ScalarStore(buffer=ub.name, indices=dst_idx, value=value, loc=loc)],
+                     loc=loc)]
+
+    def column_to_gm(self, ub: Buffer, gm: Buffer, region: Region, dim: int, n: int, atomic, loc) -> list:
+        if ub.elem_bytes not in (2, 4):
+            raise UnsupportedError(f"T.copy of the {ub.dtype} tile '{ub.name}' into a strided column of '{gm.name}' "
+                                   "(elements a row apart) is not supported", loc=loc,
+                                   hint="store a 16- or 32-bit tile, or copy into a window along the last dimension")
+        blk = 32 // ub.elem_bytes
+        rows8 = (n + 7) // 8 * 8
+        stage = self.vec.temp((rows8 * blk,), ub.dtype)
+        w = self._column_window(gm, region, dim, n)
+        ops = [VecBrcb(dst=stage.name, src=ub.name, repeat=rows8 // 8, loc=loc),
+               CopyUbToGm(ub=stage.name, gm=gm.name, window=w, form=CopyForm.PAD, ub_pitch=blk, dtype=gm.dtype,
+                          atomic=atomic, loc=loc)]
+        self.vec.release(stage)
         return ops
 
     @staticmethod
@@ -294,7 +373,7 @@ class TileLowerer:
                                    hint="copy the accumulator into a vector tile and convert it there")
         cls = FixpipeToGmArch3510 if self.arch.fixpipe_arch3510 else FixpipeToGmV220
         return cls(gm=gm.name, src=l0c.name, window=w, src_stride=l0c.rows, quant=quant, relu=False, dtype=gm.dtype,
-                   src_dtype=l0c.dtype, loc=s.loc)
+                   src_dtype=l0c.dtype, atomic=s.atomic, loc=s.loc)
 
     # ------------------------------------------------------------ fill
     def lower_fill(self, s: TileFill) -> list:
@@ -321,27 +400,102 @@ class TileLowerer:
         if src.scope is not Scope.UB or dst.scope is not Scope.UB:
             raise UnsupportedError("reductions work on vector tiles (T.alloc_fragment / T.alloc_shared not used "
                                    "by a gemm)", loc=s.loc)
-        if len(src.shape) == 2 and s.dim not in (1, -1):
-            raise UnsupportedError(f"{name} over dim={s.dim} of '{src.name}': only the last "
-                                   "dimension (dim=1, a row reduction) is supported", loc=s.loc,
-                                   hint="transpose the tile or reduce along rows")
-        if dst.numel != src.rows:
-            raise UnsupportedError(f"reduce output '{dst.name}' has {dst.numel} elements for {src.rows} rows",
-                                   loc=s.loc)
-        if src.dtype != dst.dtype or src.dtype not in (DType.FLOAT32, DType.FLOAT16):
-            raise UnsupportedError(f"{name} from {src.dtype} to {dst.dtype}: reductions take float32 "
-                                   "or float16 tiles of one dtype", loc=s.loc,
-                                   hint="T.copy the tile into a float32 fragment first")
-        if s.kind is ReduceKind.ABSMAX:
-            # max |x|: Abs into a temporary, then the max reduction (amax of FP8 quantization)
-            t = self.vec.temp(src.shape, src.dtype)
-            ops = self.vec.unary(VecUnary.ABS, t.name, src.name, s.loc)
-            ops += self.vec.row_reduce(ReduceKind.MAX, dst.name, t.name, s.clear, s.loc,
-                                       valid_cols=self.ub_valid_cols.get(src.name))
+        dim = s.dim + len(src.shape) if s.dim < 0 else s.dim
+        if len(src.shape) == 2 and dim not in (0, 1) or len(src.shape) == 1 and dim != 0:
+            raise UnsupportedError(f"{name} over dim={s.dim} of the {len(src.shape)}-D tile '{src.name}'", loc=s.loc)
+        over_rows = len(src.shape) == 2 and dim == 0
+        want = src.cols if over_rows else src.rows
+        if dst.numel != want:
+            raise UnsupportedError(f"reduce output '{dst.name}' has {dst.numel} elements for the {want} "
+                                   f"{'columns' if over_rows else 'rows'} of '{src.name}'", loc=s.loc)
+        cdt = self._reduce_dtype(src.dtype, dst.dtype, name, s.loc)
+        kind = {ReduceKind.ABSSUM: ReduceKind.SUM, ReduceKind.ABSMAX: ReduceKind.MAX}.get(s.kind, s.kind)
+        ops: list = []
+        temps: list = []
+        work = src.name
+        if src.dtype != cdt:  # reduce a widened copy (bfloat16, or float16 into a float32 result)
+            t = self.vec.temp(src.shape, cdt)
+            temps.append(t)
+            ops += self.vec.copy_or_cast(t.name, work, s.loc)
+            work = t.name
+        if s.kind in (ReduceKind.ABSSUM, ReduceKind.ABSMAX):
+            t = self.vec.temp(src.shape, cdt)
+            temps.append(t)
+            ops += self.vec.unary(VecUnary.ABS, t.name, work, s.loc)
+            work = t.name
+        out = dst.name
+        if dst.dtype != cdt:
+            t = self.vec.temp(dst.shape, cdt)
+            temps.append(t)
+            if not s.clear:
+                ops += self.vec.copy_or_cast(t.name, dst.name, s.loc)
+            out = t.name
+        valid = self.ub_valid_cols.get(src.name)  # the widened copies keep the columns
+        if over_rows:
+            ops += self.vec.col_reduce(kind, out, work, s.clear, s.loc)
+        else:
+            ops += self.vec.row_reduce(kind, out, work, s.clear, s.loc, valid_cols=valid)
+        if out != dst.name:
+            ops += self.vec.copy_or_cast(dst.name, out, s.loc)
+        for t in temps:
             self.vec.release(t)
+        return ops
+
+    def _reduce_dtype(self, src: DType, dst: DType, name: str, loc) -> DType:
+        """The element type a reduction runs in: the tiles' own where the vector unit reduces it
+        (float16, float32), float32 for bfloat16 and for a float16 tile reduced into float32; int32
+        tiles in float32 (exact up to 2^24: the reduce instructions take no int32 on dav-c220)."""
+        floats = (DType.FLOAT16, DType.FLOAT32)
+        if src == dst and src in floats:
+            return src
+        if src in (*floats, DType.BFLOAT16, DType.INT32) and dst in (*floats, DType.BFLOAT16, DType.INT32):
+            return DType.FLOAT32
+        raise UnsupportedError(f"{name} from {src} to {dst}: reductions take float16, bfloat16, float32 and int32 "
+                               "tiles", loc=loc, hint="T.copy the tile into a float32 fragment first")
+
+    # ------------------------------------------------------------ cumsum
+    def lower_cumsum(self, s: TileCumsum) -> list:
+        """Inclusive prefix sums. Over the rows of a 2-D tile (dim 0): one vector Add per row, each
+        adding the previous row's result. Along a row (dim 1, or a 1-D tile): the elements of a
+        row depend on each other one by one, which no vector instruction takes (its lanes cannot
+        shift), so the scalar unit adds them in place: rows x (cols - 1) scalar steps."""
+        src, dst = self.buffers[s.src.buffer], self.buffers[s.dst.buffer]
+        if src.scope is not Scope.UB or dst.scope is not Scope.UB:
+            raise UnsupportedError("T.cumsum works on vector tiles (T.alloc_shared / T.alloc_fragment)", loc=s.loc)
+        self._check_full(s.src, src, s)
+        self._check_full(s.dst, dst, s)
+        if src.shape != dst.shape or src.dtype != dst.dtype:
+            raise UnsupportedError(f"T.cumsum from '{src.name}' ({list(src.shape)}, {src.dtype}) into '{dst.name}' "
+                                   f"({list(dst.shape)}, {dst.dtype}): the tiles must have one shape and dtype",
+                                   loc=s.loc, hint="T.copy into a tile of the result's dtype first")
+        if src.dtype not in (DType.FLOAT16, DType.FLOAT32, DType.INT32):
+            raise UnsupportedError(f"T.cumsum of the {src.dtype} tile '{src.name}'", loc=s.loc,
+                                   hint="use a float16, float32 or int32 tile")
+        dim = s.dim + len(src.shape) if s.dim < 0 else s.dim
+        if dim not in range(len(src.shape)):
+            raise UnsupportedError(f"T.cumsum over dim={s.dim} of the {len(src.shape)}-D tile '{src.name}'", loc=s.loc)
+        if len(src.shape) == 2 and dim == 0:
+            return [VecScanRows(op=VecBinary.ADD, dst=dst.name, src=src.name, rows=src.rows, cols=src.cols,
+                                pitch=src.pitch, reverse=s.reverse, barrier=self.arch.needs_vector_barrier, loc=s.loc)]
+        ops = [] if dst.name == src.name else self.vec.copy_or_cast(dst.name, src.name, s.loc)
+        n = dst.cols
+        if n == 1:
             return ops
-        return self.vec.row_reduce(s.kind, dst.name, src.name, s.clear, s.loc,
-                                   valid_cols=self.ub_valid_cols.get(src.name))
+        tb = tirx.decl_buffer(dst.shape, str(dst.dtype), dst.name)
+        k = tirx.Var(f"{dst.name}_k", "int32")
+        one = tirx.IntImm("int32", 1)
+        c, prev = (tirx.IntImm("int32", n - 2) - k, tirx.IntImm("int32", n - 1) - k) if s.reverse else (k, k - one)
+        if len(dst.shape) == 1:
+            idx, pidx, outer = (c,), (prev,), None
+        else:
+            outer = tirx.Var(f"{dst.name}_r", "int32")
+            idx, pidx = (outer, c), (outer, prev)
+        step = ScalarStore(buffer=dst.name, indices=idx,
+                           value=tirx.BufferLoad(tb, list(idx)) + tirx.BufferLoad(tb, list(pidx)), loc=s.loc)
+        loop = Loop(var=k, extent=n - 1, body=[step], start=0 if s.reverse else 1, loc=s.loc)
+        if outer is not None:
+            loop = Loop(var=outer, extent=dst.rows, body=[loop], loc=s.loc)
+        return [*ops, loop]
 
     # ------------------------------------------------------------ cross-core (from route)
     def lower_cc_set(self, s: CrossCoreSet) -> list:
@@ -377,7 +531,8 @@ class TileLowerer:
 
     # ------------------------------------------------------------ parallel
     def lower_parallel(self, s: TileParallel) -> list:
-        return ParallelLowerer(self.vec, self.buffers, s, self.gm_ub_op, self.ub_gm_op, gm_window).lower()
+        return ParallelLowerer(self.vec, self.buffers, s, self.gm_ub_op, self.ub_gm_op, gm_window,
+                               columns=(column_of, self.column_to_ub, self.column_to_gm)).lower()
 
     # ------------------------------------------------------------ gemm
     def lower_gemm(self, s: TileGemm) -> list:
@@ -571,6 +726,7 @@ class TileLowerer:
         TileCopy: lower_copy,
         TileFill: lower_fill,
         TileReduce: lower_reduce,
+        TileCumsum: lower_cumsum,
         TileGemm: lower_gemm,
         TileParallel: lower_parallel,
         TileAccumulate: lower_accumulate,
@@ -606,9 +762,11 @@ def resolve_cross_core_pipes(body: list) -> list:
     return out
 
 
-def lower_tile_ops(program: Program) -> Program:
-    """Lower tile ops to pipe-tagged Ascend ops in every kernel."""
-    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch).run())
+def lower_tile_ops(program: Program, compact_temps: bool = False) -> Program:
+    """Lower tile ops to pipe-tagged Ascend ops in every kernel. ``compact_temps``: element-wise
+    results overwrite their operands' temporaries (the driver's second try when the first
+    lowering does not fit the memory budget)."""
+    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch, compact_temps).run())
     verify_lowered(out)
     return out
 

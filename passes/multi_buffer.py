@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from ascend_backend.errors import InternalCompilerError, MemoryBudgetError
-from ascend_backend.ir import AscOp, If, Kernel, Launch, Loop, LoopKind, Program, Scope, walk
+from ascend_backend.ir import AscOp, If, Kernel, Launch, Loop, LoopKind, Pipe, Program, Scope, walk
 
 from .lower_tile_ops import PINGPONG
 from .plan_memory import budget_table
@@ -101,6 +101,24 @@ def _fit(arch, buffers: dict, body: list) -> None:
         members = [b for b in buffers.values() if b.scope == mem]
         total = sum(b.nbytes for b in members)
         if total <= cap[mem]:
+            continue
+        # A buffer only the vector pipe touches (a vector temporary) gains nothing from rotating:
+        # the vector pipe runs its ops in order, so the next iteration cannot overtake this one's
+        # use of it. When memory is short those keep one slot.
+        pipes: dict[str, set] = {}
+        for op in walk(body):
+            if isinstance(op, AscOp):
+                for name in (*op.reads, *op.writes):
+                    pipes.setdefault(name, set()).add(op.pipe)
+                for name in op.index_reads:
+                    pipes.setdefault(name, set()).add(Pipe.S)
+        vector_only = [b for b in members if b.slots > 1 and pipes.get(b.name) == {Pipe.V}]
+        if vector_only and total - sum(b.nbytes - b.nbytes // b.slots for b in vector_only) <= cap[mem]:
+            for b in vector_only:
+                b.slots = 1
+            for lp in (x for x in walk(body) if isinstance(x, Loop)):
+                for b in vector_only:
+                    lp.slots.pop(b.name, None)
             continue
         staged = [b for b in members if b.slots > 1]
         if not staged:

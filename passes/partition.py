@@ -16,7 +16,8 @@ L0C (a T.clear before a loop becomes the first Mmad's overwrite); at the first v
 crosses to the AIVs; a later gemm into it computes a fresh product that the AIVs add into their
 copy (``acc += partial``), which is how FlashAttention's rescaled ``acc_o`` or a causal mask
 written before ``T.gemm`` work. A gemm operand produced by vector code crosses to the Cube before
-the gemm.
+the first gemm that reads it after each vector write (FlashAttention backward's ``dS`` feeds two
+gemms from one crossing).
 """
 
 from __future__ import annotations
@@ -102,6 +103,19 @@ def tile_buffers(op) -> set:
     return set()
 
 
+def tile_writes(op) -> set:
+    """The buffers a tile-level op (before partition) writes."""
+    if isinstance(op, TileCopy | TileFill | TileReduce | TileCumsum):
+        return {op.dst.buffer}
+    if isinstance(op, TileGemm):
+        return {op.c.buffer}
+    if isinstance(op, TileParallel):
+        return {ps.store.buffer.name for ps in op.stores}
+    if isinstance(op, ScalarStore):
+        return {op.buffer}
+    return set()
+
+
 def full_region(buf: Buffer) -> Region:
     zero = tirx.IntImm("int32", 0)
     return Region(buf.name, (zero,) * len(buf.shape), tuple(buf.shape))
@@ -141,6 +155,9 @@ class _Partitioner:
         self.transfers: list[Transfer] = []
         self.extra_aiv: dict = {}
         self.loop_path: list = []
+        # Vector-made gemm operands whose current value the Cube already holds: a second gemm on an
+        # unchanged operand reads the copy the first one received instead of crossing again.
+        self.on_cube: frozenset = frozenset()
 
     @property
     def mixed(self) -> bool:
@@ -202,8 +219,11 @@ class _Partitioner:
                 # (e.g. the first vector access of an accumulator cleared before the loop) decides
                 # where it lives after the `if`: it is brought there before the `if`, so that both
                 # branches start and end with it in one place.
+                entry = self.on_cube
                 _, _, st_then = self.body(s.then_body, dict(state))
+                self.on_cube = entry
                 _, _, st_else = self.body(s.else_body, dict(state))
+                self.on_cube = entry
                 target = dict(state)
                 for name in sorted(self.mixed_accs):
                     moved = {st[name] for st in (st_then, st_else) if st[name] != state[name]}
@@ -219,8 +239,11 @@ class _Partitioner:
                 a1, v1 = self.bring(state, target, branch, s.loc)
                 aic += a1
                 aiv += v1
+                entry = self.on_cube
                 a_then, v_then, st_then = self.body(s.then_body, dict(state))
+                on_then, self.on_cube = self.on_cube, entry
                 a_else, v_else, st_else = self.body(s.else_body, dict(state))
+                self.on_cube &= on_then
                 if st_then != state or st_else != state:
                     raise UnsupportedError("a gemm accumulator changes sides (Cube/Vector) inside an `if`", loc=s.loc,
                                            hint="move the T.gemm or the element-wise code on its result out of the "
@@ -233,9 +256,13 @@ class _Partitioner:
             if isinstance(s, Loop):
                 # Dry run: the state the loop carries. It may meet a transfer first, which then records
                 # its loop: the loop is on the path here too.
+                # An operand the body writes is not on the Cube at the top of an iteration.
+                written = {n for x in walk(s.body) if not isinstance(x, Loop | If) for n in tile_writes(x)}
+                self.on_cube = entry = self.on_cube - written
                 self.loop_path.append(id(s))
                 _, _, after = self.body(s.body, dict(state))
                 self.loop_path.pop()
+                self.on_cube = entry
                 # Bring each accumulator into the state the loop body carries before the loop.
                 a1, v1 = self.bring(state, after, s.body, s.loc)
                 aic += a1
@@ -243,6 +270,7 @@ class _Partitioner:
                 self.loop_path.append(id(s))
                 a_body, v_body, state = self.body(s.body, state)
                 self.loop_path.pop()
+                self.on_cube &= entry  # the loop may run no iteration
                 if a_body:
                     aic.append(dataclasses.replace(s, body=a_body))
                 if v_body:
@@ -296,10 +324,11 @@ class _Partitioner:
             aic: list = []
             aiv: list = []
             for opnd in (s.a.buffer, s.b.buffer):
-                if opnd in self.mixed_operands:
+                if opnd in self.mixed_operands and opnd not in self.on_cube:
                     a1, v1 = self.to_cube(opnd, s.loc)
                     aic += a1
                     aiv += v1
+                    self.on_cube |= {opnd}
             C = s.c.buffer
             if C in self.mixed_accs:
                 if state[C] in ("vec", "partial") and not s.clear_accum:
@@ -327,6 +356,7 @@ class _Partitioner:
             state[name] = "vec"
             return [], [s]
         side = self.side(s)
+        self.on_cube -= tile_writes(s)
         if isinstance(s, Print):
             return [], [s]  # printed once, by the AIVs
         if side is None:

@@ -14,7 +14,7 @@ import dataclasses
 
 from tvm import tirx
 
-from ascend_backend.errors import InternalCompilerError
+from ascend_backend.errors import InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
     BufferKind,
     CopyToPeerL1,
@@ -23,11 +23,11 @@ from ascend_backend.ir import (
     Kernel,
     Launch,
     Loop,
-    ParallelStore,
     Program,
     Region,
     RowSplit,
     TileCopy,
+    TileCumsum,
     TileFill,
     TileParallel,
     TileReduce,
@@ -64,6 +64,8 @@ def split_rows_launch(launch: Launch) -> Launch:
             split[n] = b.shape[0]
             b.shape = (halves[b.shape[0]], *b.shape[1:])
         buffers[n] = b
+
+    _refuse_cross_row_ops(aiv.body, split, halves)
 
     def region(r: Region, tile: str | None) -> Region:
         if tile not in split or buffers[r.buffer].kind not in (BufferKind.PARAM, BufferKind.WORKSPACE):
@@ -107,6 +109,28 @@ def split_rows_launch(launch: Launch) -> Launch:
     row_split = RowSplit(sub, next(iter(halves.values())) if len(halves) == 1 else None)
     aiv = aiv.replace(buffers=buffers, body=walk_fix(aiv.body), row_split=row_split)
     return launch.replace(kernels={**launch.kernels, Core.AIV: aiv})
+
+
+def _refuse_cross_row_ops(body: list, split: dict, halves: dict) -> None:
+    """Ops that combine the rows of a tile (a reduction or a scan over dim 0, a per-column reducer
+    store in T.Parallel) cannot run on each AIV's half of the rows."""
+    hint = ("write the kernel without the gemm (a vector-only kernel keeps whole tiles on one core), or "
+            "combine along the rows (dim 1)")
+    what = None
+    for s in walk(body):
+        if isinstance(s, TileReduce) and s.src.buffer in split and s.dim in (0, -2):
+            what = f"T.reduce_{s.kind.value} over dim 0 of '{s.src.buffer}'"
+        elif isinstance(s, TileCumsum) and s.src.buffer in split and s.dim in (0, -2):
+            what = f"T.cumsum over dim 0 of '{s.src.buffer}'"
+        elif isinstance(s, TileParallel) and len(s.vars) == 2 and s.extents[0] in halves:
+            for ps in s.stores:
+                idx = ps.store.indices
+                if len(idx) == 1 and isinstance(idx[0], tirx.Var) and idx[0].same_as(s.vars[1]):
+                    what = f"the per-column accumulation into '{ps.store.buffer.name}[{idx[0]}]'"
+        if what is not None:
+            raise UnsupportedError(
+                f"{what} combines the rows of a tile, but this kernel (it has a T.gemm) splits the rows of its "
+                "vector tiles between the two AIVs: each would combine only its half", loc=s.loc, hint=hint)
 
 
 def _row_vectors(k: Kernel, R: int) -> set:
@@ -182,7 +206,7 @@ def _split_parallel(op: TileParallel, split, halves: dict, sub) -> TileParallel:
     for ps in op.stores:
         st = ps.store
         indices = list(st.indices) if st.buffer.name in split else [rw(x) for x in st.indices]
-        stores.append(ParallelStore(tirx.BufferStore(st.buffer, rw(st.value), indices), ps.loc))
+        stores.append(dataclasses.replace(ps, store=tirx.BufferStore(st.buffer, rw(st.value), indices)))
     return dataclasses.replace(op, extents=tuple(ext), stores=tuple(stores))
 
 

@@ -47,6 +47,8 @@ _KERNEL_RE = re.compile(
     r'(?:\btemplate\s*<(?P<tparams>[^{};]*?)>\s*)?(?P<quals>(?:' + _QUAL + r'\s*)+)'
     r'\bvoid\s+(?P<name>\w+)\s*\((?P<params>[^)]*)\)\s*\{')
 
+_TASK_TYPE_RE = re.compile(r"KERNEL_TASK_TYPE_DEFAULT\s*\(\s*(?:AscendC::)?KERNEL_TYPE_(\w+)\s*\)")
+
 # __mix__(cube, vec) ratios the docs allow, and the kernel type each one launches
 _MIX_TYPES = {(1, 0): "MIX_AIC_1_0", (0, 1): "MIX_AIV_1_0", (1, 1): "MIX_AIC_1_1", (1, 2): "MIX_AIC_1_2"}
 
@@ -72,6 +74,7 @@ class Signature:
     extern_c: bool = True
     template: list[TemplateParam] | None = None   # None: not a template kernel
     kernel_type: str | None = None                # from __vector__ / __cube__ / __mix__(c, v)
+    task_type: str | None = None                  # KERNEL_TASK_TYPE_DEFAULT(...) in this entry's body
     targs: list[str] | None = None                # the instantiation asked for (template kernels)
 
     @property
@@ -140,10 +143,13 @@ def _kernel_type_of_quals(quals: str) -> str | None:
 def parse_kernels(source: str) -> list[Signature]:
     """All ``__global__`` kernel entry points of a source, with their parameters."""
     out = []
-    for m in _KERNEL_RE.finditer(_strip_comments(source)):
+    stripped = _strip_comments(source)
+    entries = [m for m in _KERNEL_RE.finditer(stripped) if "__global__" in m.group("quals")]
+    for n, m in enumerate(entries):
         quals = m.group("quals")
-        if "__global__" not in quals:
-            continue
+        # A source with several entries (one per launch) names each entry's type in its own body.
+        body = stripped[m.end():entries[n + 1].start() if n + 1 < len(entries) else len(stripped)]
+        tm = _TASK_TYPE_RE.search(body)
         name = m.group("name")
         tparams = _template_params(m.group("tparams")) if m.group("tparams") is not None else None
         params = []
@@ -166,7 +172,7 @@ def parse_kernels(source: str) -> list[Signature]:
                     ty = base
                 params.append(Param(pname, ty, pointer, struct))
         out.append(Signature(name, params, 'extern "C"' in " ".join(quals.split()), tparams,
-                             _kernel_type_of_quals(quals)))
+                             _kernel_type_of_quals(quals), tm.group(1) if tm else None))
     return out
 
 
@@ -182,11 +188,12 @@ def _kernel_type_of(source: str, given: Any, sig: Signature | None = None) -> in
     if sig is not None and sig.kernel_type is not None:  # the entry's own qualifier
         return KERNEL_TYPE_IDS[sig.kernel_type]
     text = _strip_comments(source)
-    m = re.search(r"KERNEL_TASK_TYPE_DEFAULT\s*\(\s*(?:AscendC::)?KERNEL_TYPE_(\w+)\s*\)", text)
-    if m:
-        if m.group(1) not in KERNEL_TYPE_IDS:
-            raise EmulatorError(f"kernel type KERNEL_TYPE_{m.group(1)} is not emulated")
-        return KERNEL_TYPE_IDS[m.group(1)]
+    m = _TASK_TYPE_RE.search(text)
+    task_type = sig.task_type if sig is not None and sig.task_type is not None else m and m.group(1)
+    if task_type:
+        if task_type not in KERNEL_TYPE_IDS:
+            raise EmulatorError(f"kernel type KERNEL_TYPE_{task_type} is not emulated")
+        return KERNEL_TYPE_IDS[task_type]
     cube = re.search(r"\b(Mmad|LoadData|Fixpipe|ASCEND_IS_AIC)\b|TPosition::(A1|A2|B1|B2|CO1|C1)\b", text)
     vec = re.search(r"ASCEND_IS_AIV|TPosition::VEC|\b(Add|Sub|Mul|Muls|Adds|Exp|Cast|Duplicate)\s*\(", text)
     if cube and vec:

@@ -35,6 +35,7 @@ from .nodes import (
     Region,
     ScalarStore,
     TileCopy,
+    TileCumsum,
     TileFill,
     TileGemm,
     TileParallel,
@@ -62,6 +63,10 @@ class Handle:
         idx = idx if isinstance(idx, tuple) else (idx,)
         return _At(self, tuple(_imm(i) for i in idx))
 
+    def window(self, *start, extents: tuple) -> _At:
+        """A region of explicit extents (a strided column, a window of another shape than the tile)."""
+        return _At(self, tuple(_imm(i) for i in start), tuple(extents))
+
     def load(self, *idx):
         return tirx.BufferLoad(self.tvm_buffer, [_imm(i) for i in idx])
 
@@ -74,6 +79,7 @@ class Handle:
 class _At:
     handle: Handle
     start: tuple
+    extents: tuple | None = None  # None: the other side's shape
 
 
 class ProgramBuilder:
@@ -159,7 +165,7 @@ class ProgramBuilder:
         def region(x, ext):
             if isinstance(x, Handle):
                 return x.full()
-            return Region(x.handle.name, x.start, tuple(ext))
+            return Region(x.handle.name, x.start, tuple(x.extents if x.extents is not None else ext))
 
         ext = shape_of(src) or shape_of(dst)
         return region(src, ext), region(dst, ext)
@@ -180,6 +186,9 @@ class ProgramBuilder:
 
     def reduce(self, kind: str, src: Handle, dst: Handle, dim: int = 1, clear: bool = True) -> None:
         self._emit(TileReduce(src=src.full(), dst=dst.full(), kind=ReduceKind(kind), dim=dim, clear=clear))
+
+    def cumsum(self, src: Handle, dst: Handle, dim: int = 0, reverse: bool = False) -> None:
+        self._emit(TileCumsum(src=src.full(), dst=dst.full(), dim=dim, reverse=reverse))
 
     def parallel(self, extents: tuple, body: Callable) -> None:
         """``body(*loop_vars)`` returns [(handle, indices, value)] assignments."""

@@ -119,7 +119,33 @@ class ReduceKind(_Named):
     SUM = "sum"
     MAX = "max"
     MIN = "min"
-    ABSMAX = "absmax"  # max of |x| (lowered as Abs, then MAX)
+    ABSSUM = "abssum"  # sum of |x|
+    ABSMAX = "absmax"  # max of |x|
+
+
+class CmpMode(_Named):
+    """A comparison of vector elements (Compare / Compares), one bit per element."""
+
+    LT = "LT"
+    GT = "GT"
+    LE = "LE"
+    GE = "GE"
+    EQ = "EQ"
+    NE = "NE"
+
+    @property
+    def swapped(self) -> CmpMode:
+        """The mode with the operands exchanged (a < b is b > a)."""
+        return {CmpMode.LT: CmpMode.GT, CmpMode.GT: CmpMode.LT, CmpMode.LE: CmpMode.GE,
+                CmpMode.GE: CmpMode.LE}.get(self, self)
+
+
+class MaskLogic(_Named):
+    """A bitwise op on bit masks (And / Or / Not over their 16-bit words)."""
+
+    AND = "And"
+    OR = "Or"
+    NOT = "Not"
 
 
 class VecBinary(_Named):
@@ -210,7 +236,7 @@ class Event:
 
 
 __all__ = [
-    "AIC_PIPES", "AIV_PIPES", "ON_CHIP", "AtomicOp", "BufferKind", "CopyForm", "Core", "Direction", "Event",
-    "KernelType", "Layout", "LoopKind", "Pipe", "QuantMode", "ReduceKind", "Rounding", "Route", "Scope",
+    "AIC_PIPES", "AIV_PIPES", "ON_CHIP", "AtomicOp", "BufferKind", "CmpMode", "CopyForm", "Core", "Direction", "Event",
+    "KernelType", "Layout", "LoopKind", "MaskLogic", "Pipe", "QuantMode", "ReduceKind", "Rounding", "Route", "Scope",
     "SyncPhase", "VecBinary", "VecScalarOp", "VecUnary",
 ]

@@ -19,11 +19,13 @@ from ..errors import SrcLoc
 from .enums import (
     AtomicOp,
     BufferKind,
+    CmpMode,
     CopyForm,
     Direction,
     Event,
     Layout,
     LoopKind,
+    MaskLogic,
     Pipe,
     QuantMode,
     ReduceKind,
@@ -719,6 +721,7 @@ class _FixpipeToGm(AscOp):
     relu: bool
     dtype: DType
     src_dtype: DType = DType.FLOAT32  # the accumulator's (float32, or int32 for int8 operands)
+    atomic: AtomicOp | None = None
 
     pipe: ClassVar[Pipe] = Pipe.FIX
 
@@ -916,6 +919,14 @@ class VecBinaryBcast(_VecOp):
 
 
 @dataclass
+class VecBinaryBcastRows(VecBinaryBcast):
+    """VecBinaryBcast for rows longer than a repeat stride reaches (over 8160 bytes): one call per
+    row, whose column chunks are the repeats (256 bytes apart; a broadcast operand 0 apart)."""
+
+    macro: ClassVar[str] = "vec_binary_bcast_rows"
+
+
+@dataclass
 class VecWholeReduce(_VecOp):
     """dst[r] = reduce(src row r's first ``mask`` elements), ``repeat`` rows ``src_rep`` blocks apart."""
 
@@ -1004,6 +1015,127 @@ class VecDiagFill(_VecOp):
     writes = property(lambda self: (self.dst,))
     text = property(lambda self: f"mask {self.dst}: per row, the first (row + {self.prefix}) columns {self.first}, "
                     f"the rest {self.rest}")
+
+
+@dataclass
+class VecIndex(_VecOp):
+    """dst[k] = first + k for k < count (CreateVecIndex): the values of a T.Parallel index."""
+
+    dst: str
+    first: ScalarValue
+    count: int
+    dtype: DType
+
+    macro: ClassVar[str] = "vec_index"
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"CreateVecIndex {self.dst} = {self.first} + k")
+
+
+@dataclass
+class VecCompare(_VecOp):
+    """Bit k of ``dst`` = src0[k] ``mode`` src1[k] (or the scalar), k < count; count covers whole
+    256-byte repeats of ``dtype`` (the operands are that large)."""
+
+    mode: CmpMode
+    dst: str
+    src0: str
+    src1: str | None
+    scalar: ScalarValue | None
+    count: int
+    dtype: DType
+
+    macro: ClassVar[str] = "vec_compare"
+    reads = property(lambda self: _one_of(self.src0, self.src1))
+    writes = property(lambda self: (self.dst,))
+
+    @property
+    def text(self) -> str:
+        other = self.src1 if self.src1 is not None else self.scalar
+        return f"Compare{'s' if self.src1 is None else ''} {self.src0} {self.mode} {other} -> bits {self.dst}"
+
+
+@dataclass
+class VecMaskLogic(_VecOp):
+    """dst = src0 op src1 (Not: op src0) on bit masks, as ``count`` 16-bit words."""
+
+    op: MaskLogic
+    dst: str
+    src0: str
+    src1: str | None
+    count: int
+
+    macro: ClassVar[str] = "vec_mask_logic"
+    reads = property(lambda self: _one_of(self.src0, self.src1))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"{self.op} bits {self.src0}{', ' + self.src1 if self.src1 else ''} -> {self.dst}")
+
+
+@dataclass
+class VecSelect(_VecOp):
+    """dst[k] = bit k of ``mask`` ? src0[k] : (src1[k] or the scalar), k < count. ``as_dtype``:
+    the element type the Select runs in when the tiles' own is not one it takes (the bits are
+    moved unchanged)."""
+
+    dst: str
+    mask: str
+    src0: str
+    src1: str | None
+    scalar: ScalarValue | None
+    count: int
+    dtype: DType
+    as_dtype: DType | None = None
+
+    macro: ClassVar[str] = "vec_select"
+    reads = property(lambda self: _one_of(self.mask, self.src0, self.src1))
+    writes = property(lambda self: (self.dst,))
+
+    @property
+    def text(self) -> str:
+        other = self.src1 if self.src1 is not None else self.scalar
+        return f"Select {self.dst} = {self.mask} ? {self.src0} : {other}"
+
+
+@dataclass
+class VecFoldRows(_VecOp):
+    """Per row r of src (``rows`` rows ``pitch`` elements apart): dst[r * lanes ..] op= each of the
+    row's ``chunks`` column chunks of ``lanes`` (one repeat each, accumulated into the same lanes),
+    then the ``tail`` columns past them. For rows longer than a repeat stride can reach."""
+
+    op: VecBinary
+    dst: str
+    src: str
+    lanes: int
+    rows: int
+    pitch: int
+    chunks: int
+    tail: int
+    barrier: bool
+
+    macro: ClassVar[str] = "vec_fold_rows"
+    reads = property(lambda self: _one_of(self.dst, self.src))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"{self.op} every column chunk of each row of {self.src} into {self.dst}")
+
+
+@dataclass
+class VecScanRows(_VecOp):
+    """Inclusive prefix op over the rows of a tile: row r of dst = row r of src op row r-1 of dst
+    (from the last row up when ``reverse``); row 0 (or the last) is copied."""
+
+    op: VecBinary
+    dst: str
+    src: str
+    rows: int
+    cols: int
+    pitch: int
+    reverse: bool
+    barrier: bool
+
+    macro: ClassVar[str] = "vec_scan_rows"
+    reads = property(lambda self: _one_of(self.src, self.dst))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"prefix {self.op} over the rows of {self.src} -> {self.dst}"
+                    + (" (reversed)" if self.reverse else ""))
 
 
 @dataclass
@@ -1108,7 +1240,8 @@ __all__ = [
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
-    "Valid", "VecBinaryBcast", "VecBinaryOp",
+    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
-    "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag",
+    "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
+    "VecFoldRows", "VecScanRows",
 ]

@@ -88,6 +88,28 @@ def two_launches():
     return b.build()
 
 
+def operand_fed_twice(rewrite=False, arch="dav-3510"):
+    """A vector-made operand x read by two gemms (rewritten between them when ``rewrite``)."""
+    b = ProgramBuilder("twice", arch)
+    A, B = b.tensor("A", (64, 64), "float16"), b.tensor("B", (64, 64), "float16")
+    C, D = b.tensor("C", (64, 64), "float32"), b.tensor("D", (64, 64), "float32")
+    x, w = b.tile("x", (64, 64), "float16"), b.tile("w", (64, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    d = b.tile("d", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(B[0, 0], w)
+        with b.loop("k", 2):
+            b.copy(A[0, 0], x)
+            b.parallel((64, 64), lambda i, j: [(x, (i, j), x.load(i, j) + x.load(i, j))])
+            b.gemm(x, w, c, clear=True)
+            if rewrite:
+                b.parallel((64, 64), lambda i, j: [(x, (i, j), x.load(i, j) + x.load(i, j))])
+            b.gemm(x, w, d, clear=True)
+        b.copy(c, C[0, 0])
+        b.copy(d, D[0, 0])
+    return b.build()
+
+
 # ------------------------------------------------------------------ partition
 
 
@@ -131,6 +153,35 @@ def test_partition_two_launches_each_get_their_core_kind():
         CHECK: launch 0 grid=[2] type=AIV_ONLY
         CHECK: launch 1 grid=[2] type=AIV_ONLY
         CHECK: parallel
+    """)
+
+
+def test_partition_sends_an_unchanged_operand_once_for_two_gemms():
+    filecheck(after(operand_fed_twice(), "partition"), """
+        CHECK: transfer 0: x -> x vector->cube
+        CHECK: == AIC ==
+        CHECK: receive x -> x (transfer 0)
+        CHECK-NEXT: gemm x
+        CHECK-NOT: receive
+        CHECK: -> d[0, 0]
+        CHECK: == AIV ==
+        CHECK: send x (transfer 0)
+        CHECK-NOT: send
+        CHECK: }
+    """)
+
+
+def test_partition_sends_an_operand_again_after_a_vector_write():
+    filecheck(after(operand_fed_twice(rewrite=True), "partition"), """
+        CHECK: == AIC ==
+        CHECK: receive x -> x (transfer 0)
+        CHECK-NEXT: -> c[0, 0]
+        CHECK-NEXT: receive x -> x (transfer 0)
+        CHECK-NEXT: -> d[0, 0]
+        CHECK: == AIV ==
+        CHECK: send x (transfer 0)
+        CHECK-NEXT: parallel
+        CHECK: send x (transfer 0)
     """)
 
 
