@@ -29,7 +29,7 @@ def run(func, args, arch):
 # ------------------------------------------------------------------ FP8 quantization (dav-3510)
 
 
-@pytest.mark.parametrize("group", [128, 256])
+@pytest.mark.parametrize("group", [128, pytest.param(256, marks=pytest.mark.slow)])
 def test_fp8_group_cast_and_inverse(group):
     """group 128: DeepSeek's activation cast; group = N: the per-token cast."""
     M, N = 64, 256
@@ -74,6 +74,7 @@ def test_fp8_cast_refused_on_c220_at_the_tile():
 # ------------------------------------------------------------------ int8 GEMM (both arches)
 
 
+@pytest.mark.slow
 def test_int8_gemm_int32_output(arch):
     M, N, K = 64, 128, 256
     g = torch.Generator().manual_seed(1)
