@@ -86,7 +86,13 @@ from .ir import (
 # The TPosition each memory is declared with.
 POSITION = {Scope.UB: "VECCALC", Scope.L1: "A1", Scope.L0A: "A2", Scope.L0B: "B2", Scope.L0C: "CO1"}
 QUANT = {QuantMode.NONE: "QuantMode_t::NoQuant", QuantMode.F32_TO_F16: "QuantMode_t::F322F16",
-         QuantMode.F32_TO_BF16: "QuantMode_t::F322BF16"}
+         QuantMode.F32_TO_BF16: "QuantMode_t::F322BF16", QuantMode.F32_TO_S8: "QuantMode_t::QF322B8_PRE",
+         QuantMode.F32_TO_FP8: "QuantMode_t::QF322FP8_PRE", QuantMode.S32_TO_F16: "QuantMode_t::DEQF16",
+         QuantMode.S32_TO_BF16: "QuantMode_t::QS322BF16_PRE", QuantMode.S32_TO_S8: "QuantMode_t::REQ8"}
+# Quant word of scale 1.0 (随路量化 page: the scale as a float in bits [31:13]; bit 46 selects a
+# signed int8 result).
+QUANT_ONE = 0x3F800000
+QUANT_SIGNED = 1 << 46
 ROUND = {Rounding.NONE: "RoundMode::CAST_NONE", Rounding.RINT: "RoundMode::CAST_RINT",
          Rounding.TRUNC: "RoundMode::CAST_TRUNC", Rounding.FLOOR: "RoundMode::CAST_FLOOR",
          Rounding.CEIL: "RoundMode::CAST_CEIL", Rounding.ROUND: "RoundMode::CAST_ROUND",
@@ -174,7 +180,7 @@ def scalar(v) -> str:
 
 
 def local_ctype(b) -> str:
-    return "float" if b.scope is Scope.L0C else b.dtype.ctype
+    return b.dtype.ctype
 
 
 def _flat(b, indices) -> str:
@@ -265,23 +271,24 @@ def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
 def _load_data_2d(op: LoadData2D) -> dict:
     kv = valid_k(op.k)
     src = _at(op.src, str(op.src_offset))
+    fr = 16 * op.c0  # elements per fractal
     if op.operand == "A":
         # one fractal row of A per call: ZZ in L0A
         return {"dst": op.dst, "src": src, "count": str(op.mn // 16), "dst_step": f"{kv} * 16",
-                "src_step": f"{op.src_rows // 16} * 256" if op.trans else "256",
-                "repeat": f"(uint8_t)({kv} / 16)", "src_stride": "1" if op.trans else str(op.src_rows // 16),
+                "src_step": f"{op.src_rows // 16} * {fr}" if op.trans else str(fr),
+                "repeat": f"(uint8_t)({kv} / {op.c0})", "src_stride": "1" if op.trans else str(op.src_rows // 16),
                 "trans": "true" if op.trans else "false",
                 "note": "A stored K x M: transpose each fractal into ZZ" if op.trans else
                 "one fractal row of A per call: ZZ in L0A"}
-    return {"dst": op.dst, "src": src, "count": f"{kv} / 16", "dst_step": str(op.mn * 16),
-            "src_step": f"{op.mn // 16} * 256" if op.trans else "256", "repeat": str(op.mn // 16),
+    return {"dst": op.dst, "src": src, "count": f"{kv} / {op.c0}", "dst_step": str(op.mn * op.c0),
+            "src_step": f"{op.mn // 16} * {fr}" if op.trans else str(fr), "repeat": str(op.mn // 16),
             "src_stride": "1" if op.trans else str(op.src_rows // 16), "trans": "false" if op.trans else "true",
             "note": "B stored N x K: its NZ fractals are already ZN" if op.trans else
             "one fractal row of B per call, each fractal transposed: ZN in L0B"}
 
 
 def _steps(x) -> str:
-    return f"{valid_k(x.k)} / 16" if isinstance(x, KFractals) else str(x)
+    return f"{valid_k(x.k)} / {x.unit}" if isinstance(x, KFractals) else str(x)
 
 
 def _load_data_2d_v2(op: LoadData2DV2) -> dict:
@@ -303,12 +310,15 @@ def _fixpipe_to_gm(op) -> dict:
     return {"dst": _at(gm_tensor(op.gm), window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
             "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
             "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
+            "src_ctype": op.src_dtype.ctype,
+            "deq": (f"{QUANT_ONE | (QUANT_SIGNED if op.dtype == DType.INT8 else 0):#x}ULL"
+                    if op.quant.scaled else None),
             "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None}
 
 
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
     return {"src": op.src, "dst": f"{op.target}_peer", "half": op.half, "rows": op.rows, "cols": op.cols,
-            "pitch": op.pitch, "sub": op.sub}
+            "pitch": op.pitch, "sub": op.sub, "ctype": op.dtype.ctype}
 
 
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
@@ -362,9 +372,10 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": op.dst, "src": op.src, "count": op.count},
     VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src0": op.src0, "src1": op.src1,
                              "count": op.count},
-    # bool tiles hold one byte per element: the Cast reads / writes them as uint8
+    # bool tiles hold one byte per element: the Cast reads / writes them as uint8; an int4 source
+    # is a packed 1-byte tile read as int4b_t (two values per byte)
     VecCast: lambda op: {"dst": _as(op.dst, DType.UINT8 if op.dst_dtype is DType.BOOL else None),
-                         "src": _as(op.src, DType.UINT8 if op.src_dtype is DType.BOOL else None),
+                         "src": _as(op.src, {DType.BOOL: DType.UINT8, DType.INT4: DType.INT4}.get(op.src_dtype)),
                          "mode": ROUND[op.mode], "count": op.count},
     VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
     VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),

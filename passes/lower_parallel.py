@@ -59,6 +59,8 @@ from ascend_backend.ir import (
     VecWholeReduce,
 )
 
+from . import unpack_int4
+
 LN2 = math.log(2.0)
 
 
@@ -177,6 +179,27 @@ class VectorEmitter:
         if d.dtype == s.dtype:
             # A UB -> UB DataCopy runs on the vector pipe.
             return [VecCopy(dst=dst, src=src, count=self.count(dst), loc=loc)]
+        steps = cast_steps(s.dtype, d.dtype, self.arch)
+        if steps is None:
+            fp8 = (DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2)
+            if s.dtype in fp8 or d.dtype in fp8:
+                raise UnsupportedError(f"no vector conversion from {s.dtype} ('{src}') to {d.dtype} ('{dst}') on "
+                                       f"{self.arch.name}: fp8 exists only on dav-3510", loc=loc)
+            return self._cast_fallback(dst, src, loc)
+        ops: list = []
+        cur = src
+        for k, (a, b, mode) in enumerate(steps):
+            out = dst if k == len(steps) - 1 else self.temp(s.shape, b).name
+            ops.append(VecCast(dst=out, src=cur, mode=mode, count=self.count(dst), src_dtype=a, dst_dtype=b, loc=loc))
+            if cur != src:
+                self.release(cur)
+            cur = out
+        return ops
+
+    def _cast_fallback(self, dst: str, src: str, loc) -> list:
+        """Pairs outside the arch's Cast table (bool and uint16 tiles): 8-bit integers and bool go
+        through float16 (exact for them), float16 <-> bfloat16 through float32, else one Cast."""
+        d, s = self.buffers[dst], self.buffers[src]
         half_types = (DType.FLOAT16, DType.BFLOAT16)
         byte_ints = (DType.UINT8, DType.INT8, DType.BOOL)
         if (s.dtype in byte_ints) != (d.dtype in byte_ints) and DType.FLOAT16 not in (s.dtype, d.dtype):
@@ -399,39 +422,69 @@ def identity(kind: ReduceKind, dt: DType) -> float:
     return -math.inf if kind is ReduceKind.MAX else math.inf
 
 
+def cast_steps(src: DType, dst: DType, arch) -> list | None:
+    """The vector Casts that convert ``src`` to ``dst`` on ``arch``: the direct one when the arch's
+    Cast table has it (``Arch.vector_casts``), else the shortest chain through float32, float16
+    or int32 (e.g. float16 -> bfloat16 through float32 on dav-c220, bfloat16 -> fp8 through
+    float32, int8 -> float32 through float16). Each step is (src, dst, rounding); None when no
+    chain exists. Narrowing float steps inside a chain to an integer take the final step's
+    rounding (trunc): exact for values an 8/16-bit integer holds."""
+    if (src, dst) in arch.vector_casts:
+        return [(src, dst, cast_round_mode(src, dst))]
+    final = cast_round_mode(src, dst) if dst.is_int else None
+    for mids in ((DType.FLOAT32,), (DType.FLOAT16,), (DType.INT32,), (DType.FLOAT16, DType.FLOAT32),
+                 (DType.FLOAT32, DType.FLOAT16)):
+        chain = (src, *mids, dst)
+        if len(set(chain)) == len(chain) and all(p in arch.vector_casts for p in zip(chain, chain[1:], strict=False)):
+            return [(a, b, final if final is not None and b.is_float and a.is_float else cast_round_mode(a, b))
+                    for a, b in zip(chain, chain[1:], strict=False)]
+    return None
+
+
 def cast_round_mode(src: DType, dst: DType) -> Rounding:
-    if dst in (DType.INT32, DType.INT16, DType.INT8, DType.UINT8, DType.BOOL):
+    """TileLang's cast semantics on the Cast page's modes: float -> integer (and bool) truncates;
+    narrowing float conversions and int32 -> float round to nearest even; exact ones take CAST_NONE."""
+    if dst == DType.BOOL or (src.is_float and dst.is_int):
         return Rounding.TRUNC
-    if src == DType.FLOAT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
+    if src.is_int and dst.is_int:
+        return Rounding.NONE
+    if src.is_float and dst.is_float and dst.bytes < src.bytes:
         return Rounding.RINT
-    if src == DType.INT32 and dst in (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32):
+    if src == DType.INT32 and dst.is_float:
         return Rounding.RINT  # the Cast page lists no CAST_NONE for int32 -> float on dav-3510
+    if {src, dst} == {DType.FLOAT16, DType.BFLOAT16}:
+        return Rounding.RINT
     return Rounding.NONE
 
 
-def promote_bf16(e):
-    """Rewrite bfloat16 arithmetic to float32 (casts at the leaves and at the root).
+# Float types the vector units convert but do not compute in: bfloat16 (only in casts on
+# dav-c220) and the fp8 types (dav-3510's Cast page converts them to and from float32 only).
+NARROW = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
-    The vector units compute bfloat16 only in casts on dav-c220, so every bfloat16 value is
-    widened to float32 for arithmetic and rounded back once where a bfloat16 result is needed.
+
+def promote_bf16(e):
+    """Rewrite bfloat16 and fp8 arithmetic to float32 (casts at the leaves and at the root).
+
+    Every such value is widened to float32 for arithmetic and rounded back once where a
+    narrow result is needed.
     """
-    bf, f32 = "bfloat16", "float32"
+    f32 = "float32"
 
     def go(x):
         dt = str(x.dtype)
         if isinstance(x, tirx.BufferLoad | tirx.Var | tirx.FloatImm | tirx.IntImm):
-            return tirx.Cast(f32, x) if dt == bf else x
+            return tirx.Cast(f32, x) if dt in NARROW else x
         if isinstance(x, tirx.Cast):
             inner = go(x.value)
-            if dt == bf:  # keep the rounding to bfloat16, then widen again
-                return tirx.Cast(f32, tirx.Cast(bf, inner))
+            if dt in NARROW:  # keep the rounding to the narrow type, then widen again
+                return tirx.Cast(f32, tirx.Cast(dt, inner))
             return tirx.Cast(dt, inner) if str(inner.dtype) != dt else inner
         for cls in _BINARY:
             if isinstance(x, cls):
                 return cls(go(x.a), go(x.b))
         if isinstance(x, tirx.Select):
             return tirx.Select(x.condition, go(x.true_value), go(x.false_value))
-        if isinstance(x, tirx.Call) and dt == bf:
+        if isinstance(x, tirx.Call) and dt in NARROW:
             return tirx.Call(f32, x.op, [go(a) for a in x.args])
         if isinstance(x, tirx.Call):
             return tirx.Call(dt, x.op, [go(a) for a in x.args])
@@ -440,14 +493,14 @@ def promote_bf16(e):
     if not _has_bf16(e):
         return e
     out = go(e)
-    return tirx.Cast(bf, out) if str(e.dtype) == bf else out
+    return tirx.Cast(str(e.dtype), out) if str(e.dtype) in NARROW else out
 
 
 def _has_bf16(e) -> bool:
     found = []
 
     def visit(n):
-        if hasattr(n, "dtype") and str(n.dtype) == "bfloat16":
+        if hasattr(n, "dtype") and str(n.dtype) in NARROW:
             found.append(n)
 
     tirx.stmt_functor.post_order_visit(e, visit)
@@ -607,6 +660,8 @@ class ParallelLowerer:
             return self._select(e, dtype, out)
         if isinstance(e, tirx.Call):
             fname = str(e.op.name).split(".")[-1] if hasattr(e.op, "name") else str(e.op)
+            if fname == "clamp" and len(e.args) == 3:  # T.clamp(x, lo, hi) = min(max(x, lo), hi)
+                return self.expr(tirx.Min(tirx.Max(e.args[0], e.args[1]), e.args[2]), out=out)
             if fname in _UNARY and len(e.args) == 1:
                 src = self.expr(e.args[0])
                 if src.kind == "scalar":
@@ -1000,6 +1055,9 @@ class ParallelLowerer:
             out = out_buf.name
         elif buf.scope is Scope.UB:
             pattern = self._pattern(st)
+            packed = unpack_int4.match(st, self.vars)
+            if packed is not None and pattern == "tile":
+                return unpack_int4.lower(self.vec, buf.name, packed, self.rows, self.cols, self.loc)
             if pattern != "tile":
                 return self._reduce_store(st, buf, pattern)
             out = buf.name

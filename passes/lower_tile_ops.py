@@ -78,6 +78,15 @@ from ascend_backend.ir import (
 
 from .lower_parallel import ParallelLowerer, VectorEmitter, const_value
 
+# Fixpipe's conversion for (accumulator, output) dtypes; the scaled modes get scale 1.0.
+FIXPIPE_QUANT = {
+    (DType.FLOAT32, DType.FLOAT32): QuantMode.NONE, (DType.FLOAT32, DType.FLOAT16): QuantMode.F32_TO_F16,
+    (DType.FLOAT32, DType.BFLOAT16): QuantMode.F32_TO_BF16, (DType.FLOAT32, DType.INT8): QuantMode.F32_TO_S8,
+    (DType.FLOAT32, DType.FLOAT8_E4M3FN): QuantMode.F32_TO_FP8, (DType.INT32, DType.INT32): QuantMode.NONE,
+    (DType.INT32, DType.FLOAT16): QuantMode.S32_TO_F16, (DType.INT32, DType.BFLOAT16): QuantMode.S32_TO_BF16,
+    (DType.INT32, DType.INT8): QuantMode.S32_TO_S8,
+}
+
 
 def _is_zero(e) -> bool:
     return isinstance(e, int) and e == 0 or isinstance(e, tirx.IntImm) and int(e.value) == 0
@@ -381,14 +390,16 @@ class TileLowerer:
     def fixpipe_gm(self, s: TileCopy, l0c: Buffer, gm: Buffer):
         self._check_full(s.src, l0c, s)
         w = gm_window(gm, s.dst, l0c.shape, s.loc)
-        quant = {DType.FLOAT16: QuantMode.F32_TO_F16, DType.BFLOAT16: QuantMode.F32_TO_BF16,
-                 DType.FLOAT32: QuantMode.NONE}.get(gm.dtype)
-        if quant is None:
-            raise UnsupportedError(f"gemm result copied to '{gm.name}' of dtype {gm.dtype}; Fixpipe writes "
-                                   "float16, bfloat16 or float32", loc=s.loc)
+        quant = FIXPIPE_QUANT.get((l0c.dtype, gm.dtype))
+        outs = dict(self.arch.fixpipe_dtypes).get(l0c.dtype, ())
+        if quant is None or gm.dtype not in outs:
+            raise UnsupportedError(f"gemm result '{l0c.name}' ({l0c.dtype}) copied to '{gm.name}' of dtype {gm.dtype}; "
+                                   f"Fixpipe on {self.arch.name} writes a {l0c.dtype} accumulator as "
+                                   f"{', '.join(map(str, outs))}", loc=s.loc,
+                                   hint="copy the accumulator into a vector tile and convert it there")
         cls = FixpipeToGmArch3510 if self.arch.fixpipe_arch3510 else FixpipeToGmV220
         return cls(gm=gm.name, src=l0c.name, window=w, src_stride=l0c.rows, quant=quant, relu=False, dtype=gm.dtype,
-                   atomic=s.atomic, loc=s.loc)
+                   src_dtype=l0c.dtype, atomic=s.atomic, loc=s.loc)
 
     # ------------------------------------------------------------ fill
     def lower_fill(self, s: TileFill) -> list:
@@ -526,7 +537,7 @@ class TileLowerer:
         C = self.buffers[s.src]
         rows, cols = C.shape
         return [FixpipeToPeerUb(src=C.name, target=s.target, half=rows // 2, rows=rows, cols=cols,
-                                pitch=(cols + 15) // 16 * 16, sub=s.sub, loc=s.loc)]
+                                pitch=(cols + 15) // 16 * 16, sub=s.sub, dtype=C.dtype, loc=s.loc)]
 
     def lower_copy_to_peer_l1(self, s: CopyToPeerL1) -> list:
         """dav-3510: this AIV's half of the rows of a UB tile into the AIC's L1 tile (MTE3, ND -> NZ)."""
@@ -557,9 +568,7 @@ class TileLowerer:
         tA, tB = s.trans_a, s.trans_b
         if A.scope is not Scope.L1 or B.scope is not Scope.L1 or C.scope is not Scope.L0C:
             raise InternalCompilerError("gemm operands not in L1/L0C", stage="lower_tile_ops")
-        if A.dtype != B.dtype:
-            raise UnsupportedError(f"gemm operands '{A.name}' ({A.dtype}) and '{B.name}' ({B.dtype}) differ in dtype",
-                                   loc=s.loc, hint="use the same dtype for A and B")
+        self._check_cube_dtypes(A, B, C, tA, tB, s)
         M, K = (A.cols, A.rows) if tA else (A.rows, A.cols)
         Kb, N = (B.cols, B.rows) if tB else (B.rows, B.cols)
         if K != Kb or (M, N) != tuple(C.shape):
@@ -588,6 +597,39 @@ class TileLowerer:
                                    c * ks, init if c == 0 else False, s)
         return ops
 
+    def _check_cube_dtypes(self, A: Buffer, B: Buffer, C: Buffer, tA: bool, tB: bool, s: TileGemm) -> None:
+        """The operand and accumulator dtypes must be a combination the arch's Mmad takes
+        (Mmad page, tables 5-8); the error names the gemm's line and the arch's combinations."""
+        arch = self.arch
+        combos = arch.cube_dtypes
+        if (A.dtype, B.dtype, C.dtype) in combos:
+            if A.elem_bytes == 1 and not arch.b8_transpose and (tA or not tB):
+                which = "A stored K x M (transpose_A=True)" if tA else "B stored K x N (transpose_B=False)"
+                raise UnsupportedError(
+                    f"gemm with 1-byte operands and {which}: {arch.name}'s LoadData transposes only 2-byte "
+                    "fractals on the way into L0A/L0B (LoadData page, ifTranspose)",
+                    loc=s.loc, hint="store A as M x K and B as N x K (T.gemm(A, B, C, transpose_B=True)), the layout "
+                    "1-byte Cube operands load without a transpose")
+            return
+        fp8 = (DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2)
+        listed = "; ".join(f"{a} x {b} -> {c}" for a, b, c in combos)
+        if A.dtype in fp8 or B.dtype in fp8:
+            if not any(a in fp8 for a, _, _ in combos):
+                raise UnsupportedError(
+                    f"gemm of '{A.name}' ({A.dtype}) x '{B.name}' ({B.dtype}): {arch.name}'s Cube core has no fp8 "
+                    f"(its Mmad takes {listed}); fp8 operands exist only on dav-3510 (Ascend 950)",
+                    loc=s.loc, hint="compile for dav-3510, or cast the operands to float16/bfloat16 before the gemm")
+        accs = [c for a, b, c in combos if (a, b) == (A.dtype, B.dtype)]
+        if accs:
+            raise UnsupportedError(
+                f"gemm of {A.dtype} operands into accumulator '{C.name}' ({C.dtype}); the Cube core accumulates "
+                f"{A.dtype} x {B.dtype} in {accs[0]}", loc=s.loc,
+                hint=f"allocate '{C.name}' as T.alloc_fragment(..., '{accs[0]}')")
+        raise UnsupportedError(
+            f"gemm of '{A.name}' ({A.dtype}) x '{B.name}' ({B.dtype}) -> '{C.name}' ({C.dtype}) is not a combination "
+            f"{arch.name}'s Cube core takes: {listed}", loc=s.loc,
+            hint="cast the operands to float16/bfloat16 (float32 accumulator) before the gemm")
+
     def _k_step(self, A: Buffer, B: Buffer, M: int, N: int, K: int, kv: Valid) -> int:
         """The K of one LoadData/Mmad step: all of K when both operands fit L0A/L0B twice (the
         multi_buffer pass may then double them) or when K has a runtime tail; otherwise the
@@ -601,9 +643,10 @@ class TileLowerer:
             return (copies * M * k * esz + res_a <= cap[Scope.L0A]
                     and copies * k * N * esz + res_b <= cap[Scope.L0B])
 
+        c0 = 32 // A.elem_bytes   # chunks of K stay whole fractals
         if fits(K, 2) or kv.tail:
             return K
-        for ks in range(K - 16, 15, -16):
+        for ks in range(K - c0, c0 - 1, -c0):
             if K % ks == 0 and fits(ks, 2):
                 return ks
         return K
@@ -645,35 +688,38 @@ class TileLowerer:
                    N: int, K: int, kv: Valid, k0: int, init, s: TileGemm) -> list:
         """LoadData A and B rows k0..k0+K of their L1 tiles into L0A/L0B, then one Mmad."""
         # Element offset of K row k0 inside the NZ tiles in L1: a stored [rows, cols] tile keeps
-        # each 16-column block contiguous (rows x 16 elements), so a step along the columns moves
-        # k0 * rows elements and a step along the rows k0 * 16.
-        a_off = k0 * 16 if tA else k0 * A.rows
-        b_off = k0 * B.rows if tB else k0 * 16
+        # each C0-column block contiguous (rows x C0 elements; C0 = 16 for 2-byte types, 32 for
+        # 1-byte ones), so a step along the columns moves k0 * rows elements and a step along the
+        # rows k0 * C0.
+        c0 = 32 // A.elem_bytes
+        a_off = k0 * c0 if tA else k0 * A.rows
+        b_off = k0 * B.rows if tB else k0 * c0
         part = f" K {k0}..{k0 + K}" if k0 or K != (A.rows if tA else A.cols) else ""
         if self.arch.load_data_v2:
-            kf = KFractals(kv)
-            # LoadData2DParamsV2: the L1 region is (mStep x kStep) fractals of the stored tile;
-            # ifTranspose stores the transposed region (A stored K x M -> NZ M x K; B stored K x N ->
-            # ZN). srcStride/dstStride are the distances between column blocks in fractals.
-            load_a = (LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=kf, k_step=M // 16,
+            # LoadData2DParamsV2: the L1 region is mStep row blocks (16 rows) x kStep column blocks
+            # (32 bytes: C0 elements) of the stored tile; ifTranspose stores the transposed region
+            # (A stored K x M -> NZ M x K; B stored K x N -> ZN). srcStride/dstStride are the
+            # distances between column blocks in fractals.
+            rows_k, cols_k = KFractals(kv, 16), KFractals(kv, c0)
+            load_a = (LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=rows_k, k_step=M // c0,
                                    src_stride=A.rows // 16, dst_stride=M // 16, trans=True,
                                    note="A stored K x M, transposed into NZ", part=part, operand_transposed=True,
                                    loc=s.loc) if tA else
-                      LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=M // 16, k_step=kf,
+                      LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=M // 16, k_step=cols_k,
                                    src_stride=A.rows // 16, dst_stride=M // 16, trans=False,
                                    note="A stored M x K, NZ into NZ", part=part, loc=s.loc))
-            load_b = (LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=N // 16, k_step=kf,
+            load_b = (LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=N // 16, k_step=cols_k,
                                    src_stride=B.rows // 16, dst_stride=N // 16, trans=False,
                                    note="B stored N x K: its NZ fractals are already ZN", part=part,
                                    operand_transposed=True, loc=s.loc) if tB
-                      else LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=kf, k_step=N // 16,
+                      else LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=rows_k, k_step=N // c0,
                                         src_stride=B.rows // 16, dst_stride=N // 16, trans=True,
                                         note="B stored K x N, each fractal transposed into ZN", part=part, loc=s.loc))
         else:
             load_a = LoadData2D(operand="A", dst=l0a.name, src=A.name, src_offset=a_off, mn=M, k=kv, trans=tA,
-                                src_rows=A.rows, part=part, loc=s.loc)
+                                src_rows=A.rows, part=part, c0=c0, loc=s.loc)
             load_b = LoadData2D(operand="B", dst=l0b.name, src=B.name, src_offset=b_off, mn=N, k=kv, trans=tB,
-                                src_rows=B.rows, part=part, loc=s.loc)
+                                src_rows=B.rows, part=part, c0=c0, loc=s.loc)
         mmad = Mmad(dst=C.name, a=l0a.name, b=l0b.name, m=M, n=N, k=kv, init=init, loc=s.loc)
         return [load_a, load_b, mmad]
 
@@ -687,13 +733,14 @@ class TileLowerer:
         if not kv.tail:
             return Valid(K)
         gk = gshape[-2] if tA else gshape[-1]
-        if gk % 16:
+        unit = 16 if tA or A.elem_bytes != 1 else 32   # fractal width along K: 32 bytes of a column block
+        if gk % unit:
             raise AlignmentError(
-                f"the reduction dimension K = {gk} of the gemm is not a multiple of 16, and the tile K = {K} "
+                f"the reduction dimension K = {gk} of the gemm is not a multiple of {unit}, and the tile K = {K} "
                 "does not divide it: the Cube core cannot take a partial fractal along K",
                 loc=s.loc,
-                hint=f"pad K to a multiple of 16 (e.g. {(gk + 15) // 16 * 16}) with zeros, or pick a block_K "
-                f"that divides {gk}",
+                hint=f"pad K to a multiple of {unit} (e.g. {(gk + unit - 1) // unit * unit}) with zeros, or pick a "
+                f"block_K that divides {gk}",
             )
         return kv
 

@@ -86,11 +86,21 @@ class BufferKind(_Named):
 
 
 class QuantMode(_Named):
-    """Fixpipe's conversion of the fp32 accumulator on its way out."""
+    """Fixpipe's conversion of the accumulator on its way out (Fixpipe page, quantPre). The
+    scaled modes multiply by a scale word first (the compiler uses 1.0: a plain conversion)."""
 
     NONE = "none"
     F32_TO_F16 = "f32->f16"
     F32_TO_BF16 = "f32->bf16"
+    F32_TO_S8 = "f32->s8 (scaled)"  # QF322B8_PRE
+    F32_TO_FP8 = "f32->e4m3 (scaled)"  # QF322FP8_PRE, dav-3510
+    S32_TO_F16 = "s32->f16 (scaled)"  # DEQF16
+    S32_TO_BF16 = "s32->bf16 (scaled)"  # QS322BF16_PRE, dav-3510
+    S32_TO_S8 = "s32->s8 (scaled)"  # REQ8
+
+    @property
+    def scaled(self) -> bool:
+        return "scaled" in self.value
 
 
 class Rounding(_Named):

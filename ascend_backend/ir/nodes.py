@@ -621,12 +621,14 @@ class CopyGmToL1(AscOp):
 
 @dataclass(frozen=True)
 class KFractals:
-    """A LoadData step count that is the gemm's (possibly runtime) K in fractals: k / 16."""
+    """A LoadData step count that is the gemm's (possibly runtime) K in fractal units: k / unit
+    (16 rows, or C0 columns: 16 for 2-byte types, 32 for 1-byte ones)."""
 
     k: Valid
+    unit: int = 16
 
     def __str__(self) -> str:
-        return f"{self.k}/16"
+        return f"{self.k}/{self.unit}"
 
 
 @dataclass
@@ -643,6 +645,7 @@ class LoadData2D(AscOp):
     trans: bool
     src_rows: int
     part: str = ""
+    c0: int = 16  # elements per 32-byte fractal row (16 x C0 fractals)
 
     macro: ClassVar[str] = "load_data_2d"
     pipe: ClassVar[Pipe] = Pipe.MTE1
@@ -719,6 +722,7 @@ class _FixpipeToGm(AscOp):
     quant: QuantMode
     relu: bool
     dtype: DType
+    src_dtype: DType = DType.FLOAT32  # the accumulator's (float32, or int32 for int8 operands)
     atomic: AtomicOp | None = None
 
     pipe: ClassVar[Pipe] = Pipe.FIX
@@ -757,6 +761,7 @@ class FixpipeToPeerUb(AscOp):
     cols: int
     pitch: int
     sub: int
+    dtype: DType = DType.FLOAT32  # the accumulator's (it crosses unconverted)
 
     macro: ClassVar[str] = "fixpipe_to_peer_ub"
     pipe: ClassVar[Pipe] = Pipe.FIX

@@ -93,8 +93,8 @@ def gemm_kernel(dtype="float16", bM=64, K=64, bK=64, M=64):
 
 def test_cube_rejects_float32_operands():
     err = compile_err(gemm_kernel(dtype="float32"))
-    assert "float16 or bfloat16" in err.what and "'a'" in err.what
-    assert err.loc.line == line_of("marker:a_alloc") and "cast" in err.hint
+    assert "float16 x float16 -> float32" in err.what and "'a' (float32)" in err.what
+    assert err.loc.line == line_of("marker:gemm") and "cast" in err.hint
 
 
 def test_cube_tile_alignment():

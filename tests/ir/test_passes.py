@@ -371,7 +371,7 @@ def test_assign_layout_rejects_unaligned_cube_tiles():
         upto(b.build(), "assign_layout")
 
 
-def test_assign_layout_rejects_fp8_cube_operand_on_c220():
+def test_lower_tile_ops_rejects_fp8_gemm_on_c220_at_the_gemm():
     b = ProgramBuilder("f8", "dav-c220")
     A, C = b.tensor("A", (32, 32), "float8_e4m3fn"), b.tensor("C", (32, 32), "float32")
     a = b.tile("a", (32, 32), "float8_e4m3fn")
@@ -380,7 +380,21 @@ def test_assign_layout_rejects_fp8_cube_operand_on_c220():
         b.copy(A[0, 0], a)
         b.gemm(a, a, c, clear=True)
         b.copy(c, C[0, 0])
-    with pytest.raises(UnsupportedError, match="Cube core takes"):
+    with pytest.raises(UnsupportedError, match="has no fp8") as ei:
+        upto(b.build(), "lower_tile_ops")
+    assert "dav-3510" in str(ei.value)
+
+
+def test_assign_layout_rejects_an_int16_accumulator():
+    b = ProgramBuilder("i16", "dav-3510")
+    A, C = b.tensor("A", (32, 32), "int8"), b.tensor("C", (32, 32), "int16")
+    a = b.tile("a", (32, 32), "int8")
+    c = b.tile("c", (32, 32), "int16", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.gemm(a, a, c, clear=True)
+        b.copy(c, C[0, 0])
+    with pytest.raises(UnsupportedError, match="int32 for int8 operands"):
         upto(b.build(), "assign_layout")
 
 

@@ -708,7 +708,13 @@ inline void mmad_mx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const L
         btBias = LocalTensor<B>(emu::Mem::BT, 0, p.n, TPosition::C2);
         bias = &btBias;
     }
+    static_assert(std::is_same_v<B, float>, "MmadMx: the bias is float (MmadMx page, table 3)");
     if (p.m == 0 || p.n == 0 || p.k == 0) return;
+    // MmadMx page, constraints: K a multiple of 64; A and B at 1024-byte addresses for fp8
+    // (512 for fp4, which L0A/L0B's own alignment already gives)
+    if (p.k % 64 != 0) emu::fail("invalid_param", "MmadMx: K = " + std::to_string(p.k) + " is not a multiple of 64", loc);
+    if (!is_fp4x2<U> && (fm.emu_offset() % 1024 != 0 || filter.emu_offset() % 1024 != 0))
+        emu::fail("invalid_param", "MmadMx: fp8 A and B must start at 1024-byte aligned L0A/L0B addresses", loc);
     constexpr uint64_t EPB = is_fp4x2<U> ? 2 : 1;          // elements per byte
     constexpr uint64_t KC0 = 32 * EPB;                      // K elements per fractal row
     const uint64_t Mb = (p.m + 15) / 16, Nb = (p.n + 15) / 16, Kb = (p.k + KC0 - 1) / KC0, K64 = (p.k + 63) / 64;
