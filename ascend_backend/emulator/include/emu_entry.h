@@ -149,8 +149,9 @@ struct Conditional {
     using type = std::conditional_t<cond, T1, T2>;
 };
 
-// UB size in bytes (GetUBSizeInBytes page: 248 KB on Ascend 950); the emulator's usable UB.
-inline uint32_t GetUBSizeInBytes() { return (uint32_t)emu::mem_size(emu::Mem::UB); }
+// UB size in bytes (GetUBSizeInBytes page: 248 KB on Ascend 950). dav-c220: 192 KB less the
+// 8 KB the API reserves for Select-class APIs (static-Tensor guide), 184 KB.
+inline uint32_t GetUBSizeInBytes() { return emu::is_c220() ? 184u * 1024 : (uint32_t)emu::mem_size(emu::Mem::UB); }
 #if defined(EMU_ARCH_3510)
 // GetRuntimeUBSize page (Ascend 950 only): the UB available at run time; without SIMT, all of it.
 inline uint32_t GetRuntimeUBSize() { return (uint32_t)emu::mem_size(emu::Mem::UB); }

@@ -13,3 +13,4 @@
 #include "emu_cube_ext.h"
 #include "emu_copy_ext.h"
 #include "emu_entry.h"
+#include "emu_list_tensor.h"
