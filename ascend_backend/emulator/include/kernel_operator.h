@@ -14,3 +14,4 @@
 #include "emu_copy_ext.h"
 #include "emu_entry.h"
 #include "emu_list_tensor.h"
+#include "emu_reg.h"

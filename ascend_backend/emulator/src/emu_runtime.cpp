@@ -414,8 +414,17 @@ std::string event_name(Pipe s, Pipe d) { return std::string(kPipeNames[(int)s]) 
 
 // ---- race checker ----------------------------------------------------------------
 // Access classes that never race with each other (emu_xblock.h).
+// Runtime-internal class of a DMA (MTE2) read of GM: like a scalar atomic it bypasses the data
+// cache, so it sees a word a scalar atomic of another core updates either before or after
+// that update (the AtomicAdd page's own example copies the word in right after its atomic,
+// while other blocks still add): compatible with scalar atomics (CLS_ATOMIC | CLS_SYNC), not
+// with DMA atomics or plain stores.
+constexpr uint8_t CLS_DMA_READ = 0x40;
 inline bool compatible(uint8_t a, uint8_t b) {
     if (a & b & (CLS_ATOMIC | CLS_FILL | CLS_SYNC)) return true;
+    constexpr uint8_t scalar_atomic = CLS_ATOMIC | CLS_SYNC;
+    if (((a & CLS_DMA_READ) && (b & scalar_atomic) == scalar_atomic) || ((b & CLS_DMA_READ) && (a & scalar_atomic) == scalar_atomic))
+        return true;
     constexpr uint8_t coh = CLS_SYNC | CLS_SLOAD | CLS_SSTORE;
     return (a & coh) && (b & coh) && !(a & b & CLS_SSTORE);
 }
@@ -898,6 +907,7 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
             const Resolved& x = rr[i];
             Mem m = reads[i].mem;
             cur.cls = reads[i].cls;
+            if (m == Mem::GM && pipe == Pipe::MTE2 && cur.cls == 0) cur.cls = CLS_DMA_READ;
             if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, false, cur, clk, nullptr, &auto_pipes);
             else access(hist_of(x.owner, m), m, x.b, x.e, false, cur, clk, x.owner, &auto_pipes);
         }
