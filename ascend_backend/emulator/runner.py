@@ -9,7 +9,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -434,6 +434,7 @@ def run_source(
     timeout: float | None = None,
     timing: bool = True,
     auto_sync: bool = True,
+    gm_buffers: Sequence[torch.Tensor] | Mapping[str, torch.Tensor] = (),
 ) -> Report:
     """Compile ``source`` with g++ against the emulator and run ``kernel`` over ``block_dim`` blocks.
 
@@ -449,7 +450,11 @@ def run_source(
     unless TL_ASCEND_EMU_POOL says otherwise). ``auto_sync`` (default) models bisheng's default
     ``--cce-auto-sync=on``: the syncs it inserts by itself (docs/emulator.md, "Automatic
     synchronisation") are treated as present; pass False for code built with
-    ``--cce-auto-sync=off``, such as everything tilelang-ascendc generates.
+    ``--cce-auto-sync=off``, such as everything tilelang-ascendc generates. ``gm_buffers``:
+    further GM tensors the kernel reaches through pointers stored in GM data rather than through
+    its arguments (the data pointers of a ``ListTensorDesc``); a sequence, or a dict naming them
+    for the report. Put their ``data_ptr()`` into the descriptor; they are bounds- and
+    race-checked like arguments and written back in place.
     """
     arch = cache.normalize_arch(arch)
     sig = _select(source, kernel)
@@ -529,6 +534,18 @@ def run_source(
                 v = ct(int(a))
             keep.append(v)
             ptrs[i] = ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+    named = gm_buffers.items() if isinstance(gm_buffers, Mapping) else (
+        (f"gm_buffers[{i}]", t) for i, t in enumerate(gm_buffers))
+    for name, t in named:
+        if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+            raise EmulatorError(f"gm_buffers: {name} must be a CPU torch tensor (got {type(t).__name__})")
+        if not t.is_contiguous():
+            raise EmulatorError(f"gm_buffers: {name} must be contiguous: the kernel reaches it through a raw address")
+        nbytes = t.numel() * t.element_size()
+        if nbytes:
+            keep.append(t)
+            label = re.sub(r"\s+", "_", str(name))
+            cfg.append(f"gm {t.data_ptr()} {t.data_ptr() + nbytes} {label} -1")
     t0 = time.perf_counter()
     raw = rt.emu_run("\n".join(cfg).encode(), entry, ptrs, int(bool(isolate)), float(timeout))
     wall = time.perf_counter() - t0

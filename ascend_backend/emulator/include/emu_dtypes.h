@@ -211,9 +211,12 @@ using ::fp8_e8m0_t;
 using ::hifloat8_t;
 // int4b_t: a signed 4-bit integer, two per byte in memory. C++ has no half-byte type: this is
 // the tag type tensors are declared with; ops that take it (Cast, Mmad) handle the packing.
+// Tensor offsets and sizes count 4-bit elements (emu_elems_per_byte), as the official mmad
+// example indexes its int4b_t L1/L0 tensors (fractal = 16 x 64 elements = 512 bytes).
 struct int4b_t {
     uint8_t bits_ = 0;
     static constexpr int emu_bits = 4;
+    static constexpr uint64_t emu_elems_per_byte = 2;
 };
 }  // namespace AscendC
 using AscendC::int4b_t;
