@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 
 import jinja2
+from tvm import tirx
 
 from .cexpr import LOAD, cexpr, cname, float_literal
 from .dtypes import DType
@@ -74,6 +75,7 @@ from .ir import (
     VecUnaryOp,
     VecWholeReduce,
     WaitFlag,
+    static_int,
 )
 
 # The TPosition each memory is declared with.
@@ -129,19 +131,48 @@ def _at(name: str, off: str) -> str:
     return name if off in ("0", "") else f"{name}[{off}]"
 
 
+def _factors(e) -> list:
+    """The factors of a product (a stride of a symbolic shape is a product of dimensions)."""
+    if isinstance(e, tirx.Mul):
+        return _factors(e.a) + _factors(e.b)
+    return [e]
+
+
+def wide_product(head: str, stride) -> str:
+    """``head * stride`` computed in 64 bits: the head and every factor of the stride cast first, so
+    that no partial product is formed in 32 bits."""
+    out = f"(int64_t)({head})"
+    if static_int(stride) == 1:
+        return out
+    for f in _factors(stride):
+        v = static_int(f)
+        out += f" * {v}" if v is not None else f" * (int64_t)({cexpr(f)})"
+    return out
+
+
 def window_offset(w: GmWindow) -> str:
-    """The element offset of a GM window: sum of start index x stride over its dimensions."""
+    """The element offset of a GM window: sum of start index x stride over its dimensions; in 64
+    bits when the tensor may hold 2**31 or more elements (``w.wide``)."""
     terms = []
     for b, stride in zip(w.base, w.strides, strict=True):
         txt = cexpr(b)
-        if txt != "0":
-            terms.append(txt if stride == 1 else f"{txt} * {stride}")
+        if txt == "0":
+            continue
+        if w.wide:
+            terms.append(wide_product(txt, stride))
+        else:
+            terms.append(txt if static_int(stride) == 1 else f"{txt} * {cexpr(stride)}")
     return " + ".join(terms) if terms else "0"
 
 
 def valid(v: Valid) -> str:
-    """A valid extent: its static size, or min(n, size - base) at a tail of the global shape."""
-    return str(v.n) if not v.tail else f"min_i({v.n}, {v.size} - ({cexpr(v.base)}))"
+    """A valid extent: its static size, or min(n, size - base) at a tail of the global shape; with a
+    symbolic size or a window that may start past the end, clamp(size - base, 0, n) in 64 bits."""
+    if not v.tail:
+        return str(v.n)
+    if v.clamp or static_int(v.size) is None:
+        return f"tail_i({v.n}, {cexpr(v.size)}, {cexpr(v.base)})"
+    return f"min_i({v.n}, {v.size} - ({cexpr(v.base)}))"
 
 
 def valid_k(v: Valid) -> str:
@@ -171,20 +202,33 @@ def local_ctype(b) -> str:
 
 
 def _flat(b, indices) -> str:
-    """The element offset of ``indices`` in buffer ``b`` (UB rows are ``pitch`` apart)."""
+    """The element offset of ``indices`` in buffer ``b`` (UB rows are ``pitch`` apart; a GM tensor
+    that may hold 2**31 or more elements is addressed in 64 bits)."""
     shape = list(b.shape)
     if b.scope is Scope.UB and len(shape) == 2 and b.pitch:
         shape[-1] = b.pitch
     if len(indices) != len(shape):
         raise UnsupportedError(f"'{b.name}' is indexed with {len(indices)} indices but has {len(shape)} dimensions")
+    wide = b.scope is Scope.GM and b.wide
     terms = []
     stride = 1
     for i, n in reversed(list(zip(indices, shape, strict=True))):
         txt = cexpr(i)
         if txt != "0":
-            terms.append(txt if stride == 1 else f"({txt}) * {stride}")
-        stride *= int(n)
+            if wide:
+                terms.append(wide_product(txt, stride))
+            else:
+                terms.append(txt if static_int(stride) == 1 else f"({txt}) * {cexpr(stride)}")
+        stride = _mul(stride, n)
     return " + ".join(reversed(terms)) if terms else "0"
+
+
+def _mul(a, b):
+    """a * b: an int when both are constants, else a PrimExpr."""
+    x, y = static_int(a), static_int(b)
+    if x is not None and y is not None:
+        return x * y
+    return (x if x is not None else a) * (y if y is not None else b)
 
 
 def scalar_access(kernel: Kernel, tvm_buffer, indices) -> tuple:
@@ -228,7 +272,7 @@ def _gm_ub(op: CopyGmToUb | CopyUbToGm, to_ub: bool) -> dict:
         p["count"] = f"{valid(w.valid_rows)} * {w.cols}" if w.valid_rows.tail else str(w.rows * w.cols)
     else:
         vc = valid(w.valid_cols)
-        gm_gap = f"({w.row_stride} - ({vc})) * {esz}"
+        gm_gap = f"({cexpr(w.row_stride)} - ({vc})) * {esz}"
         ub_gap = f"({op.ub_pitch * esz} - (({vc}) * {esz} + 31) / 32 * 32) / 32"
         p.update(block_count=valid(w.valid_rows), block_len=f"({vc}) * {esz}",
                  src_stride=gm_gap if to_ub else ub_gap, dst_stride=ub_gap if to_ub else gm_gap)
@@ -249,7 +293,7 @@ def _copy_ub_to_gm(op: CopyUbToGm) -> dict:
 def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
     w = op.window
     return {"dst": op.l1, "src": _at(gm_tensor(op.gm), window_offset(w)), "n_value": valid(w.valid_rows),
-            "d_value": valid(w.valid_cols), "src_d_value": str(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
+            "d_value": valid(w.valid_cols), "src_d_value": cexpr(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
 
 
 def _load_data_2d(op: LoadData2D) -> dict:
@@ -292,7 +336,7 @@ def _fixpipe_to_gm(op) -> dict:
     w = op.window
     return {"dst": _at(gm_tensor(op.gm), window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
             "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
-            "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false"}
+            "dst_stride": cexpr(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false"}
 
 
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
@@ -461,11 +505,11 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
     grid = launch.grid
     for n, ax in enumerate(grid):
         v = cname(ax.var)
-        expr = block_expr if stride == 1 else f"({block_expr} / {stride})"
+        expr = block_expr if static_int(stride) == 1 else f"({block_expr} / {cexpr(stride)})"
         if n < len(grid) - 1:
-            expr = f"{expr} % {ax.extent}"
+            expr = f"{expr} % {cexpr(ax.extent)}"
         block_index.append(f"const int32_t {v} = {expr};")
-        stride *= int(ax.extent)
+        stride = _mul(stride, ax.extent)
     rs = kernel.row_split
     if rs is not None:
         v = cname(rs.var)
@@ -491,10 +535,12 @@ def _globals(program: Program, launch: Launch) -> list:
                 seen[b.name] = b
     out = []
     for b in seen.values():
-        g = {"name": b.name, "var": gm_tensor(b.name), "ctype": b.dtype.ctype, "numel": b.numel, "dtype": str(b.dtype),
+        numel = b.numel if static_int(b.numel) is not None else " * ".join(
+            str(static_int(f)) if static_int(f) is not None else f"(uint64_t)({cexpr(f)})" for f in _factors(b.numel))
+        g = {"name": b.name, "var": gm_tensor(b.name), "ctype": b.dtype.ctype, "numel": numel, "dtype": str(b.dtype),
              "shape": "x".join(map(str, b.shape)), "ptr": b.name}
         if b.kind is BufferKind.WORKSPACE:
-            g["ptr"] = f"(workspace + {launch.workspace.offsets[b.name]})"
+            g["ptr"] = f"(workspace + {cexpr(launch.workspace.offsets[b.name])})"
         out.append(g)
     return out
 
@@ -507,7 +553,9 @@ def kernel_params(program: Program) -> list:
             params.append(f"GM_ADDR {p.name}")
         else:
             params.append(f"{p.dtype.ctype} {cname(p.name)}")
-    if program.workspace_bytes:
+    for v in program.entry_shape_vars():
+        params.append(f"{v.dtype.ctype} {cname(v.var)}")
+    if program.has_workspace:
         params.append("GM_ADDR workspace")
     return params
 
@@ -528,7 +576,8 @@ def _peer_memory(sec: dict, owner: Kernel, targets, arch, scope: Scope, label: s
 def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
     """The kernel entry of one launch: its name, type, grid, parameters, GM tensors and sections."""
     arch = program.arch
-    frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value, "block_dim": launch.block_dim,
+    frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value,
+             "block_dim": block_dim_text(launch),
              "params": kernel_params(program), "globals": _globals(program, launch), "peer_ub": False}
     if not launch.mixed:
         (kernel,) = launch.kernels.values()
@@ -552,15 +601,25 @@ def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
             "sections": [{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}]}
 
 
+def block_dim_text(launch: Launch) -> str:
+    """The launch's block count as the generated code's comment states it."""
+    n = launch.static_block_dim
+    return str(n) if n is not None else f"{launch.block_dim} (computed at each call)"
+
+
 def generate(program: Program) -> str:
     """Ascend C source of a compiled Program: one kernel entry per launch, launched in order."""
     from ascend_backend import __version__
 
     src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
     kernels = [_launch_frame(program, n, lc) for n, lc in enumerate(program.launches)]
+    ws = program.workspace_bytes
+    uses_tail = any("tail_i(" in sec["body"] for k in kernels for sec in k["sections"])
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=program.arch.name, source=src, kernels=kernels,
-        workspace_bytes=program.workspace_bytes, peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
+        workspace_bytes=ws if static_int(ws) is not None else f"{ws} (computed at each call)",
+        shape_vars=[v.name for v in program.entry_shape_vars()], tail_i=uses_tail,
+        peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
 
 
 __all__ = ["generate", "kernel_params", "render_op", "POSITION"]

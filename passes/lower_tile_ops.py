@@ -20,6 +20,7 @@ import dataclasses
 
 from tvm import tirx
 
+from ascend_backend.bounds import Fit, Ranges, fit
 from ascend_backend.dtypes import DType
 from ascend_backend.errors import AlignmentError, InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
@@ -67,6 +68,7 @@ from ascend_backend.ir import (
     TileReduce,
     Valid,
     VecBinary,
+    static_int,
     walk,
 )
 
@@ -77,16 +79,29 @@ def _is_zero(e) -> bool:
     return isinstance(e, int) and e == 0 or isinstance(e, tirx.IntImm) and int(e.value) == 0
 
 
-def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
-    """Map a GM region onto a (rows, cols) tile: innermost dim = columns, next non-unit dim = rows."""
+def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc, ranges: Ranges | None = None) -> GmWindow:
+    """Map a GM region onto a (rows, cols) tile: innermost dim = columns, next non-unit dim = rows.
+
+    A dimension gets a runtime valid extent (``Valid``) where the window may cross the tensor's
+    end: decided from the ranges of the block indices, loop variables and enclosing conditions
+    (``ranges``) when the start depends only on them; a start read from memory crosses where the
+    dimension is symbolic or, along the rows, always (clamped at 0: such a window may even start
+    past the end); along the columns such a start is assumed in bounds when the tile divides the
+    dimension (a column tail changes how the tile is reduced)."""
     shape = list(buf.shape)
     base = list(region.base)
-    ext = [int(e) for e in region.extents]
+    ext = [static_int(e) for e in region.extents]
     if len(base) != len(shape):
         raise UnsupportedError(f"region of '{buf.name}' has {len(base)} indices for a {len(shape)}-D tensor", loc=loc)
-    strides = [1] * len(shape)
+    if None in ext:
+        raise UnsupportedError(
+            f"the copy window of '{buf.name}' has the runtime extent {region.extents[ext.index(None)]} in dimension "
+            f"{ext.index(None)}", loc=loc,
+            hint="a window has the constant shape of its tile; at the end of a symbolic dimension the copy takes "
+            "the tail by itself")
+    strides: list = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * shape[d + 1]
+        strides[d] = _mul(strides[d + 1], shape[d + 1])
     rows_t, cols_t = (tile_shape[0], tile_shape[1]) if len(tile_shape) == 2 else (1, tile_shape[0])
     if len(shape) == 1:
         row_dim = None
@@ -106,16 +121,36 @@ def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
             loc=loc,
         )
     cols_dim = len(shape) - 1
+    trusted = buf.kind is BufferKind.WORKSPACE  # laid out by route: one region per block, always inside
 
-    def valid(d, n) -> Valid:
-        if d is None or (shape[d] % n == 0 and shape[d] >= n):
+    def valid(d, n, along_rows: bool) -> Valid:
+        if d is None or trusted:
             return Valid(n)
-        return Valid(n, shape[d], base[d])
+        size = shape[d]
+        v = fit(ranges or Ranges(), base[d], n, size)
+        if v.fit is Fit.INSIDE:
+            return Valid(n)
+        if v.fit is Fit.TAIL:
+            return Valid(n, size, base[d])
+        if v.fit is Fit.NEGATIVE:
+            raise UnsupportedError(f"a copy window of '{buf.name}' can start at {v.lo} in dimension {d}", loc=loc,
+                                   hint="a window's start must be >= 0")
+        if v.fit is Fit.UNKNOWN and static_int(size) is not None and not along_rows:
+            s = static_int(size)
+            return Valid(n) if s % n == 0 and s >= n else Valid(n, size, base[d])
+        return Valid(n, size, base[d], clamp=True)
 
-    vr = valid(row_dim, rows_t) if rows_t > 1 else Valid(1)
-    vc = valid(cols_dim, cols_t)
+    vr = valid(row_dim, rows_t, True) if rows_t > 1 else Valid(1)
+    vc = valid(cols_dim, cols_t, False)
     row_stride = strides[row_dim] if row_dim is not None else shape[-1]
-    return GmWindow(buf.name, tuple(base), tuple(strides), rows_t, cols_t, row_stride, vr, vc)
+    return GmWindow(buf.name, tuple(base), tuple(strides), rows_t, cols_t, row_stride, vr, vc, wide=buf.wide)
+
+
+def _mul(a, b):
+    x, y = static_int(a), static_int(b)
+    if x is not None and y is not None:
+        return x * y
+    return (x if x is not None else a) * (y if y is not None else b)
 
 
 # Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
@@ -123,8 +158,10 @@ PINGPONG = ("_ping", "_pong")
 
 
 class TileLowerer:
-    def __init__(self, kernel: Kernel, arch) -> None:
+    def __init__(self, kernel: Kernel, arch, grid: list | None = None) -> None:
         self.kernel = kernel
+        self.grid = grid or []
+        self.cond_stack: list = []  # conditions of the enclosing ifs
         self.buffers = kernel.copy_buffers()
         self.arch = arch
         self.vec = VectorEmitter(self.buffers, arch)
@@ -149,8 +186,12 @@ class TileLowerer:
                 self.loop_stack.pop()
                 out.append(dataclasses.replace(s, body=inner))
             elif isinstance(s, If):
-                out.append(dataclasses.replace(s, then_body=self.lower_body(s.then_body),
-                                               else_body=self.lower_body(s.else_body)))
+                self.cond_stack.append(s.cond)
+                then_body = self.lower_body(s.then_body)
+                self.cond_stack[-1] = tirx.Not(s.cond)
+                else_body = self.lower_body(s.else_body)
+                self.cond_stack.pop()
+                out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body))
             elif isinstance(s, ScalarStore | Print):
                 out.append(s)
             else:
@@ -163,6 +204,23 @@ class TileLowerer:
                     self._track_valid(op)
                     out.append(op)
         return out
+
+    def ranges(self) -> Ranges:
+        """The block indices, loop variables (and this AIV's half) in scope, with their ranges."""
+        r = Ranges()
+        for ax in self.grid:
+            r = r.with_var(ax.var, 0, ax.extent)
+        if self.kernel.row_split is not None:
+            r = r.with_var(self.kernel.row_split.var, 0, 2)
+        for lp in self.loop_stack:
+            span = lp.extent if lp.step == 1 else (lp.extent - 1) * lp.step + 1
+            r = r.with_var(lp.var, lp.start, span)
+        for c in self.cond_stack:
+            r = r.with_cond(c)
+        return r
+
+    def window(self, buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
+        return gm_window(buf, region, tile_shape, loc, self.ranges())
 
     def _track_valid(self, op) -> None:
         """Propagate the valid column count of UB tiles through the ops that write them."""
@@ -220,7 +278,7 @@ class TileLowerer:
 
     def copy_gm_ub(self, s: TileCopy, gm: Buffer, ub: Buffer) -> list:
         self._check_full(s.dst, ub, s)
-        w = gm_window(gm, s.src, ub.shape, s.loc)
+        w = self.window(gm, s.src, ub.shape, s.loc)
         stage = ub
         ops = []
         if gm.dtype != ub.dtype:
@@ -233,7 +291,7 @@ class TileLowerer:
 
     def copy_ub_gm(self, s: TileCopy, ub: Buffer, gm: Buffer) -> list:
         self._check_full(s.src, ub, s)
-        w = gm_window(gm, s.dst, ub.shape, s.loc)
+        w = self.window(gm, s.dst, ub.shape, s.loc)
         ops = []
         stage = ub
         if gm.dtype != ub.dtype:
@@ -266,13 +324,13 @@ class TileLowerer:
                 f"T.copy from '{gm.name}' ({gm.dtype}) to gemm operand '{l1.name}' ({l1.dtype}) would need a cast "
                 "on the way into L1, which the hardware path (Nd2Nz) cannot do",
                 loc=s.loc, hint="give the global tensor the operand's dtype")
-        w = gm_window(gm, s.src, l1.shape, s.loc)
+        w = self.window(gm, s.src, l1.shape, s.loc)
         self.valid_extents[l1.name] = (w.valid_rows, w.valid_cols, gm.shape, s.loc)
         return CopyGmToL1(gm=gm.name, l1=l1.name, window=w, l1_rows=l1.rows, dtype=gm.dtype, loc=s.loc)
 
     def fixpipe_gm(self, s: TileCopy, l0c: Buffer, gm: Buffer):
         self._check_full(s.src, l0c, s)
-        w = gm_window(gm, s.dst, l0c.shape, s.loc)
+        w = self.window(gm, s.dst, l0c.shape, s.loc)
         quant = {DType.FLOAT16: QuantMode.F32_TO_F16, DType.BFLOAT16: QuantMode.F32_TO_BF16,
                  DType.FLOAT32: QuantMode.NONE}.get(gm.dtype)
         if quant is None:
@@ -355,7 +413,7 @@ class TileLowerer:
 
     # ------------------------------------------------------------ parallel
     def lower_parallel(self, s: TileParallel) -> list:
-        return ParallelLowerer(self.vec, self.buffers, s, self.gm_ub_op, self.ub_gm_op, gm_window).lower()
+        return ParallelLowerer(self.vec, self.buffers, s, self.gm_ub_op, self.ub_gm_op, self.window).lower()
 
     # ------------------------------------------------------------ gemm
     def lower_gemm(self, s: TileGemm) -> list:
@@ -530,7 +588,7 @@ def resolve_cross_core_pipes(body: list) -> list:
 
 def lower_tile_ops(program: Program) -> Program:
     """Lower tile ops to pipe-tagged Ascend ops in every kernel."""
-    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch).run())
+    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch, lc.grid).run())
     verify_lowered(out)
     return out
 

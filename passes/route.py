@@ -53,6 +53,7 @@ from ascend_backend.ir import (
     Transfer,
     Workspace,
     children,
+    static_int,
     walk,
 )
 
@@ -63,9 +64,10 @@ def _block_index(grid: list):
     idx = None
     stride = 1
     for ax in grid:
-        term = ax.var if stride == 1 else ax.var * stride
+        term = ax.var if static_int(stride) == 1 else ax.var * stride
         idx = term if idx is None else idx + term
-        stride *= int(ax.extent)
+        e = static_int(ax.extent)
+        stride = stride * (e if e is not None else ax.extent)
     return idx
 
 

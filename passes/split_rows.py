@@ -38,10 +38,13 @@ SUB = "sub_idx"
 
 
 def _crossing_heights(launch: Launch, aiv: Kernel) -> set:
-    heights = {b.shape[0] // launch.block_dim for b in aiv.buffers.values() if b.kind is BufferKind.WORKSPACE}
+    heights = set()
     for t in launch.transfers:
         if t.on_chip:
             heights.add(aiv.buffers[t.target].shape[0])
+        elif f"ws_{t.tile}" in aiv.buffers:  # one region of the tile's rows per block
+            k = next(k for k in launch.kernels.values() if t.tile in k.buffers)
+            heights.add(k.buffers[t.tile].shape[0])
     return heights
 
 
