@@ -51,8 +51,10 @@ class Ranges:
     def substitute(self, env: dict) -> Ranges:
         """The ranges with the variables of ``env`` (shape variables, scalar arguments) replaced by
         their values."""
+        an = tvm.arith.Analyzer()
+
         def sub(e):
-            return tirx.stmt_functor.substitute(e, env) if isinstance(e, tirx.PrimExpr) else e
+            return an.simplify(tirx.stmt_functor.substitute(e, env)) if isinstance(e, tirx.PrimExpr) else e
 
         return Ranges([(v, sub(lo), sub(n)) for v, lo, n in self.vars], [sub(c) for c in self.conds])
 

@@ -114,7 +114,7 @@ class _Importer:
                 if int(s) <= 0:
                     raise UnsupportedError(
                         f"{'tensor' if kind is BufferKind.PARAM else 'tile'} '{buf.name}' has shape "
-                        f"{[_dsl(x) for x in buf.shape]}: dimension {d} is {int(s)}",
+                        f"{_shape_text(buf.shape)}: dimension {d} is {int(s)}",
                         loc=loc, hint="every dimension of a tensor or tile must be at least 1")
                 shape.append(int(s))
             elif kind is BufferKind.PARAM:
@@ -122,7 +122,7 @@ class _Importer:
                 shape.append(s)
             else:
                 raise UnsupportedError(
-                    f"tile '{buf.name}' has a symbolic shape {[_dsl(x) for x in buf.shape]}: tiles are planned into "
+                    f"tile '{buf.name}' has a symbolic shape {_shape_text(buf.shape)}: tiles are planned into "
                     "on-chip memory at compile time, so their shapes must be constants",
                     loc=loc,
                     hint="give the tile a constant size (e.g. block_M) and let the copies take the runtime tail: "
@@ -148,16 +148,21 @@ class _Importer:
         self._pending_dims.append((buf, d, s, loc))
 
     def _check_pending_dims(self) -> None:
+        """A dimension that is an expression: each of its variables must be known from elsewhere, or
+        be its only unknown with the dimension linear in it (``batch + 1``: the callable solves it)."""
         known_vars = set(self.shape_vars) | self.arg_vars
         for buf, d, s, loc in self._pending_dims:
-            free = _free_vars(s)
-            missing = [v for v in free if v not in known_vars]
+            missing = [v for v in _free_vars(s) if v not in known_vars]
+            if len(missing) == 1 and _linear(s, missing[0]) is not None:
+                self.shape_vars.setdefault(missing[0], []).append((str(buf.name), d))
+                known_vars.add(missing[0])
+                continue
             if missing:
                 raise UnsupportedError(
                     f"tensor '{buf.name}' dimension {d} is '{_dsl(s)}': the callable cannot derive "
                     f"'{missing[0].name}' from it, because no tensor has '{missing[0].name}' as a whole dimension",
-                    loc=loc, hint=f"give some tensor a dimension that is exactly '{missing[0].name}', or pass it as "
-                    "a scalar argument of the kernel")
+                    loc=loc, hint=f"give some tensor a dimension that is exactly '{missing[0].name}' (or a + b * "
+                    f"{missing[0].name}), or pass it as a scalar argument of the kernel")
 
     def buffer_name(self, buf) -> str:
         if buf not in self.tvm_buffers:
@@ -447,8 +452,18 @@ class _Importer:
         """Decode a ``tl.region(buf[base...], access, extents...)`` (or a BufferLoad/Buffer)."""
         if isinstance(arg, tirx.Call) and str(arg.op.name) == "tl.region":
             load = arg.args[0]
-            extents = tuple(int(e) if isinstance(e, tirx.IntImm) else e for e in arg.args[2:])
-            return Region(self.buffer_name(load.buffer), tuple(load.indices), extents)
+            extents = []
+            for d, e in enumerate(arg.args[2:]):
+                if not isinstance(e, tirx.IntImm):
+                    e = _simplify(e)  # H1 - H0 of a slice H0:H1 often cancels to a constant
+                if not isinstance(e, tirx.IntImm):
+                    raise UnsupportedError(
+                        f"the window of '{load.buffer.name}' has the extent '{_dsl(e)}' in dimension {d}, which is not "
+                        "a constant", loc=loc,
+                        hint="a T.copy window has the constant shape of its tile (e.g. A[bx * 32 : bx * 32 + 32, :]); "
+                        "at the end of a tensor the copy takes the tail by itself")
+                extents.append(int(e))
+            return Region(self.buffer_name(load.buffer), tuple(load.indices), tuple(extents))
         if isinstance(arg, tirx.BufferLoad):
             return Region(self.buffer_name(arg.buffer), tuple(arg.indices), (1,) * len(arg.indices))
         raise UnsupportedError(f"unexpected tile-op operand {arg}", loc=loc)
@@ -514,6 +529,26 @@ def _free_vars(e) -> list:
 
     tirx.stmt_functor.post_order_visit(e, visit)
     return out
+
+
+def _linear(e, v) -> tuple | None:
+    """(a, b) with e == a * v + b for integers a != 0, b; else None."""
+    import tvm
+
+    coef = tvm.arith.detect_linear_equation(e, [v])
+    if len(coef) != 2 or not all(isinstance(c, tirx.IntImm) for c in coef) or int(coef[0]) == 0:
+        return None
+    return int(coef[0]), int(coef[1])
+
+
+def _simplify(e):
+    import tvm
+
+    return tvm.arith.Analyzer().simplify(e)
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(_dsl(x) for x in shape) + "]"
 
 
 def _dsl(e) -> str:

@@ -74,8 +74,7 @@ def bind(program: Program, args: list, runtime: str = "emulator", complete: bool
     name = program.name
     env: dict = {}
     origin: dict = {}  # Var -> where its value came from
-    deferred: list = []
-    shape_vars = {v.var: v for v in program.shape_vars}
+    dims: list = []  # (param, dimension, symbolic extent, the tensor's extent)
     for p, a in zip(program.params, args, strict=True):
         if p.is_tensor:
             continue
@@ -97,23 +96,29 @@ def bind(program: Program, args: list, runtime: str = "emulator", complete: bool
             raise TypeError(f"argument '{p.name}' of kernel '{name}' must have shape {shape_text} and dtype "
                             f"{buf.dtype}; got shape {list(a.shape)} and dtype {a.dtype}")
         for d, (s, got) in enumerate(zip(buf.shape, a.shape, strict=True)):
-            if static_int(s) is not None:
-                continue
-            elif isinstance(s, tirx.Var) and s in shape_vars:
-                if s in env:
-                    if env[s] != got:
-                        raise ValueError(
-                            f"argument '{p.name}' of kernel '{name}': dimension {d} is {got}, but {s.name} = "
-                            f"{env[s]} from {origin[s]}")
-                else:
-                    env[s] = int(got)
-                    origin[s] = f"argument '{p.name}' dimension {d}"
-            else:
-                deferred.append((p, d, s, int(got)))
+            if static_int(s) is None:
+                dims.append((p, d, s, int(got)))
         if not a.is_contiguous():
             raise TypeError(f"argument '{p.name}' must be contiguous (call .contiguous() first)")
         if runtime != "npu" and a.device.type != "cpu":
             raise TypeError(f"argument '{p.name}' is on {a.device}; the emulator runs on CPU tensors")
+    # A variable takes its value from the first dimension that is exactly it, else from one that
+    # is linear in it (``batch + 1``); every other dimension is then checked against the values.
+    for p, d, s, got in dims:
+        if isinstance(s, tirx.Var) and s not in env:
+            env[s] = got
+            origin[s] = f"argument '{p.name}' dimension {d}"
+    for p, d, s, got in dims:
+        unknown = [v for v in _vars(s) if v not in env]
+        if len(unknown) == 1:
+            v = unknown[0]
+            a, b = tvm.arith.detect_linear_equation(s, [v])
+            a, b = int(a), evaluate(b, env)
+            if (got - b) % a:
+                raise ValueError(f"argument '{p.name}' of kernel '{name}': dimension {d} is {got}, which {s} cannot "
+                                 f"be for any integer {v.name}")
+            env[v] = (got - b) // a
+            origin[v] = f"argument '{p.name}' dimension {d}"
     for v in program.shape_vars:
         if v.var not in env:
             if not complete:
@@ -122,12 +127,15 @@ def bind(program: Program, args: list, runtime: str = "emulator", complete: bool
         lo, hi = v.dtype.int_range
         if not lo <= env[v.var] <= hi:
             raise ValueError(f"kernel '{name}': {v.name} = {env[v.var]} is outside the range of its dtype {v.dtype}")
-    for p, d, s, got in deferred:
+    for p, d, s, got in dims:
         if not complete and any(v not in env for v in _vars(s)):
             continue
         want = evaluate(s, env)
         if want != got:
-            deps = ", ".join(f"{k.name} = {env[k]}" for k in env if any(k.same_as(x) for x in _vars(s)))
+            if isinstance(s, tirx.Var):
+                raise ValueError(f"argument '{p.name}' of kernel '{name}': dimension {d} is {got}, but {s.name} = "
+                                 f"{want} from {origin[s]}")
+            deps = ", ".join(f"{v.name} = {env[v]} from {origin[v]}" for v in dict.fromkeys(_vars(s)))
             raise ValueError(f"argument '{p.name}' of kernel '{name}': dimension {d} must be {s} = {want} ({deps}); "
                              f"got {got}")
     return env
