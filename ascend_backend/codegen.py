@@ -223,6 +223,11 @@ def _flat(b, indices) -> str:
     return " + ".join(reversed(terms)) if terms else "0"
 
 
+def _add(a: int, b):
+    """a + b: an int when b is a constant, else a PrimExpr."""
+    return a + static_int(b) if static_int(b) is not None else (b + a if a else b)
+
+
 def _mul(a, b):
     """a * b: an int when both are constants, else a PrimExpr."""
     x, y = static_int(a), static_int(b)
@@ -540,7 +545,10 @@ def _globals(program: Program, launch: Launch) -> list:
         g = {"name": b.name, "var": gm_tensor(b.name), "ctype": b.dtype.ctype, "numel": numel, "dtype": str(b.dtype),
              "shape": "x".join(map(str, b.shape)), "ptr": b.name}
         if b.kind is BufferKind.WORKSPACE:
-            g["ptr"] = f"(workspace + {cexpr(launch.workspace.offsets[b.name])})"
+            off = _add(program.global_bytes, launch.workspace.offsets[b.name])
+            g["ptr"] = f"(workspace + {cexpr(off)})"
+        elif b.kind is BufferKind.GLOBAL:
+            g["ptr"] = f"(workspace + {program.globals.offsets[b.name]})"
         out.append(g)
     return out
 
@@ -601,6 +609,22 @@ def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
             "sections": [{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}]}
 
 
+def _workspace_note(program: Program) -> dict | None:
+    """What the header comment says about the workspace argument."""
+    if not program.has_workspace:
+        return None
+    ws = program.workspace_bytes
+    parts = []
+    if program.globals:
+        names = ", ".join(program.globals.offsets)
+        parts.append(f"its first {program.global_bytes} bytes hold the T.alloc_global tensors ({names}), kept across "
+                     "the launches" + (";" if any(lc.workspace for lc in program.launches) else "."))
+    if any(lc.workspace for lc in program.launches):
+        parts.append("tiles that cross between the Cube core and the Vector cores go through "
+                     + ("the rest." if program.globals else "it."))
+    return {"bytes": ws, "when": "" if static_int(ws) is not None else " (computed at each call)", "parts": parts}
+
+
 def block_dim_text(launch: Launch) -> str:
     """The launch's block count as the generated code's comment states it."""
     n = launch.static_block_dim
@@ -613,11 +637,9 @@ def generate(program: Program) -> str:
 
     src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
     kernels = [_launch_frame(program, n, lc) for n, lc in enumerate(program.launches)]
-    ws = program.workspace_bytes
     uses_tail = any("tail_i(" in sec["body"] for k in kernels for sec in k["sections"])
     return _env().get_template("kernel.cpp.j2").render(
-        version=__version__, arch=program.arch.name, source=src, kernels=kernels,
-        workspace_bytes=ws if static_int(ws) is not None else f"{ws} (computed at each call)",
+        version=__version__, arch=program.arch.name, source=src, kernels=kernels, workspace=_workspace_note(program),
         shape_vars=[v.name for v in program.entry_shape_vars()], tail_i=uses_tail,
         peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
 

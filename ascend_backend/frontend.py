@@ -38,6 +38,7 @@ from .ir import (
     TileGemm,
     TileParallel,
     TileReduce,
+    Workspace,
 )
 
 _TILE_OPS = {
@@ -109,17 +110,22 @@ class _Importer:
             name = f"{base}_{n}"
             n += 1
         shape = []
+        what = {BufferKind.PARAM: "tensor", BufferKind.GLOBAL: "T.alloc_global tensor"}.get(kind, "tile")
         for d, s in enumerate(buf.shape):
             if isinstance(s, tirx.IntImm | int):
                 if int(s) <= 0:
                     raise UnsupportedError(
-                        f"{'tensor' if kind is BufferKind.PARAM else 'tile'} '{buf.name}' has shape "
-                        f"{_shape_text(buf.shape)}: dimension {d} is {int(s)}",
+                        f"{what} '{buf.name}' has shape {_shape_text(buf.shape)}: dimension {d} is {int(s)}",
                         loc=loc, hint="every dimension of a tensor or tile must be at least 1")
                 shape.append(int(s))
             elif kind is BufferKind.PARAM:
                 self._shape_dim(buf, d, s, loc)
                 shape.append(s)
+            elif kind is BufferKind.GLOBAL:
+                raise UnsupportedError(
+                    f"T.alloc_global tensor '{buf.name}' has a symbolic shape {_shape_text(buf.shape)}: the launcher "
+                    "allocates it from a size known at compile time", loc=loc,
+                    hint="give it a constant shape (an upper bound), or pass the tensor as a kernel argument")
             else:
                 raise UnsupportedError(
                     f"tile '{buf.name}' has a symbolic shape {_shape_text(buf.shape)}: tiles are planned into "
@@ -131,7 +137,8 @@ class _Importer:
         if not known(buf.dtype):
             raise UnsupportedError(f"buffer '{buf.name}' has dtype {buf.dtype}, which the ascendc target does not know",
                                    loc=loc, hint="use float16, bfloat16, float32 or an integer type")
-        self.buffers[name] = Buffer(name=name, shape=tuple(shape), dtype=dtype(buf.dtype), kind=kind, loc=loc)
+        self.buffers[name] = Buffer(name=name, shape=tuple(shape), dtype=dtype(buf.dtype), kind=kind, loc=loc,
+                                    scope=Scope.GM if kind is BufferKind.GLOBAL else None)
         self.tvm_buffers[buf] = name
         return name
 
@@ -195,7 +202,8 @@ class _Importer:
                                        hint="give the two different names")
         launches = [self._launch(s) for s in self._top_level(self.func.body)]
         program = Program(name=self.name, arch=self.arch, params=params, launches=launches,
-                          source_file=self.first_loc.file if self.first_loc else None, shape_vars=shape_vars)
+                          source_file=self.first_loc.file if self.first_loc else None, shape_vars=shape_vars,
+                          globals=_global_scratch(self.buffers))
         program.bounds_checks = check_windows(program)
         return program
 
@@ -556,6 +564,18 @@ def _dsl(e) -> str:
     return str(e)
 
 
+def _global_scratch(buffers: dict) -> Workspace | None:
+    """T.alloc_global tensors: GM the launcher allocates at the start of the workspace argument, each
+    at a 512-byte aligned offset, kept across the launches of the PrimFunc."""
+    offsets: dict = {}
+    nbytes = 0
+    for name, b in buffers.items():
+        if b.kind is BufferKind.GLOBAL:
+            offsets[name] = nbytes
+            nbytes += (b.numel * b.dtype.bytes + 511) // 512 * 512
+    return Workspace(offsets=offsets, nbytes=nbytes) if offsets else None
+
+
 def check_windows(program: Program) -> list:
     """Check every T.copy window into a global tensor against the tensor's shape: a window that can
     start before the tensor or past its end is an error at its DSL line (a window across the end
@@ -571,7 +591,7 @@ def check_windows(program: Program) -> list:
 
     def check(r: Region, kernel: Kernel, ranges: Ranges, loc) -> None:
         buf = kernel.buffers.get(r.buffer)
-        if buf is None or buf.kind is not BufferKind.PARAM or len(r.base) != len(buf.shape):
+        if buf is None or buf.kind not in (BufferKind.PARAM, BufferKind.GLOBAL) or len(r.base) != len(buf.shape):
             return
         for d, (b, e, size) in enumerate(zip(r.base, r.extents, buf.shape, strict=True)):
             n = e if isinstance(e, int) else (int(e) if isinstance(e, tirx.IntImm) else None)
@@ -693,6 +713,8 @@ def _gpu_only(what: str, loc) -> UnsupportedError:
 
 
 def _kind_of(scope: str) -> BufferKind:
+    if scope == "global":
+        return BufferKind.GLOBAL
     if scope in ("local", "local.var"):
         return BufferKind.LOCAL
     return BufferKind.FRAGMENT if "fragment" in scope or scope.startswith("local") else BufferKind.SHARED

@@ -116,9 +116,11 @@ class AscendKernel:
             # Generated code carries every sync it needs and is built with --cce-auto-sync=off on
             # the NPU (npu.py), so it is checked without bisheng's automatic syncs.
             self.reports = []
-            for n, _lc in enumerate(self.program.launches):
+            for n, lc in enumerate(self.program.launches):
+                # Each entry's own type: the launches of one PrimFunc may differ (AIV only, then mixed).
                 self.reports.append(run_source(self.kernel_source, self.program.entry_name(n), entry, dims[n],
-                                               arch=self.arch.name, strict=self.strict, auto_sync=False))
+                                               arch=self.arch.name, strict=self.strict, auto_sync=False,
+                                               kernel_type=lc.kernel_type.value))
             self.last_report = self.reports[-1]
         if allocate:
             return outputs[0] if len(outputs) == 1 else outputs

@@ -146,6 +146,30 @@ def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc, ranges: Range
     return GmWindow(buf.name, tuple(base), tuple(strides), rows_t, cols_t, row_stride, vr, vc, wide=buf.wide)
 
 
+def _window_2d(region: Region, buf: Buffer, loc) -> tuple:
+    """(rows, cols) of a GM window: the innermost extent and the one other extent above 1."""
+    ext = [int(e) for e in region.extents]
+    outer = [e for e in ext[:-1] if e != 1]
+    if len(outer) > 1:
+        raise UnsupportedError(f"T.copy between global tensors of the window {ext} of '{buf.name}': a GM -> GM copy "
+                               "moves a 2-D window (one extent above 1 besides the innermost)", loc=loc,
+                               hint="copy one 2-D slice at a time (a loop over the outer dimension)")
+    return (outer[0] if outer else 1), ext[-1]
+
+
+def _rows_of(region: Region, r0: int, n: int) -> Region:
+    """Rows r0 .. r0 + n of a 2-D GM window (its non-unit outer dimension)."""
+    ext = [int(e) for e in region.extents]
+    outer = [d for d in range(len(ext) - 1) if ext[d] != 1]
+    if not outer:
+        return region
+    d = outer[0]
+    base, extents = list(region.base), list(ext)
+    base[d] = base[d] + r0 if r0 else base[d]
+    extents[d] = n
+    return Region(region.buffer, tuple(base), tuple(extents))
+
+
 def _mul(a, b):
     x, y = static_int(a), static_int(b)
     if x is not None and y is not None:
@@ -251,6 +275,8 @@ class TileLowerer:
             return [self.copy_gm_l1(s, src, dst)]
         if key == (Scope.L0C, Scope.GM):
             return [self.fixpipe_gm(s, src, dst)]
+        if key == (Scope.GM, Scope.GM):
+            return self.copy_gm_gm(s, src, dst)
         if s.atomic is not None and dst.scope is Scope.UB:
             # One vector program per block: an atomic add into a tile is a plain add.
             self._check_full(s.src, src, s)
@@ -300,6 +326,41 @@ class TileLowerer:
         ops.append(self.ub_gm_op(stage, gm, w, s.loc, atomic=s.atomic))
         if stage is not ub:
             self.vec.release(stage)
+        return ops
+
+    # Bytes of UB one GM -> GM stage takes at most (the rest of the UB stays for the kernel's tiles).
+    GM_GM_STAGE_BYTES = 32 * 1024
+
+    def copy_gm_gm(self, s: TileCopy, src: Buffer, dst: Buffer) -> list:
+        """GM -> GM: there is no documented GM -> GM DataCopy, so the window goes through UB: GM -> UB
+        (MTE2), a cast on the vector unit when the dtypes differ, UB -> GM (MTE3, atomic when asked),
+        in chunks of rows that keep each stage within GM_GM_STAGE_BYTES."""
+        rows_s, cols_s = _window_2d(s.src, src, s.loc)
+        rows_d, cols_d = _window_2d(s.dst, dst, s.loc)
+        if (rows_s, cols_s) != (rows_d, cols_d):
+            raise UnsupportedError(
+                f"T.copy from '{src.name}' window {[int(e) for e in s.src.extents]} to '{dst.name}' window "
+                f"{[int(e) for e in s.dst.extents]}: the windows have different shapes", loc=s.loc,
+                hint="copy windows of the same (rows, columns) shape")
+        rows, cols = rows_s, cols_s
+        pitch = (cols + 15) // 16 * 16
+        per_row = pitch * (src.elem_bytes + (dst.elem_bytes if dst.dtype != src.dtype else 0))
+        chunk = max(1, min(rows, self.GM_GM_STAGE_BYTES // per_row))
+        ops: list = []
+        for r0 in range(0, rows, chunk):
+            n = min(chunk, rows - r0)
+            shape = (n, cols) if rows > 1 else (cols,)
+            stage = self.vec.temp(shape, src.dtype)
+            src_r, dst_r = _rows_of(s.src, r0, n), _rows_of(s.dst, r0, n)
+            ops.append(self.gm_ub_op(src, stage, self.window(src, src_r, shape, s.loc), s.loc))
+            out = stage
+            if dst.dtype != src.dtype:
+                out = self.vec.temp(shape, dst.dtype)
+                ops.extend(self.vec.copy_or_cast(out.name, stage.name, s.loc))
+            ops.append(self.ub_gm_op(out, dst, self.window(dst, dst_r, shape, s.loc), s.loc, atomic=s.atomic))
+            self.vec.release(stage)
+            if out is not stage:
+                self.vec.release(out)
         return ops
 
     @staticmethod

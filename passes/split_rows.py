@@ -69,7 +69,7 @@ def split_rows_launch(launch: Launch) -> Launch:
         buffers[n] = b
 
     def region(r: Region, tile: str | None) -> Region:
-        if tile not in split or buffers[r.buffer].kind not in (BufferKind.PARAM, BufferKind.WORKSPACE):
+        if tile not in split or not buffers[r.buffer].kind.in_gm:
             if r.buffer in split:
                 return dataclasses.replace(r, extents=(halves[split[r.buffer]], *r.extents[1:]))
             return r
@@ -84,6 +84,9 @@ def split_rows_launch(launch: Launch) -> Launch:
         return Region(r.buffer, tuple(base), tuple(ext))
 
     def fix(op):
+        if isinstance(op, TileCopy) and buffers[op.src.buffer].kind.in_gm and buffers[op.dst.buffer].kind.in_gm:
+            # GM -> GM involves no row-split tile: one AIV of the pair does it.
+            return If(cond=tirx.EQ(sub, 0), then_body=[op], loc=op.loc)
         if isinstance(op, TileCopy):
             return dataclasses.replace(op, src=region(op.src, op.dst.buffer), dst=region(op.dst, op.src.buffer))
         if isinstance(op, TileFill):
@@ -115,7 +118,7 @@ def split_rows_launch(launch: Launch) -> Launch:
 def _row_vectors(k: Kernel, R: int) -> set:
     """1-D buffers of length R that hold one value per row (not per column)."""
     one_d = {n for n, b in k.buffers.items() if len(b.shape) == 1 and b.shape[0] == R
-             and b.kind is not BufferKind.PARAM}
+             and not b.kind.in_gm}
     rows: set = set()
     links: list = []
     for s in walk(k.body):

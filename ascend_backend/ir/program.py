@@ -153,6 +153,8 @@ class Program:
     shape_vars: list = field(default_factory=list)
     # Window checks that need the symbolic dimensions' values (bounds.BoundsCheck), run per call.
     bounds_checks: list = field(default_factory=list)
+    # T.alloc_global tensors: at the start of the workspace argument, before the launches' regions.
+    globals: Workspace | None = None
 
     def replace(self, **changes: Any) -> Program:
         return dataclasses.replace(self, **changes)
@@ -176,19 +178,25 @@ class Program:
     def workspace_bytes(self):
         """GM workspace the launcher passes as the last argument (0: none): an int, or a PrimExpr
         of the arguments when a launch's grid is sized at call time."""
+        g = self.global_bytes
         sizes = [lc.workspace.nbytes for lc in self.launches if lc.workspace]
         if all(static_int(s) is not None for s in sizes):
-            return max((static_int(s) for s in sizes), default=0)
+            return g + max((static_int(s) for s in sizes), default=0)
         from tvm import tirx
 
         out = sizes[0]
         for s in sizes[1:]:
             out = tirx.max(out, s)
-        return out
+        return out + g if g else out
+
+    @property
+    def global_bytes(self) -> int:
+        """Bytes of the T.alloc_global tensors (the start of the workspace argument)."""
+        return self.globals.nbytes if self.globals else 0
 
     @property
     def has_workspace(self) -> bool:
-        return any(lc.workspace for lc in self.launches)
+        return bool(self.global_bytes) or any(lc.workspace for lc in self.launches)
 
     def entry_shape_vars(self) -> list:
         """The shape variables the kernel entry takes after the PrimFunc's parameters (those the
