@@ -8,6 +8,7 @@ them; the kernel frame is templates/kernel.cpp.j2.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 from collections.abc import Callable
@@ -15,7 +16,8 @@ from collections.abc import Callable
 import jinja2
 from tvm import tirx
 
-from .cexpr import LOAD, cexpr, cname, float_literal
+from .cexpr import LOAD, VAR_NAMES, cexpr, cname, float_literal
+from .cnames import Names
 from .dtypes import DType
 from .errors import InternalCompilerError, UnsupportedError
 from .ir import (
@@ -122,9 +124,19 @@ def _render(macro: str, params) -> str:
 # ---------------------------------------------------------------- values as C++ text
 
 
+# The C++ names of the kernel entry being generated (cnames.Names); None outside generate().
+_NAMES: contextvars.ContextVar = contextvars.ContextVar("codegen_names", default=None)
+
+
+def B(name: str) -> str:
+    """The C++ name of buffer ``name`` in the kernel entry being generated."""
+    names = _NAMES.get()
+    return names.buffer(name) if names is not None else name
+
+
 def gm_tensor(name: str) -> str:
     """The GlobalTensor variable of a GM buffer."""
-    return f"{name}_gm"
+    return f"{B(name)}_gm"
 
 
 def _at(name: str, off: str) -> str:
@@ -241,9 +253,9 @@ def scalar_access(kernel: Kernel, tvm_buffer, indices) -> tuple:
     b = kernel.buffer_of(tvm_buffer)
     flat = _flat(b, indices)
     if b.scope is Scope.LOCAL:
-        return b, f"{b.name}[{flat}]"
+        return b, f"{B(b.name)}[{flat}]"
     if b.scope is Scope.UB:
-        return b, f"{b.name}.GetValue({flat})"
+        return b, f"{B(b.name)}.GetValue({flat})"
     if b.scope is Scope.GM:
         return b, f"{gm_tensor(b.name)}.GetValue({flat})"
     raise UnsupportedError(f"the scalar unit cannot read '{b.name}' in {b.scope}; only scalar locals, vector tiles "
@@ -255,9 +267,9 @@ def _store(kernel: Kernel, s: ScalarStore) -> str:
     flat = _flat(b, s.indices)
     value = cexpr(s.value)
     if b.scope is Scope.LOCAL:
-        return f"{b.name}[{flat}] = {value};"
+        return f"{B(b.name)}[{flat}] = {value};"
     if b.scope is Scope.UB:
-        return f"{b.name}.SetValue({flat}, ({b.dtype.ctype})({value}));"
+        return f"{B(b.name)}.SetValue({flat}, ({b.dtype.ctype})({value}));"
     if b.scope is Scope.GM:
         return f"{gm_tensor(b.name)}.SetValue({flat}, ({b.dtype.ctype})({value}));"
     raise UnsupportedError(f"the scalar unit cannot write '{b.name}' in {b.scope}", loc=s.loc,
@@ -271,7 +283,7 @@ def _gm_ub(op: CopyGmToUb | CopyUbToGm, to_ub: bool) -> dict:
     w = op.window
     esz = op.dtype.bytes
     gm = _at(gm_tensor(op.gm), window_offset(w))
-    p = {"dst": op.ub if to_ub else gm, "src": gm if to_ub else op.ub, "ctype": op.dtype.ctype,
+    p = {"dst": B(op.ub) if to_ub else gm, "src": gm if to_ub else B(op.ub), "ctype": op.dtype.ctype,
          "form": op.form.value}
     if op.form is CopyForm.COUNT:
         p["count"] = f"{valid(w.valid_rows)} * {w.cols}" if w.valid_rows.tail else str(w.rows * w.cols)
@@ -297,22 +309,22 @@ def _copy_ub_to_gm(op: CopyUbToGm) -> dict:
 
 def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
     w = op.window
-    return {"dst": op.l1, "src": _at(gm_tensor(op.gm), window_offset(w)), "n_value": valid(w.valid_rows),
+    return {"dst": B(op.l1), "src": _at(gm_tensor(op.gm), window_offset(w)), "n_value": valid(w.valid_rows),
             "d_value": valid(w.valid_cols), "src_d_value": cexpr(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
 
 
 def _load_data_2d(op: LoadData2D) -> dict:
     kv = valid_k(op.k)
-    src = _at(op.src, str(op.src_offset))
+    src = _at(B(op.src), str(op.src_offset))
     if op.operand == "A":
         # one fractal row of A per call: ZZ in L0A
-        return {"dst": op.dst, "src": src, "count": str(op.mn // 16), "dst_step": f"{kv} * 16",
+        return {"dst": B(op.dst), "src": src, "count": str(op.mn // 16), "dst_step": f"{kv} * 16",
                 "src_step": f"{op.src_rows // 16} * 256" if op.trans else "256",
                 "repeat": f"(uint8_t)({kv} / 16)", "src_stride": "1" if op.trans else str(op.src_rows // 16),
                 "trans": "true" if op.trans else "false",
                 "note": "A stored K x M: transpose each fractal into ZZ" if op.trans else
                 "one fractal row of A per call: ZZ in L0A"}
-    return {"dst": op.dst, "src": src, "count": f"{kv} / 16", "dst_step": str(op.mn * 16),
+    return {"dst": B(op.dst), "src": src, "count": f"{kv} / 16", "dst_step": str(op.mn * 16),
             "src_step": f"{op.mn // 16} * 256" if op.trans else "256", "repeat": str(op.mn // 16),
             "src_stride": "1" if op.trans else str(op.src_rows // 16), "trans": "false" if op.trans else "true",
             "note": "B stored N x K: its NZ fractals are already ZN" if op.trans else
@@ -324,7 +336,7 @@ def _steps(x) -> str:
 
 
 def _load_data_2d_v2(op: LoadData2DV2) -> dict:
-    return {"dst": op.dst, "src": _at(op.src, str(op.src_offset)), "m_step": _steps(op.m_step),
+    return {"dst": B(op.dst), "src": _at(B(op.src), str(op.src_offset)), "m_step": _steps(op.m_step),
             "k_step": _steps(op.k_step), "src_stride": op.src_stride, "dst_stride": op.dst_stride,
             "trans": "true" if op.trans else "false", "note": op.note}
 
@@ -334,23 +346,24 @@ def _mmad(op: Mmad) -> dict:
         init = " && ".join(f"({cname(v)} == 0)" for v in op.init.loop_vars)
     else:
         init = "true" if op.init else "false"
-    return {"dst": op.dst, "a": op.a, "b": op.b, "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init}
+    return {"dst": B(op.dst), "a": B(op.a), "b": B(op.b), "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init}
 
 
 def _fixpipe_to_gm(op) -> dict:
     w = op.window
-    return {"dst": _at(gm_tensor(op.gm), window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
+    return {"dst": _at(gm_tensor(op.gm), window_offset(w)), "src": B(op.src), "ctype": op.dtype.ctype,
             "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
             "dst_stride": cexpr(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false"}
 
 
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
-    return {"src": op.src, "dst": f"{op.target}_peer", "half": op.half, "rows": op.rows, "cols": op.cols,
+    return {"src": B(op.src), "dst": f"{B(op.target)}_peer", "half": op.half, "rows": op.rows, "cols": op.cols,
             "pitch": op.pitch, "sub": op.sub}
 
 
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
-    return {"dst": f"{op.target}_l1_peer", "src": op.src, "offset": f"{cexpr(op.sub_var)} * {op.src_rows * op.c0}",
+    return {"dst": f"{B(op.target)}_l1_peer", "src": B(op.src),
+            "offset": f"{cexpr(op.sub_var)} * {op.src_rows * op.c0}",
             "n_value": op.src_rows, "d_value": op.src_cols, "src_d_value": op.src_pitch,
             "dst_c0_stride": op.dst_c0_stride, "rows": op.rows}
 
@@ -360,7 +373,7 @@ def _cross_core(op: CrossCoreSetOp | CrossCoreWaitOp) -> dict:
 
 
 def _repeat(o) -> dict:
-    return {"name": o.buffer, "row": o.row, "chunk": o.chunk, "blk": o.blk, "rep": o.rep}
+    return {"name": B(o.buffer), "row": o.row, "chunk": o.chunk, "blk": o.blk, "rep": o.rep}
 
 
 _PARAMS: dict[type, Callable[[AscOp], dict]] = {
@@ -374,28 +387,28 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     FixpipeToGmArch3510: _fixpipe_to_gm,
     FixpipeToPeerUb: _fixpipe_to_peer_ub,
     CopyUbToPeerL1: _copy_ub_to_peer_l1,
-    VecCopy: lambda op: {"dst": op.dst, "src": op.src, "count": op.count},
-    VecDuplicate: lambda op: {"dst": op.dst, "value": scalar(op.value), "count": op.count},
-    VecScalar: lambda op: {"op": VEC_SCALAR[op.op], "dst": op.dst, "src": op.src, "scalar": scalar(op.scalar),
+    VecCopy: lambda op: {"dst": B(op.dst), "src": B(op.src), "count": op.count},
+    VecDuplicate: lambda op: {"dst": B(op.dst), "value": scalar(op.value), "count": op.count},
+    VecScalar: lambda op: {"op": VEC_SCALAR[op.op], "dst": B(op.dst), "src": B(op.src), "scalar": scalar(op.scalar),
                            "count": op.count},
-    VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": op.dst, "src": op.src, "count": op.count},
-    VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src0": op.src0, "src1": op.src1,
+    VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": B(op.dst), "src": B(op.src), "count": op.count},
+    VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": B(op.dst), "src0": B(op.src0), "src1": B(op.src1),
                              "count": op.count},
-    VecCast: lambda op: {"dst": op.dst, "src": op.src, "mode": ROUND[op.mode], "count": op.count},
-    VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
-    VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
+    VecCast: lambda op: {"dst": B(op.dst), "src": B(op.src), "mode": ROUND[op.mode], "count": op.count},
+    VecBrcb: lambda op: {"dst": B(op.dst), "src": B(op.src), "repeat": op.repeat},
+    VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": B(op.dst), "s0": _repeat(op.s0), "s1": _repeat(op.s1),
                                 "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,
                                 "chunks": op.chunks},
-    VecWholeReduce: lambda op: {"kind": op.kind.value, "dst": op.dst, "src": op.src, "mask": op.mask,
+    VecWholeReduce: lambda op: {"kind": op.kind.value, "dst": B(op.dst), "src": B(op.src), "mask": op.mask,
                                 "repeat": op.repeat, "src_rep": op.src_rep},
-    VecFoldInit: lambda op: {"dst": op.dst, "src": op.src, "lanes": op.lanes, "repeat": op.repeat,
+    VecFoldInit: lambda op: {"dst": B(op.dst), "src": B(op.src), "lanes": op.lanes, "repeat": op.repeat,
                              "src_rep": op.src_rep, "zero": scalar(op.zero)},
-    VecFold: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "offset": op.offset,
+    VecFold: lambda op: {"op": VEC_BINARY[op.op], "dst": B(op.dst), "src": B(op.src), "offset": op.offset,
                          "mask": op.mask, "repeat": op.repeat, "src_rep": op.src_rep},
-    VecFoldLoop: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "lanes": op.lanes,
+    VecFoldLoop: lambda op: {"op": VEC_BINARY[op.op], "dst": B(op.dst), "src": B(op.src), "lanes": op.lanes,
                              "repeat": op.repeat, "src_rep": op.src_rep, "chunks": op.chunks,
                              "valid": valid(op.valid), "barrier": op.barrier},
-    VecDiagFill: lambda op: {"dst": op.dst, "rows": op.rows, "cols": op.cols, "pitch": op.pitch,
+    VecDiagFill: lambda op: {"dst": B(op.dst), "rows": op.rows, "cols": op.cols, "pitch": op.pitch,
                              "prefix": f"({cexpr(op.prefix.c0)}) + 1" if op.prefix.plus_one
                              else f"-({cexpr(op.prefix.c0)})",
                              "first": scalar(op.first), "rest": scalar(op.rest), "barrier": op.barrier},
@@ -449,7 +462,7 @@ def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
             out.append(f"{pad}{head}{note}{stages}")
             for name, n in s.slots.items():
                 b = kernel.buffers[name]
-                out.append(f"{pad}    LocalTensor<{local_ctype(b)}> {name} = {name}_slots[({v} % {n}) * "
+                out.append(f"{pad}    LocalTensor<{local_ctype(b)}> {B(name)} = {B(name)}_slots[({v} % {n}) * "
                            f"{b.slot_elems}];  // slot {v} % {n} of {b.slots}")
             _body(s.body, indent + 1, kernel, out)
             out.append(f"{pad}}}")
@@ -494,7 +507,7 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
     for b in kernel.buffers.values():
         if b.scope is Scope.LOCAL:
             where = f", {_short_loc(b.loc)}" if b.loc else ""
-            scalars.append({"name": b.name, "ctype": b.dtype.ctype, "count": b.numel,
+            scalars.append({"name": B(b.name), "ctype": b.dtype.ctype, "count": b.numel,
                             "desc": f"scalar local {b.name}{where}"})
             continue
         if b.scope is Scope.GM:
@@ -502,7 +515,7 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
         if b.offset is None:
             raise InternalCompilerError(f"buffer {b.name} has no offset", stage="codegen")
         where = f", {_short_loc(b.loc)}" if b.loc else ""
-        locals_.append({"name": f"{b.name}_slots" if b.slots > 1 else b.name, "ctype": local_ctype(b),
+        locals_.append({"name": f"{B(b.name)}_slots" if b.slots > 1 else B(b.name), "ctype": local_ctype(b),
                         "mem_var": f"{b.scope.value.lower()}_buf", "count": b.slot_elems * b.slots,
                         "offset": b.offset, "desc": f"{b.describe()}{where}"})
     block_index = []
@@ -543,7 +556,7 @@ def _globals(program: Program, launch: Launch) -> list:
         numel = b.numel if static_int(b.numel) is not None else " * ".join(
             str(static_int(f)) if static_int(f) is not None else f"(uint64_t)({cexpr(f)})" for f in _factors(b.numel))
         g = {"name": b.name, "var": gm_tensor(b.name), "ctype": b.dtype.ctype, "numel": numel, "dtype": str(b.dtype),
-             "shape": "x".join(map(str, b.shape)), "ptr": b.name}
+             "shape": "x".join(map(str, b.shape)), "ptr": B(b.name)}
         if b.kind is BufferKind.WORKSPACE:
             off = _add(program.global_bytes, launch.workspace.offsets[b.name])
             g["ptr"] = f"(workspace + {cexpr(off)})"
@@ -558,9 +571,9 @@ def kernel_params(program: Program) -> list:
     params = []
     for p in program.params:
         if p.is_tensor:
-            params.append(f"GM_ADDR {p.name}")
+            params.append(f"GM_ADDR {B(p.buffer)}")
         else:
-            params.append(f"{p.dtype.ctype} {cname(p.name)}")
+            params.append(f"{p.dtype.ctype} {cname(p.var) if p.var is not None else cname(p.name)}")
     for v in program.entry_shape_vars():
         params.append(f"{v.dtype.ctype} {cname(v.var)}")
     if program.has_workspace:
@@ -576,13 +589,49 @@ def _peer_memory(sec: dict, owner: Kernel, targets, arch, scope: Scope, label: s
                             "capacity": arch.capacity[scope]})
     for target in targets:
         b = owner.buffers[target]
-        sec["locals"].append({"name": f"{target}{suffix}", "ctype": b.dtype.ctype, "mem_var": var,
+        sec["locals"].append({"name": f"{B(target)}{suffix}", "ctype": b.dtype.ctype, "mem_var": var,
                               "count": b.slot_elems, "offset": b.offset,
                               "desc": desc.format(target=target, layout=b.layout)})
 
 
+def entry_names(program: Program) -> Names:
+    """A fresh name table for one kernel entry, its arguments named first (in order: they keep their
+    DSL names unless unsafe, the same in every entry and in the NPU host wrapper)."""
+    # The entries' names and the NPU host wrapper's own (launch_<name>, blocks_<n>) too.
+    extra = {program.entry_name(n) for n in range(len(program.launches))} | {f"launch_{program.name}"} | {
+        f"blocks_{n}" for n in range(len(program.launches))}
+    for table in (VEC_BINARY, VEC_UNARY, VEC_SCALAR):
+        extra |= set(table.values())
+    names = Names(extra)
+    for p in program.params:
+        if p.is_tensor:
+            names.buffer(p.buffer)
+        elif p.var is not None:
+            names.var(p.var)
+    for v in program.entry_shape_vars():
+        names.var(v.var)
+    return names
+
+
+def entry_arg_names(program: Program) -> list:
+    """The C++ names of the kernel entry's arguments: the PrimFunc's, then the symbolic dimensions."""
+    names = entry_names(program)
+    return [names.buffer(p.buffer) if p.is_tensor else names.var(p.var) if p.var is not None else p.name
+            for p in program.params] + [names.var(v.var) for v in program.entry_shape_vars()]
+
+
 def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
     """The kernel entry of one launch: its name, type, grid, parameters, GM tensors and sections."""
+    names = entry_names(program)
+    t_names, t_vars = _NAMES.set(names), VAR_NAMES.set(names.var)
+    try:
+        return _launch_frame_named(program, n, launch)
+    finally:
+        _NAMES.reset(t_names)
+        VAR_NAMES.reset(t_vars)
+
+
+def _launch_frame_named(program: Program, n: int, launch: Launch) -> dict:
     arch = program.arch
     frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value,
              "block_dim": block_dim_text(launch),
@@ -644,4 +693,4 @@ def generate(program: Program) -> str:
         peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
 
 
-__all__ = ["generate", "kernel_params", "render_op", "POSITION"]
+__all__ = ["generate", "kernel_params", "render_op", "POSITION", "entry_arg_names"]

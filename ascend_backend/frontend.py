@@ -233,7 +233,10 @@ class _Importer:
 
     def _launch(self, stmt) -> Launch:
         self.grid = []
+        self.bad_grid: UnsupportedError | None = None
         body = self._strip_launch(stmt)
+        if self.bad_grid is not None:  # raised after the tiles: a bad tile size is the better message
+            raise self.bad_grid
         stmts = self._stmts(body)
         return Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=dict(self.buffers), body=stmts)})
 
@@ -271,11 +274,13 @@ class _Importer:
         loc = stmt_loc(stmt) or self.last_loc
         if isinstance(extent, tirx.IntImm):
             n = int(extent)
-            if n < 1 or n > MAX_BLOCKS:
-                raise UnsupportedError(
+            if (n < 1 or n > MAX_BLOCKS) and self.bad_grid is None:
+                hint = (f"numBlocks of an Ascend C launch is in [1, {MAX_BLOCKS}]; give each block more work (a "
+                        "larger tile, or a loop over several tiles inside the kernel)") if n > MAX_BLOCKS else \
+                    "a grid extent is a count of blocks: check the sizes it is computed from (T.ceildiv(n, block))"
+                self.bad_grid = UnsupportedError(
                     f"T.Kernel grid extent {n} ('{stmt.loop_var}'): a launch has 1 to {MAX_BLOCKS} blocks",
-                    loc=loc, hint=f"numBlocks of an Ascend C launch is in [1, {MAX_BLOCKS}]; give each block "
-                    "more work (a larger tile, or a loop over several tiles inside the kernel)")
+                    loc=loc, hint=hint)
             return n
         missing = [v for v in _free_vars(extent) if v not in self.arg_vars and v not in self.shape_vars]
         if missing:

@@ -61,14 +61,14 @@ def host_wrapper(program) -> str:
     call: a grid may be sized by the arguments): tensors as device pointers, scalars of their own
     C type (16-bit floats as float, converted by the call), the symbolic dimensions, then the GM
     workspace when the program has one."""
+    from .codegen import entry_arg_names
+
     decl = [f"uint32_t blocks_{n}" for n in range(len(program.launches))]
-    call = []
-    for p in program.params:
-        decl.append(f"uint8_t* {p.name}" if p.is_tensor else f"{p.dtype.host_ctype} {p.name}")
-        call.append(p.name)
-    for v in program.entry_shape_vars():
-        decl.append(f"{v.dtype.ctype} {v.name}")
-        call.append(v.name)
+    call = entry_arg_names(program)  # the entry's own argument names (DSL names made safe C++)
+    for p, c in zip(program.params, call, strict=False):
+        decl.append(f"uint8_t* {c}" if p.is_tensor else f"{p.dtype.host_ctype} {c}")
+    for v, c in zip(program.entry_shape_vars(), call[len(program.params):], strict=True):
+        decl.append(f"{v.dtype.ctype} {c}")
     if program.has_workspace:
         decl.append("uint8_t* workspace")
         call.append("workspace")

@@ -133,6 +133,9 @@ class VectorEmitter:
             return self.buffers[pool.pop()]
         self.n += 1
         name = f"tmp{self.n}_{dt}"
+        while name in self.buffers:  # a user tile may have this name
+            self.n += 1
+            name = f"tmp{self.n}_{dt}"
         cols = shape[-1]
         b = Buffer(name=name, shape=tuple(shape), dtype=dt, kind=BufferKind.TEMP, scope=Scope.UB, layout=Layout.ND,
                    pitch=(cols + 15) // 16 * 16, role="vector temporary")

@@ -68,6 +68,7 @@ from ascend_backend.ir import (
     TileReduce,
     Valid,
     VecBinary,
+    fresh_name,
     static_int,
     walk,
 )
@@ -186,6 +187,7 @@ class TileLowerer:
         self.kernel = kernel
         self.grid = grid or []
         self.cond_stack: list = []  # conditions of the enclosing ifs
+        self.l0_names: dict = {}  # (L1 tile, scope, ping/pong suffix) -> its L0 buffer
         self.buffers = kernel.copy_buffers()
         self.arch = arch
         self.vec = VectorEmitter(self.buffers, arch)
@@ -588,7 +590,10 @@ class TileLowerer:
         return kv
 
     def _l0(self, l1: Buffer, scope: Scope, shape: tuple, suffix: str = "") -> Buffer:
-        name = f"{l1.name}_{scope.value.lower()}{suffix}"
+        key = (l1.name, scope, suffix)
+        if key not in self.l0_names:  # a fresh name: a user tile may be called a_l0a
+            self.l0_names[key] = fresh_name(f"{l1.name}_{scope.value.lower()}{suffix}", self.buffers)
+        name = self.l0_names[key]
         if name not in self.buffers:
             layout = self.arch.l0a_layout if scope is Scope.L0A else self.arch.l0b_layout
             self.buffers[name] = Buffer(name=name, shape=shape, dtype=l1.dtype, kind=BufferKind.TEMP, loc=l1.loc,

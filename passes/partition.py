@@ -51,6 +51,7 @@ from ascend_backend.ir import (
     TileParallel,
     TileReduce,
     Transfer,
+    fresh_name,
     walk,
 )
 
@@ -177,7 +178,7 @@ class _Partitioner:
                                    hint="reduce the number of tiles that cross between Cube and Vector code")
         target = tile
         if accumulate:
-            target = f"{tile}_part"
+            target = fresh_name(f"{tile}_part", set(self.bufs) | set(self.extra_aiv))
             if target not in self.extra_aiv:
                 b = self.bufs[tile]
                 self.extra_aiv[target] = Buffer(name=target, shape=b.shape, dtype=b.dtype, kind=BufferKind.FRAGMENT,

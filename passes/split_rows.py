@@ -42,7 +42,7 @@ def _crossing_heights(launch: Launch, aiv: Kernel) -> set:
     for t in launch.transfers:
         if t.on_chip:
             heights.add(aiv.buffers[t.target].shape[0])
-        elif f"ws_{t.tile}" in aiv.buffers:  # one region of the tile's rows per block
+        elif t.ws in aiv.buffers:  # one region of the tile's rows per block
             k = next(k for k in launch.kernels.values() if t.tile in k.buffers)
             heights.add(k.buffers[t.tile].shape[0])
     return heights

@@ -78,6 +78,7 @@ class Transfer:
     loc: SrcLoc | None = None
     loop: int | None = None  # the partition's id of the innermost loop carrying it (None: straight-line)
     route: Route | None = None
+    ws: str | None = None  # the GM workspace buffer carrying it (route WORKSPACE): ws_<tile>, unique
 
     @property
     def on_chip(self) -> bool:
@@ -259,9 +260,20 @@ def map_body(body: list, fn: Callable) -> list:
     return out
 
 
+def fresh_name(base: str, taken) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (a compiler-made buffer
+    never takes the name of one the user wrote)."""
+    name, n = base, 1
+    while name in taken:
+        name = f"{base}_{n}"
+        n += 1
+    return name
+
+
 def on_chip_scopes() -> tuple:
     return (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C, Scope.UB)
 
 
-__all__ = ["Kernel", "Launch", "Program", "RowSplit", "Transfer", "Workspace", "children", "map_body", "walk",
+__all__ = ["Kernel", "Launch", "Program", "RowSplit", "Transfer", "Workspace", "children", "fresh_name", "map_body",
+           "walk",
            "GridAxis", "Param", "FlagRecord", "ShapeVar"]
