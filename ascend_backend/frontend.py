@@ -117,6 +117,12 @@ class _Importer:
                     raise UnsupportedError(
                         f"{what} '{buf.name}' has shape {_shape_text(buf.shape)}: dimension {d} is {int(s)}",
                         loc=loc, hint="every dimension of a tensor or tile must be at least 1")
+                if int(s) >= 2**31:
+                    # Indices along one dimension are int32 in the generated code (offsets over several
+                    # dimensions are computed in 64 bits where the tensor needs it).
+                    raise UnsupportedError(
+                        f"{what} '{buf.name}' has shape {_shape_text(buf.shape)}: dimension {d} has 2**31 or more "
+                        "elements", loc=loc, hint="split the dimension in two (a view of shape [n // k, k])")
                 shape.append(int(s))
             elif kind is BufferKind.PARAM:
                 self._shape_dim(buf, d, s, loc)
@@ -565,8 +571,12 @@ def _shape_text(shape) -> str:
 
 
 def _dsl(e) -> str:
-    """A shape or extent as the user wrote it (TVM prints ceildiv as (x + 31) // 32)."""
-    return str(e)
+    """A shape, extent or index as the DSL reads it (TVM prints ceildiv as (x + 31) // 32)."""
+    if isinstance(e, tirx.IntImm):
+        return str(int(e))
+    if isinstance(e, tirx.PrimExpr) and not isinstance(e, tirx.Var):
+        e = _simplify(e)  # bx * 64 + -16 -> bx * 64 - 16
+    return str(int(e)) if isinstance(e, tirx.IntImm) else str(e)
 
 
 def _global_scratch(buffers: dict) -> Workspace | None:

@@ -11,6 +11,9 @@ from .pipeline import CompileResult, compile_kernel
 from .target import parse_target
 
 RUNTIMES = ("auto", "emulator", "npu")
+# The emulator's own cap on blocks per launch (emulator/src/emu_runtime.cpp, parse_cfg): a resource
+# limit of the emulator, which allocates every core's memories at launch; not a hardware limit.
+EMULATOR_MAX_BLOCKS = 4096
 
 
 class AscendKernel:
@@ -106,6 +109,10 @@ class AscendKernel:
         run_bounds_checks(self.program, env)
         dims = block_dims(self.program, env)
         self.last_block_dims = dims
+        if self.runtime != "npu" and max(dims) > EMULATOR_MAX_BLOCKS:
+            raise ValueError(f"kernel '{self.name}' would run {max(dims)} blocks; the emulator runs at most "
+                             f"{EMULATOR_MAX_BLOCKS} per launch (it allocates every core's memories up front; the "
+                             "hardware takes up to 65535): use fewer, larger blocks to run it here")
         entry = launch_args(self.program, full, env)
         if self.runtime == "npu":
             self._run_npu(entry, dims)
