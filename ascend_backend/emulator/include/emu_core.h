@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include "emu_xblock.h"
 
 #if !defined(EMU_ARCH_C220) && !defined(EMU_ARCH_3510)
 #error "build with -DEMU_ARCH_C220 or -DEMU_ARCH_3510"
@@ -64,6 +65,7 @@ struct Span {
     Mem mem;
     uint64_t begin, end;
     int8_t core = -1;
+    uint8_t cls = 0;  // access class (CLS_ATOMIC / CLS_SYNC in emu_xblock.h); 0 = plain
 };
 // What the timing model costs (docs/emulator-internals.md): copies `bytes`; vector ops
 // `repeats`/`bytes`; Mmad `macs`, `repeats` = 16x16 output fractals, `elems` = K and
@@ -205,15 +207,21 @@ public:
         r.size_ = size_ > offset ? size_ - offset : 0;
         return r;
     }
+    // Scalar GM accesses go through the core's data cache: a store publishes the scalar unit's
+    // completed work; a load synchronises with it only right after DataCacheCleanAndInvalid
+    // of its line (emu_xblock.h), the documented way to poll a GM flag written by another core.
     T GetValue(uint64_t i, const emu::Loc& loc = emu::Loc::current()) const {
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
-        emu::record("GetValue", emu::Pipe::S, {{emu::Mem::GM, b, b + sizeof(T)}}, {}, {sizeof(T), 1}, loc);
+        const uint8_t cls = emu::xb_load_class(addr_ + i);
+        emu::record("GetValue", emu::Pipe::S, {{emu::Mem::GM, b, b + sizeof(T), -1, cls}}, {}, {sizeof(T), 1}, loc);
+        emu::xb_scalar_load(addr_ + i, sizeof(T), cls != 0, loc);
         return addr_[i];
     }
     void SetValue(uint64_t i, T v, const emu::Loc& loc = emu::Loc::current()) const {
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
-        emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T)}}, {sizeof(T), 1}, loc);
+        emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T), -1, emu::CLS_SSTORE}}, {sizeof(T), 1}, loc);
         addr_[i] = v;
+        emu::xb_release(b, emu::PIPES_S, loc);
     }
     uint64_t GetSize() const { return size_; }
     void SetSize(uint64_t n) { size_ = n; }
@@ -237,6 +245,17 @@ private:
 };
 
 // ---- LocalTensor ------------------------------------------------------------------
+// Sub-byte element types (fp4x2_e2m1_t / fp4x2_e1m2_t declare emu_elems_per_byte = 2): tensor
+// offsets and sizes count 4-bit elements, as the official MX examples index them (LoadData_2D_MX).
+}  // namespace AscendC
+namespace emu {
+template <class T, class = void> struct elems_per_byte { static constexpr uint64_t value = 1; };
+template <class T> struct elems_per_byte<T, std::void_t<decltype(T::emu_elems_per_byte)>> {
+    static constexpr uint64_t value = T::emu_elems_per_byte;
+};
+template <class T> constexpr uint64_t bytes_of(uint64_t n) { return n * sizeof(T) / elems_per_byte<T>::value; }
+}  // namespace emu
+namespace AscendC {
 template <class T>
 class LocalTensor {
 public:
@@ -248,7 +267,7 @@ public:
     LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize)
         : mem_(mem_of(pos)), off_(addr), size_(tileSize), pos_(pos) {}
     LocalTensor operator[](uint32_t offset) const {
-        return LocalTensor(mem_, off_ + (uint32_t)(offset * sizeof(T)), size_ > offset ? size_ - offset : 0, pos_);
+        return LocalTensor(mem_, off_ + (uint32_t)emu::bytes_of<T>(offset), size_ > offset ? size_ - offset : 0, pos_);
     }
     T GetValue(uint32_t i, const emu::Loc& loc = emu::Loc::current()) const {
         uint64_t b = off_ + (uint64_t)i * sizeof(T);
@@ -263,17 +282,17 @@ public:
     uint32_t GetSize() const { return size_; }
     void SetSize(uint32_t n) { size_ = n; }
     uint64_t GetPhyAddr() const { return off_; }
-    uint64_t GetPhyAddr(uint32_t offset) const { return off_ + offset * sizeof(T); }
+    uint64_t GetPhyAddr(uint32_t offset) const { return off_ + emu::bytes_of<T>(offset); }
     TPosition GetPosition() const { return pos_; }
-    int32_t GetLength() const { return (int32_t)(size_ * sizeof(T)); }
+    int32_t GetLength() const { return (int32_t)emu::bytes_of<T>(size_); }
     template <class U> LocalTensor<U> ReinterpretCast() const {
-        return LocalTensor<U>(mem_, off_, (uint32_t)((uint64_t)size_ * sizeof(T) / sizeof(U)), pos_);
+        return LocalTensor<U>(mem_, off_, (uint32_t)(emu::bytes_of<T>(size_) * emu::elems_per_byte<U>::value / sizeof(U)), pos_);
     }
     // emulator hooks for ops
     T* emu_ptr() const { return reinterpret_cast<T*>(emu::mem_base(mem_) + off_); }
     emu::Mem emu_mem() const { return mem_; }
     uint64_t emu_offset() const { return off_; }
-    emu::Span emu_span(uint64_t count) const { return {mem_, off_, off_ + count * sizeof(T)}; }
+    emu::Span emu_span(uint64_t count) const { return {mem_, off_, off_ + emu::bytes_of<T>(count)}; }
     emu::Span emu_span_bytes(uint64_t byte_off, uint64_t nbytes) const {
         return {mem_, off_ + byte_off, off_ + byte_off + nbytes};
     }
@@ -289,15 +308,17 @@ private:
 template <TPosition pos = TPosition::VECCALC>
 class TBuf {
 public:
-    template <class T> LocalTensor<T> Get() const { return LocalTensor<T>(mem_of(pos), off_, bytes_ / sizeof(T), pos); }
+    template <class T> LocalTensor<T> Get() const {
+        return LocalTensor<T>(mem_of(pos), off_, (uint32_t)(bytes_ * emu::elems_per_byte<T>::value / sizeof(T)), pos);
+    }
     template <class T> LocalTensor<T> Get(uint32_t count, const emu::Loc& loc = emu::Loc::current()) const {
-        if ((uint64_t)count * sizeof(T) > bytes_)
+        if (emu::bytes_of<T>(count) > bytes_)
             emu::fail("invalid_param", "TBuf::Get<T>(count) asks for more bytes than the buffer holds", loc);
         return LocalTensor<T>(mem_of(pos), off_, count, pos);
     }
     template <class T>
     LocalTensor<T> GetWithOffset(uint32_t count, uint32_t byteOffset, const emu::Loc& loc = emu::Loc::current()) const {
-        if ((uint64_t)byteOffset + (uint64_t)count * sizeof(T) > bytes_)
+        if ((uint64_t)byteOffset + emu::bytes_of<T>(count) > bytes_)
             emu::fail("invalid_param", "TBuf::GetWithOffset range exceeds the buffer", loc);
         return LocalTensor<T>(mem_of(pos), off_ + byteOffset, count, pos);
     }
@@ -537,10 +558,23 @@ template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
 inline void CrossCoreWaitFlag(uint16_t flagId, const emu::Loc& loc = emu::Loc::current()) {
     emu::cross_wait(modeId, (int)pipe, flagId, loc);
 }
+#if defined(EMU_ARCH_3510)
+// SyncAll page: on dav-3510 the hardware form takes the pipes that trigger and wait.
+struct SyncAllConfig {
+    pipe_t triggerPipe;
+    pipe_t waitPipe;
+};
+constexpr SyncAllConfig DEFAULT_SYNC_ALL_CONFIG = {PIPE_ALL, PIPE_ALL};
+template <bool isAIVOnly = true, const SyncAllConfig& config = DEFAULT_SYNC_ALL_CONFIG>
+inline void SyncAll(const emu::Loc& loc = emu::Loc::current()) {
+    emu::sync_all_cfg(isAIVOnly, (int)config.triggerPipe, (int)config.waitPipe, loc);
+}
+#else
 template <bool isAIVOnly = true>
 inline void SyncAll(const emu::Loc& loc = emu::Loc::current()) {
     emu::sync_all(isAIVOnly, loc);
 }
+#endif
 inline void SetSyncBaseAddr(uint64_t) {}
 
 template <pipe_t src, pipe_t dst>

@@ -86,13 +86,16 @@ struct hifloat8_t {
     uint8_t bits() const { return bits_; }
 };
 
-// Two fp4 values per byte (e2m1 / e1m2): storage only, raw bits.
+// Two fp4 values per byte (e2m1 / e1m2): storage only, raw bits. LocalTensor offsets and sizes
+// count the 4-bit elements (emu_elems_per_byte; emu_core.h).
 struct fp4x2_e2m1_t {
     uint8_t bits_ = 0;
+    static constexpr uint64_t emu_elems_per_byte = 2;
     uint8_t bits() const { return bits_; }
 };
 struct fp4x2_e1m2_t {
     uint8_t bits_ = 0;
+    static constexpr uint64_t emu_elems_per_byte = 2;
     uint8_t bits() const { return bits_; }
 };
 

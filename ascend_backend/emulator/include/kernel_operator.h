@@ -9,4 +9,7 @@
 #include "emu_cube.h"
 #include "emu_vector.h"
 #include "emu_vector_ext.h"
+#include "emu_sync_ext.h"
+#include "emu_cube_ext.h"
+#include "emu_copy_ext.h"
 #include "emu_entry.h"

@@ -77,7 +77,8 @@ bool mem_on(CoreKind k, Mem m) {
 bool pipe_on(CoreKind k, Pipe p) {
     if (p == Pipe::S || p == Pipe::MTE2) return true;
     if (k == CoreKind::AIV) return p == Pipe::V || p == Pipe::MTE3;
-    return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX;
+    // dav-c220's AIC also has MTE3: L1 -> GM DataCopy (DataCopy L1ToGM page, FIX_MTE3 events)
+    return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX || (p == Pipe::MTE3 && is_c220());
 }
 bool pipe_in_order(Pipe p) { return !(is_c220() && p == Pipe::V); }
 // Pipes whose own clock component counts only ops known complete (raised by PipeBarrier,
@@ -98,6 +99,7 @@ struct Acc {
     uint8_t kind;    // CoreKind
     uint32_t epoch;
     uint32_t setgen, waitgen;  // mode-0 barrier generations (cross-block order)
+    uint8_t cls;               // access class (emu::CLS_*): same-class pairs never race
     bool auto_ok;    // an S access bisheng's auto-sync covers (GetValue, LocalTensor::SetValue, ...)
 };
 struct Seg {
@@ -139,7 +141,26 @@ struct Token {
     int block = -1;
     uint32_t round0 = 0;
     std::vector<Dep> refs;
+    std::shared_ptr<const std::vector<VC>> xk;  // the setter's knowledge of other blocks (if any)
 };
+
+// Releases published on one GM word: per releasing block, the join of the released clocks.
+struct XTok {
+    std::vector<std::pair<int32_t, VC>> per_block;
+    void add(int32_t b, const VC& v) {
+        for (auto& [bb, vv] : per_block)
+            if (bb == b) { join(vv, v); return; }
+        per_block.emplace_back(b, v);
+    }
+};
+struct MutexSlot {
+    bool locked = false, has_unlock = false;
+    int8_t lock_pipe = -1, unlock_pipe = -1;
+    VC clk{};
+    uint32_t idx = 0, line = 0;
+};
+constexpr int kPollTable = 8;
+struct PollEntry { uint64_t addr = 0; uint32_t bytes = 0; uint8_t val[8] = {}; };
 
 enum State : uint8_t { READY, RUNNING, BLOCKED, DONE };
 
@@ -165,6 +186,19 @@ struct Core {
     uint64_t ops = 0;
     std::unordered_map<const char*, uint64_t> op_names;  // op count per API name
     std::condition_variable cv;  // this thread sleeps here (slot grant, cross-core wait)
+    // cross-block synchronisation (emu_xblock.h)
+    std::vector<VC> xk;          // per block: that block's ops known complete (empty until a cross-block acquire)
+    XbPred xb_pred = nullptr;    // while blocked in xb_wait
+    const void* xb_arg = nullptr;
+    const char* xb_what = "";
+    PollEntry polls[kPollTable];  // spin-loop detection of scalar GM loads
+    std::set<uint64_t> fresh_lines, loaded_since_all;  // DataCacheCleanAndInvalid state (64-byte lines)
+    bool dcci_all = false;
+    int poll_next = 0;
+    uint32_t poll_streak = 0;
+    uint64_t poll_ops = 0;
+    uint64_t ctrl = is_3510() ? (1ull << 60) : 0;  // CTRL special register (defaults per the SetCtrlSpr page)
+    std::map<int, MutexSlot> mtx;
     std::string name() const {
         if (kind == CoreKind::AIC) return "AIC";
         return "AIV" + std::to_string(sub);
@@ -213,6 +247,7 @@ struct Agg0 {
     std::vector<VC> per_block;
     std::vector<char> has_block;
     std::vector<Dep> refs;
+    std::vector<VC> xk;  // the setters' knowledge of other blocks (joined)
 };
 
 // One guarded copy of a group of GM arguments (overlapping views share one): PROT_NONE guard
@@ -268,6 +303,12 @@ struct Global {
     uint64_t races_total = 0;
     std::string deadlock;  // JSON object or empty
     std::mutex race_mu;
+    // cross-block synchronisation (guarded by mu)
+    std::map<uint64_t, XTok> xtok;
+    std::map<uint64_t, int64_t> xcells;
+    bool xb_seen = false;
+    int xb_waiting = 0;
+    std::mutex atomic_mu;
     // GM read traffic, for the timing model's L2 term: every byte read, and the distinct ones
     std::mutex reads_mu;
     uint64_t gm_read_bytes = 0, gm_read_unique_bytes = 0;
@@ -353,9 +394,17 @@ inline void check_abort() {
 std::string event_name(Pipe s, Pipe d) { return std::string(kPipeNames[(int)s]) + "_" + kPipeNames[(int)d]; }
 
 // ---- race checker ----------------------------------------------------------------
+// Access classes that never race with each other (emu_xblock.h).
+inline bool compatible(uint8_t a, uint8_t b) {
+    if (a & b & (CLS_ATOMIC | CLS_FILL | CLS_SYNC)) return true;
+    constexpr uint8_t coh = CLS_SYNC | CLS_SLOAD | CLS_SSTORE;
+    return (a & coh) && (b & coh) && !(a & b & CLS_SSTORE);
+}
+
 // ww: both accesses write (MTE2/MTE3 order their overlapping writes only through barriers).
 inline bool ordered(const Acc& a, const Acc& cur, const VC& clk, bool ww) {
     if (a.gt == cur.gt && a.tid == cur.tid && a.epoch == cur.epoch) return true;  // same op
+    if ((a.cls | cur.cls) && compatible(a.cls, cur.cls)) return true;
     if (a.block == cur.block) {
         if (a.gt == cur.gt && a.tid == cur.tid) {  // same core and pipe: program order, except...
             Pipe p = (Pipe)(a.tid % kNumPipes);
@@ -367,10 +416,12 @@ inline bool ordered(const Acc& a, const Acc& cur, const VC& clk, bool ww) {
         }
         return a.epoch <= clk[a.tid];
     }
-    // Different blocks never synchronise, except through mode-0 barriers between cores of
-    // the same kind: a precedes cur when a's core had set fewer barriers than cur's core
-    // had passed.
-    return a.kind == cur.kind && a.setgen < cur.waitgen;
+    // Different blocks synchronise through mode-0 barriers between cores of the same kind:
+    // a precedes cur when a's core had set fewer barriers than cur's core had passed...
+    if (a.kind == cur.kind && a.setgen < cur.waitgen) return true;
+    // ... and through cross-block releases/acquires (emu_xblock.h) this core has seen.
+    const Core* c = tls;
+    return c && !c->xk.empty() && a.epoch <= c->xk[a.block][a.tid];
 }
 
 void report_race(const Acc& a, const Acc& b, Mem mem, uint8_t kind, uint64_t lo, uint64_t hi, const Core* owner) {
@@ -589,17 +640,36 @@ void grant_locked() {
 }
 
 std::string waiter_json(const Core* w) {
-    return "{" + core_json(w) + ",\"flag\":" + std::to_string(w->wait_id) + ",\"mode\":" + std::to_string(w->wait_mode) + "," +
+    std::string what = w->xb_pred ? std::string(",\"what\":") + jstr(w->xb_what) : std::string();
+    return "{" + core_json(w) + ",\"flag\":" + std::to_string(w->wait_id) + ",\"mode\":" + std::to_string(w->wait_mode) + what + "," +
            loc_json(w->wait_file, w->wait_line) + "}";
+}
+
+// Makes a core blocked in xb_wait runnable again (it re-checks its condition).
+void xb_wake_locked(Core* w) {
+    w->state = READY;
+    G->blocked--;
+    G->xb_waiting--;
+    G->ready.insert(w->gt);
+}
+void xb_wake_all_locked() {
+    if (G->xb_waiting == 0) return;
+    for (auto& c : G->cores)
+        if (c->state == BLOCKED && c->xb_pred) xb_wake_locked(c.get());
+    grant_locked();
 }
 
 void deadlock_locked(const std::vector<Core*>& waiters, const std::string& scope) {
     if (!G->deadlock.empty() || G->abort.load()) return;
-    std::string msg = "deadlock (" + scope + "): every live core is blocked on a CrossCoreWaitFlag:";
+    std::string msg = "deadlock (" + scope + "): every live core is blocked on a CrossCoreWaitFlag or a GM synchronisation:";
     std::string ws;
     for (auto* w : waiters) {
-        msg += " block " + std::to_string(w->block) + " " + w->name() + " waits for flag " + std::to_string(w->wait_id) +
-               " at line " + std::to_string(w->wait_line) + ";";
+        if (w->xb_pred)
+            msg += " block " + std::to_string(w->block) + " " + w->name() + " waits in " + w->xb_what + " at line " +
+                   std::to_string(w->wait_line) + " for a GM value no running core will write;";
+        else
+            msg += " block " + std::to_string(w->block) + " " + w->name() + " waits for flag " + std::to_string(w->wait_id) +
+                   " at line " + std::to_string(w->wait_line) + ";";
         if (!ws.empty()) ws += ",";
         ws += waiter_json(w);
     }
@@ -611,13 +681,26 @@ void deadlock_locked(const std::vector<Core*>& waiters, const std::string& scope
 void check_deadlock_locked(int block) {
     if (G->abort.load()) return;
     if (G->running == 0 && G->ready.empty() && G->blocked > 0) {
+        // A GM condition may have been satisfied by a store that published nothing (e.g. a
+        // plain DataCopy): re-check before calling it a deadlock.
+        bool woke = false;
+        if (G->xb_waiting > 0)
+            for (auto& c : G->cores)
+                if (c->state == BLOCKED && c->xb_pred && c->xb_pred(c->xb_arg)) {
+                    xb_wake_locked(c.get());
+                    woke = true;
+                }
+        if (woke) {
+            grant_locked();
+            return;
+        }
         std::vector<Core*> w;
         for (auto& c : G->cores)
             if (c->state == BLOCKED) w.push_back(c.get());
         deadlock_locked(w, "all blocks");
         return;
     }
-    if (G->mode0_hint || G->mode0_seen) return;
+    if (G->mode0_hint || G->mode0_seen || G->xb_seen) return;
     int base = block * G->per_block;
     std::vector<Core*> w;
     for (int i = 0; i < G->per_block; ++i) {
@@ -649,6 +732,14 @@ void push_token_locked(Core* to, int id, Token t, const Loc& loc) {
 Token merge(Token a, const Token& b) {
     join(a.clk, b.clk);
     a.refs.insert(a.refs.end(), b.refs.begin(), b.refs.end());
+    if (b.xk) {
+        if (!a.xk) a.xk = b.xk;
+        else {
+            auto m = std::make_shared<std::vector<VC>>(*a.xk);
+            for (size_t i = 0; i < m->size() && i < b.xk->size(); ++i) join((*m)[i], (*b.xk)[i]);
+            a.xk = m;
+        }
+    }
     return a;
 }
 
@@ -765,18 +856,20 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     if (G->checks) {
         const bool auto_ok = pipe == Pipe::S && G->auto_sync && s_call_auto_synced(op, writes, n_writes);
         Acc cur{op, loc.file_name(), loc.line(), c->gt, c->block, (uint8_t)tid, (uint8_t)c->kind, e, c->x0_set, c->x0_wait,
-                auto_ok};
+                0, auto_ok};
         const VC& clk = c->clk[p];
         unsigned auto_pipes = 0;
         for (size_t i = 0; i < n_reads; ++i) {
             const Resolved& x = rr[i];
             Mem m = reads[i].mem;
+            cur.cls = reads[i].cls;
             if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, false, cur, clk, nullptr, &auto_pipes);
             else access(hist_of(x.owner, m), m, x.b, x.e, false, cur, clk, x.owner, &auto_pipes);
         }
         for (size_t i = 0; i < n_writes; ++i) {
             const Resolved& x = rw[i];
             Mem m = writes[i].mem;
+            cur.cls = writes[i].cls;
             if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, true, cur, clk, nullptr, &auto_pipes);
             else access(hist_of(x.owner, m), m, x.b, x.e, true, cur, clk, x.owner, &auto_pipes);
         }
@@ -976,11 +1069,14 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
     if (mode4 && !is_3510()) fail_op("invalid_param", "CrossCoreSetFlag mode 4 exists only on dav-3510", "CrossCoreSetFlag", loc);
     if (mode != 0 && mode != 1 && mode != 2 && mode != 4)
         fail_op("invalid_param", "CrossCoreSetFlag: mode must be 0, 1, 2 (or 4 on dav-3510)", "CrossCoreSetFlag", loc);
-    bool id_ok = internal || (id >= 0 && id <= 10) || (mode4 && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
+    // flagId ranges (CrossCoreSetFlag page): 0-15 in modes 0/1/2 (hardware keeps the low 4 bits
+    // of larger ids: reported here as a likely mistake); mode 4: 0-10, and 16-26 from an AIC.
+    bool id_ok = internal || (!mode4 && id >= 0 && id <= 15) || (mode4 && id >= 0 && id <= 10) ||
+                 (mode4 && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
     if (!id_ok) {
         add_flag_error("id_out_of_range", ev, id,
-                       "CrossCoreSetFlag(" + std::to_string(id) + "): cross-core flag ids are 0-10" +
-                           (is_3510() ? " (16-26 from an AIC in mode 4)" : ""),
+                       "CrossCoreSetFlag(" + std::to_string(id) + "): cross-core flag ids are " +
+                           (mode4 ? "0-10 in mode 4 (16-26 from an AIC)" : "0-15 in modes 0, 1, 2"),
                        loc);
         return;
     }
@@ -1005,6 +1101,7 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
     }
     t.block = c->block;
     t.refs.push_back({c->gt, idx});
+    if (!c->xk.empty()) t.xk = std::make_shared<const std::vector<VC>>(c->xk);
 
     std::lock_guard<std::mutex> lk(G->mu);
     int base = c->block * G->per_block;
@@ -1020,6 +1117,10 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
             a.has_block.assign(G->block_dim, 0);
         }
         join(a.per_block[c->block], t.clk);
+        if (t.xk) {
+            if (a.xk.empty()) a.xk.assign(G->block_dim, VC{});
+            for (size_t b = 0; b < a.xk.size() && b < t.xk->size(); ++b) join(a.xk[b], (*t.xk)[b]);
+        }
         a.has_block[c->block] = 1;
         a.refs.push_back({c->gt, idx});
         a.count++;
@@ -1028,6 +1129,12 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
             if (key == 2 || (int)x->kind == key) need++;
         if (a.count >= need) {
             uint32_t round = ++G->rounds0[key];
+            // Every participant learns what each block's setters had done (and knew): a chain
+            // through a mode-0 barrier and then another kind of core (mode 2, a GM flag) keeps
+            // the order of the other blocks' work.
+            if (a.xk.empty()) a.xk.assign(G->block_dim, VC{});
+            for (int b = 0; b < G->block_dim; ++b) join(a.xk[b], a.per_block[b]);
+            auto xk = std::make_shared<const std::vector<VC>>(std::move(a.xk));
             for (auto& x : G->cores) {
                 if (!(key == 2 || (int)x->kind == key)) continue;
                 Token tok;
@@ -1035,6 +1142,7 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
                 tok.block = x->block;
                 tok.round0 = round;
                 tok.refs = a.refs;
+                tok.xk = xk;
                 push_token_locked(x.get(), id, std::move(tok), loc);
             }
             a = Agg0{};
@@ -1078,10 +1186,11 @@ void cross_wait(int mode, int pipe_g, int32_t id, const Loc& loc) {
     if (!c) return;
     note_last(c, "CrossCoreWaitFlag", loc);
     bool internal = id == 31;
-    bool id_ok = internal || (id >= 0 && id <= 10) || (is_3510() && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
+    // 0-15 (modes 0/1/2; CrossCoreWaitFlag page), 16-26 on a dav-3510 AIC for mode-4 sets from AIV1.
+    bool id_ok = internal || (id >= 0 && id <= 15) || (is_3510() && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
     if (!id_ok) {
         add_flag_error("id_out_of_range", "mode " + std::to_string(mode), id,
-                       "CrossCoreWaitFlag(" + std::to_string(id) + "): cross-core flag ids are 0-10" +
+                       "CrossCoreWaitFlag(" + std::to_string(id) + "): cross-core flag ids are 0-15" +
                            (is_3510() ? " (16-26 on an AIC for mode-4 sets from AIV1)" : ""),
                        loc);
         return;
@@ -1119,15 +1228,263 @@ void cross_wait(int mode, int pipe_g, int32_t id, const Loc& loc) {
         } else {
             join(c->clk[(int)pipe], t.clk);
         }
+        if (t.xk) {  // what the setter knew of other blocks (cross-block syncs) carries over
+            if (c->xk.empty()) c->xk.assign(G->block_dim, VC{});
+            for (size_t i = 0; i < c->xk.size() && i < t.xk->size(); ++i) join(c->xk[i], (*t.xk)[i]);
+        }
     }
 }
 
-void sync_all(bool aiv_only, const Loc& loc) {
+void sync_all_cfg(bool aiv_only, int trigger_pipe, int wait_pipe, const Loc& loc) {
     Core* c = cur_core(loc, "SyncAll");
     if (!c) return;
     if (aiv_only && c->kind != CoreKind::AIV) return;
-    cross_set_impl(0, PIPE_ALL, 31, loc, aiv_only ? (int)CoreKind::AIV : 2);
-    cross_wait(0, PIPE_S, 31, loc);
+    cross_set_impl(0, trigger_pipe, 31, loc, aiv_only ? (int)CoreKind::AIV : 2);
+    cross_wait(0, wait_pipe == PIPE_ALL ? PIPE_S : wait_pipe, 31, loc);
+}
+void sync_all(bool aiv_only, const Loc& loc) { sync_all_cfg(aiv_only, PIPE_ALL, PIPE_S, loc); }
+
+// ---- cross-block synchronisation through GM words (emu_xblock.h) -----------------------
+namespace {
+constexpr size_t kMaxXTok = 1u << 20;  // GM words with published releases (beyond: not recorded)
+
+void ensure_xk(Core* c) {
+    if (c->xk.empty()) c->xk.assign(G->block_dim, VC{});
+}
+
+void acquire_locked(Core* c, uint64_t lo, uint64_t hi) {
+    for (auto it = G->xtok.lower_bound(lo); it != G->xtok.end() && it->first < hi; ++it)
+        for (auto& [b, v] : it->second.per_block) {
+            if (b == c->block) {
+                for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], v);
+            } else {
+                ensure_xk(c);
+                join(c->xk[b], v);
+            }
+        }
+}
+
+void release_locked(Core* c, uint64_t addr, uint32_t pipe_mask) {
+    auto it = G->xtok.find(addr);
+    if (it == G->xtok.end()) {
+        if (G->xtok.size() >= kMaxXTok) return;
+        it = G->xtok.emplace(addr, XTok{}).first;
+    }
+    VC v{};
+    for (int p = 0; p < kNumPipes; ++p)
+        if (pipe_mask & (1u << p)) join(v, pipe_done_clock(c, (Pipe)p));
+    it->second.add(c->block, v);
+    for (size_t b = 0; b < c->xk.size(); ++b) {
+        const VC& k = c->xk[b];
+        if (std::any_of(k.begin(), k.end(), [](uint32_t x) { return x != 0; })) it->second.add((int32_t)b, k);
+    }
+}
+
+// Spin-loop detection: true when one of the polled words now differs from the value seen.
+bool polls_changed(const void* arg) {
+    const Core* c = static_cast<const Core*>(arg);
+    for (const PollEntry& e : c->polls)
+        if (e.bytes && std::memcmp((const void*)(uintptr_t)e.addr, e.val, e.bytes) != 0) return true;
+    return false;
+}
+}  // namespace
+
+void xb_release(uint64_t addr, uint32_t pipe_mask, const Loc& loc) {
+    Core* c = cur_core(loc, "release");
+    if (!c) return;
+    std::lock_guard<std::mutex> lk(G->mu);
+    G->xb_seen = true;
+    release_locked(c, addr, pipe_mask);
+    xb_wake_all_locked();
+}
+
+void xb_acquire(uint64_t lo, uint64_t hi, const Loc& loc) {
+    Core* c = cur_core(loc, "acquire");
+    if (!c) return;
+    std::lock_guard<std::mutex> lk(G->mu);
+    acquire_locked(c, lo, hi);
+}
+
+void xb_notify() {
+    if (!G) return;
+    std::lock_guard<std::mutex> lk(G->mu);
+    xb_wake_all_locked();
+}
+
+void xb_wait(XbPred pred, const void* arg, uint64_t lo, uint64_t hi, uint32_t local_mask, const char* what, const Loc& loc) {
+    Core* c = cur_core(loc, what);
+    if (!c) return;
+    note_last(c, what, loc);
+    {
+        std::unique_lock<std::mutex> lk(G->mu);
+        G->xb_seen = true;
+        while (!pred(arg)) {
+            c->state = BLOCKED;
+            c->wait_id = -1;
+            c->wait_mode = -1;
+            c->wait_line = loc.line();
+            c->wait_file = loc.file_name();
+            c->xb_pred = pred;
+            c->xb_arg = arg;
+            c->xb_what = what;
+            G->running--;
+            G->blocked++;
+            G->xb_waiting++;
+            G->free_slots++;
+            grant_locked();
+            check_deadlock_locked(c->block);
+            c->cv.wait(lk, [&] { return G->abort.load() || c->state == RUNNING; });
+            c->xb_pred = nullptr;
+            if (G->abort.load()) throw Abort{};
+        }
+        acquire_locked(c, lo, hi);
+    }
+    if (local_mask) {
+        VC v{};
+        for (int p = 0; p < kNumPipes; ++p)
+            if (local_mask & (1u << p)) join(v, pipe_done_clock(c, (Pipe)p));
+        for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], v);
+    }
+    OpRec r{what, loc.line(), R_XWAIT, 0, 255, 0, 0, 0, 0, 0, 0, 0};
+    push_rec(c, r);
+}
+
+uint8_t xb_load_class(const void* addr) {
+    Core* c = tls;
+    if (!c) return 0;
+    uint64_t line = (uint64_t)(uintptr_t)addr / 64;
+    if (c->dcci_all) {
+        if (c->loaded_since_all.insert(line).second) return CLS_SLOAD;
+        return 0;
+    }
+    return c->fresh_lines.erase(line) ? CLS_SLOAD : 0;
+}
+
+void xb_dcci(const void* addr, bool entire) {
+    Core* c = tls;
+    if (!c) return;
+    if (entire) {
+        c->dcci_all = true;
+        c->loaded_since_all.clear();
+        c->fresh_lines.clear();
+    } else {
+        uint64_t line = (uint64_t)(uintptr_t)addr / 64;
+        c->fresh_lines.insert(line);
+        c->loaded_since_all.erase(line);
+    }
+}
+
+void xb_scalar_load(const void* addr, size_t bytes, bool acquire, const Loc& loc) {
+    Core* c = cur_core(loc, "GetValue");
+    if (!c) return;
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    size_t n = std::min<size_t>(bytes, 8);
+    // A poll is a load with no other op since the previous load (the GetValue itself is one op).
+    bool consecutive = c->ops == c->poll_ops + 1;
+    c->poll_ops = c->ops;
+    PollEntry* e = nullptr;
+    for (PollEntry& p : c->polls)
+        if (p.bytes && p.addr == a && p.bytes == n) e = &p;
+    bool same = e && std::memcmp(addr, e->val, n) == 0;
+    if (!e) {
+        e = &c->polls[c->poll_next];
+        c->poll_next = (c->poll_next + 1) % kPollTable;
+        e->addr = a;
+        e->bytes = (uint32_t)n;
+    }
+    std::memcpy(e->val, addr, n);
+    if (!consecutive) c->poll_streak = 0;
+    else if (same) c->poll_streak++;
+    // else: a polled value changed: keep the streak (other words of the same loop still spin)
+    if (c->poll_streak >= 256) {
+        // A spin loop: sleep until one of the polled words changes instead of burning a slot.
+        c->poll_streak = 0;
+        xb_wait(polls_changed, c, a, a + bytes, 0, "a GM polling loop", loc);
+        for (PollEntry& p : c->polls) p.bytes = 0;
+        c->poll_ops = c->ops;
+        return;
+    }
+    if (!acquire) return;
+    std::lock_guard<std::mutex> lk(G->mu);
+    acquire_locked(c, a, a + bytes);
+}
+
+int64_t* xb_cell(uint64_t key) {
+    std::lock_guard<std::mutex> lk(G->mu);
+    return &G->xcells[key];
+}
+
+uint64_t ctrl_get() {
+    Core* c = tls;
+    return c ? c->ctrl : 0;
+}
+void ctrl_set(uint64_t v) {
+    if (Core* c = tls) c->ctrl = v;
+}
+void atomic_lock() {
+    if (G) G->atomic_mu.lock();
+}
+void atomic_unlock() {
+    if (G) G->atomic_mu.unlock();
+}
+
+// ---- Mutex::Lock / Unlock (intra-core pipe ordering) ---------------------------------
+void mutex_lock(int pipe, int id, const Loc& loc) {
+    Core* c = cur_core(loc, "Mutex::Lock");
+    if (!c) return;
+    note_last(c, "Mutex::Lock", loc);
+    std::string ev = "mutex " + std::to_string(id);
+    if (pipe < 0 || pipe >= kNumPipes || !pipe_on(c->kind, (Pipe)pipe)) {
+        add_flag_error("cross_core_event", ev, id, "Mutex::Lock: pipe not on the " + c->name(), loc);
+        return;
+    }
+    MutexSlot& m = c->mtx[id];
+    OpRec r{"Mutex::Lock", loc.line(), R_WAIT, (uint8_t)pipe, (uint8_t)(m.has_unlock ? m.unlock_pipe : pipe), (uint8_t)pipe,
+            0, 0, 0, (uint32_t)id, 0, 0};
+    if (m.locked) {
+        add_flag_error("mutex_misuse", ev, id,
+                       "Mutex::Lock<PIPE_" + std::string(kPipeNames[pipe]) + ">(" + std::to_string(id) + ") while the Lock at line " +
+                           std::to_string(m.line) + " is not unlocked (Lock and Unlock must alternate; hardware behaviour is undefined)",
+                       loc);
+    }
+    if (m.has_unlock && m.unlock_pipe != pipe) {
+        // waits for the Unlock before it in program order
+        r.dep_off = (uint32_t)c->deps.size();
+        r.dep_n = 1;
+        c->deps.push_back({c->gt, m.idx});
+        join(c->clk[pipe], m.clk);
+    }
+    push_rec(c, r);
+    m.locked = true;
+    m.lock_pipe = (int8_t)pipe;
+    m.line = loc.line();
+}
+
+void mutex_unlock(int pipe, int id, const Loc& loc) {
+    Core* c = cur_core(loc, "Mutex::Unlock");
+    if (!c) return;
+    note_last(c, "Mutex::Unlock", loc);
+    std::string ev = "mutex " + std::to_string(id);
+    if (pipe < 0 || pipe >= kNumPipes || !pipe_on(c->kind, (Pipe)pipe)) {
+        add_flag_error("cross_core_event", ev, id, "Mutex::Unlock: pipe not on the " + c->name(), loc);
+        return;
+    }
+    MutexSlot& m = c->mtx[id];
+    if (!m.locked || m.lock_pipe != pipe) {
+        add_flag_error("mutex_misuse", ev, id,
+                       "Mutex::Unlock<PIPE_" + std::string(kPipeNames[pipe]) + ">(" + std::to_string(id) + ") " +
+                           (m.locked ? "on another pipe than its Lock<PIPE_" + std::string(kPipeNames[m.lock_pipe]) + "> at line " +
+                                           std::to_string(m.line)
+                                     : std::string("without a Lock before it")),
+                       loc);
+    }
+    OpRec r{"Mutex::Unlock", loc.line(), R_SET, (uint8_t)pipe, (uint8_t)pipe, (uint8_t)pipe, 0, 0, 0, (uint32_t)id, 0, 0};
+    m.idx = push_rec(c, r);
+    m.clk = pipe_done_clock(c, (Pipe)pipe);
+    m.has_unlock = true;
+    m.unlock_pipe = (int8_t)pipe;
+    m.locked = false;
+    m.line = loc.line();
 }
 
 void check_kernel_type(int type, const Loc& loc) {
@@ -1211,6 +1568,16 @@ void thread_main(Core* c) {
                 G->flag_errors.push_back(j);
             }
     }
+    if (clean)
+        for (auto& [id, m] : c->mtx)
+            if (m.locked) {
+                std::string j = "{\"kind\":\"pending_at_end\",\"event\":" + jstr("mutex " + std::to_string(id)) + ",\"id\":" +
+                                std::to_string(id) + ",\"line\":" + std::to_string(m.line) + ",\"file\":\"\"," + core_json(c) +
+                                ",\"message\":" + jstr("Mutex::Lock(" + std::to_string(id) + ") at line " + std::to_string(m.line) +
+                                                       " is never unlocked before the kernel ends") + "}";
+                std::lock_guard<std::mutex> lk(G->race_mu);
+                G->flag_errors.push_back(j);
+            }
     if (G->last) G->last[c->gt].active = 0;
     std::lock_guard<std::mutex> lk(G->mu);
     if (c->state == RUNNING) {
