@@ -112,7 +112,14 @@ def fit(ranges: Ranges, base, n: int, size) -> Verdict:
             bd = an.const_int_bound(_expr(base))
             lo, hi = int(bd.min_value), int(bd.max_value)
             if static_int(size) is not None:
-                return Verdict(_classify(lo, hi, n, static_int(size)), lo, hi)
+                f = _classify(lo, hi, n, static_int(size))
+                # The bound of the start alone may be loose under the ifs' conditions (bx * 64 < 256
+                # bounds it by 255, not 192): ask the analyzer before calling a window crossing or outside.
+                if f in (Fit.TAIL, Fit.OUTSIDE) and an.can_prove(_expr(base) + n <= size):
+                    f = Fit.INSIDE
+                elif f is Fit.OUTSIDE and an.can_prove(_expr(base) < size):
+                    f = Fit.TAIL
+                return Verdict(f, lo, hi)
             if lo < 0:
                 return Verdict(Fit.NEGATIVE, lo, hi)
         else:
