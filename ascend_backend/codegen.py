@@ -9,6 +9,8 @@ them; the kernel frame is templates/kernel.cpp.j2.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
+import enum
 import functools
 import os
 from collections.abc import Callable
@@ -124,8 +126,10 @@ def _render(macro: str, params) -> str:
 # ---------------------------------------------------------------- values as C++ text
 
 
-# The C++ names of the kernel entry being generated (cnames.Names); None outside generate().
+# The C++ names of the kernel entry being generated (cnames.Names) and the buffer names of its
+# launch; None outside generate().
 _NAMES: contextvars.ContextVar = contextvars.ContextVar("codegen_names", default=None)
+_BUFFERS: contextvars.ContextVar = contextvars.ContextVar("codegen_buffers", default=None)
 
 
 def B(name: str) -> str:
@@ -135,7 +139,7 @@ def B(name: str) -> str:
 
 
 def gm_tensor(name: str) -> str:
-    """The GlobalTensor variable of a GM buffer."""
+    """The GlobalTensor variable of GM buffer ``name`` (its DSL name)."""
     return f"{B(name)}_gm"
 
 
@@ -282,8 +286,8 @@ def _store(kernel: Kernel, s: ScalarStore) -> str:
 def _gm_ub(op: CopyGmToUb | CopyUbToGm, to_ub: bool) -> dict:
     w = op.window
     esz = op.dtype.bytes
-    gm = _at(gm_tensor(op.gm), window_offset(w))
-    p = {"dst": B(op.ub) if to_ub else gm, "src": gm if to_ub else B(op.ub), "ctype": op.dtype.ctype,
+    gm = _at(f"{op.gm}_gm", window_offset(w))
+    p = {"dst": op.ub if to_ub else gm, "src": gm if to_ub else op.ub, "ctype": op.dtype.ctype,
          "form": op.form.value}
     if op.form is CopyForm.COUNT:
         p["count"] = f"{valid(w.valid_rows)} * {w.cols}" if w.valid_rows.tail else str(w.rows * w.cols)
@@ -309,22 +313,22 @@ def _copy_ub_to_gm(op: CopyUbToGm) -> dict:
 
 def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
     w = op.window
-    return {"dst": B(op.l1), "src": _at(gm_tensor(op.gm), window_offset(w)), "n_value": valid(w.valid_rows),
+    return {"dst": op.l1, "src": _at(f"{op.gm}_gm", window_offset(w)), "n_value": valid(w.valid_rows),
             "d_value": valid(w.valid_cols), "src_d_value": cexpr(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
 
 
 def _load_data_2d(op: LoadData2D) -> dict:
     kv = valid_k(op.k)
-    src = _at(B(op.src), str(op.src_offset))
+    src = _at(op.src, str(op.src_offset))
     if op.operand == "A":
         # one fractal row of A per call: ZZ in L0A
-        return {"dst": B(op.dst), "src": src, "count": str(op.mn // 16), "dst_step": f"{kv} * 16",
+        return {"dst": op.dst, "src": src, "count": str(op.mn // 16), "dst_step": f"{kv} * 16",
                 "src_step": f"{op.src_rows // 16} * 256" if op.trans else "256",
                 "repeat": f"(uint8_t)({kv} / 16)", "src_stride": "1" if op.trans else str(op.src_rows // 16),
                 "trans": "true" if op.trans else "false",
                 "note": "A stored K x M: transpose each fractal into ZZ" if op.trans else
                 "one fractal row of A per call: ZZ in L0A"}
-    return {"dst": B(op.dst), "src": src, "count": f"{kv} / 16", "dst_step": str(op.mn * 16),
+    return {"dst": op.dst, "src": src, "count": f"{kv} / 16", "dst_step": str(op.mn * 16),
             "src_step": f"{op.mn // 16} * 256" if op.trans else "256", "repeat": str(op.mn // 16),
             "src_stride": "1" if op.trans else str(op.src_rows // 16), "trans": "false" if op.trans else "true",
             "note": "B stored N x K: its NZ fractals are already ZN" if op.trans else
@@ -336,7 +340,7 @@ def _steps(x) -> str:
 
 
 def _load_data_2d_v2(op: LoadData2DV2) -> dict:
-    return {"dst": B(op.dst), "src": _at(B(op.src), str(op.src_offset)), "m_step": _steps(op.m_step),
+    return {"dst": op.dst, "src": _at(op.src, str(op.src_offset)), "m_step": _steps(op.m_step),
             "k_step": _steps(op.k_step), "src_stride": op.src_stride, "dst_stride": op.dst_stride,
             "trans": "true" if op.trans else "false", "note": op.note}
 
@@ -346,23 +350,23 @@ def _mmad(op: Mmad) -> dict:
         init = " && ".join(f"({cname(v)} == 0)" for v in op.init.loop_vars)
     else:
         init = "true" if op.init else "false"
-    return {"dst": B(op.dst), "a": B(op.a), "b": B(op.b), "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init}
+    return {"dst": op.dst, "a": op.a, "b": op.b, "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init}
 
 
 def _fixpipe_to_gm(op) -> dict:
     w = op.window
-    return {"dst": _at(gm_tensor(op.gm), window_offset(w)), "src": B(op.src), "ctype": op.dtype.ctype,
+    return {"dst": _at(f"{op.gm}_gm", window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
             "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
             "dst_stride": cexpr(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false"}
 
 
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
-    return {"src": B(op.src), "dst": f"{B(op.target)}_peer", "half": op.half, "rows": op.rows, "cols": op.cols,
+    return {"src": op.src, "dst": f"{op.target}_peer", "half": op.half, "rows": op.rows, "cols": op.cols,
             "pitch": op.pitch, "sub": op.sub}
 
 
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
-    return {"dst": f"{B(op.target)}_l1_peer", "src": B(op.src),
+    return {"dst": f"{op.target}_l1_peer", "src": op.src,
             "offset": f"{cexpr(op.sub_var)} * {op.src_rows * op.c0}",
             "n_value": op.src_rows, "d_value": op.src_cols, "src_d_value": op.src_pitch,
             "dst_c0_stride": op.dst_c0_stride, "rows": op.rows}
@@ -373,7 +377,7 @@ def _cross_core(op: CrossCoreSetOp | CrossCoreWaitOp) -> dict:
 
 
 def _repeat(o) -> dict:
-    return {"name": B(o.buffer), "row": o.row, "chunk": o.chunk, "blk": o.blk, "rep": o.rep}
+    return {"name": o.buffer, "row": o.row, "chunk": o.chunk, "blk": o.blk, "rep": o.rep}
 
 
 _PARAMS: dict[type, Callable[[AscOp], dict]] = {
@@ -387,28 +391,28 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     FixpipeToGmArch3510: _fixpipe_to_gm,
     FixpipeToPeerUb: _fixpipe_to_peer_ub,
     CopyUbToPeerL1: _copy_ub_to_peer_l1,
-    VecCopy: lambda op: {"dst": B(op.dst), "src": B(op.src), "count": op.count},
-    VecDuplicate: lambda op: {"dst": B(op.dst), "value": scalar(op.value), "count": op.count},
-    VecScalar: lambda op: {"op": VEC_SCALAR[op.op], "dst": B(op.dst), "src": B(op.src), "scalar": scalar(op.scalar),
+    VecCopy: lambda op: {"dst": op.dst, "src": op.src, "count": op.count},
+    VecDuplicate: lambda op: {"dst": op.dst, "value": scalar(op.value), "count": op.count},
+    VecScalar: lambda op: {"op": VEC_SCALAR[op.op], "dst": op.dst, "src": op.src, "scalar": scalar(op.scalar),
                            "count": op.count},
-    VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": B(op.dst), "src": B(op.src), "count": op.count},
-    VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": B(op.dst), "src0": B(op.src0), "src1": B(op.src1),
+    VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": op.dst, "src": op.src, "count": op.count},
+    VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src0": op.src0, "src1": op.src1,
                              "count": op.count},
-    VecCast: lambda op: {"dst": B(op.dst), "src": B(op.src), "mode": ROUND[op.mode], "count": op.count},
-    VecBrcb: lambda op: {"dst": B(op.dst), "src": B(op.src), "repeat": op.repeat},
-    VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": B(op.dst), "s0": _repeat(op.s0), "s1": _repeat(op.s1),
+    VecCast: lambda op: {"dst": op.dst, "src": op.src, "mode": ROUND[op.mode], "count": op.count},
+    VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
+    VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
                                 "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,
                                 "chunks": op.chunks},
-    VecWholeReduce: lambda op: {"kind": op.kind.value, "dst": B(op.dst), "src": B(op.src), "mask": op.mask,
+    VecWholeReduce: lambda op: {"kind": op.kind.value, "dst": op.dst, "src": op.src, "mask": op.mask,
                                 "repeat": op.repeat, "src_rep": op.src_rep},
-    VecFoldInit: lambda op: {"dst": B(op.dst), "src": B(op.src), "lanes": op.lanes, "repeat": op.repeat,
+    VecFoldInit: lambda op: {"dst": op.dst, "src": op.src, "lanes": op.lanes, "repeat": op.repeat,
                              "src_rep": op.src_rep, "zero": scalar(op.zero)},
-    VecFold: lambda op: {"op": VEC_BINARY[op.op], "dst": B(op.dst), "src": B(op.src), "offset": op.offset,
+    VecFold: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "offset": op.offset,
                          "mask": op.mask, "repeat": op.repeat, "src_rep": op.src_rep},
-    VecFoldLoop: lambda op: {"op": VEC_BINARY[op.op], "dst": B(op.dst), "src": B(op.src), "lanes": op.lanes,
+    VecFoldLoop: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "lanes": op.lanes,
                              "repeat": op.repeat, "src_rep": op.src_rep, "chunks": op.chunks,
                              "valid": valid(op.valid), "barrier": op.barrier},
-    VecDiagFill: lambda op: {"dst": B(op.dst), "rows": op.rows, "cols": op.cols, "pitch": op.pitch,
+    VecDiagFill: lambda op: {"dst": op.dst, "rows": op.rows, "cols": op.cols, "pitch": op.pitch,
                              "prefix": f"({cexpr(op.prefix.c0)}) + 1" if op.prefix.plus_one
                              else f"-({cexpr(op.prefix.c0)})",
                              "first": scalar(op.first), "rest": scalar(op.rest), "barrier": op.barrier},
@@ -421,7 +425,30 @@ def render_op(op: AscOp) -> str:
     fn = _PARAMS.get(type(op))
     if fn is None:
         raise InternalCompilerError(f"no codegen rule for op {type(op).__name__}", stage="codegen")
-    return _render(op.macro, fn(op))
+    return _render(op.macro, fn(_named(op)))
+
+
+def _named(x):
+    """``x`` with every field that names a buffer of the launch replaced by its C++ name (nested
+    operands too): the rules in _PARAMS then print fields as they are, whatever names the user chose."""
+    known = _BUFFERS.get()
+    if known is None or not dataclasses.is_dataclass(x):
+        return x
+    changes = {}
+    for f in dataclasses.fields(x):
+        v = getattr(x, f.name)
+        if isinstance(v, enum.Enum):  # DType, ReduceKind, ... are str enums, never buffer names
+            continue
+        if isinstance(v, str) and v in known:
+            changes[f.name] = B(v)
+        elif isinstance(v, tuple) and v and all(isinstance(e, str) for e in v):
+            if any(e in known for e in v):
+                changes[f.name] = tuple(B(e) if e in known else e for e in v)
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type) and not isinstance(v, GmWindow | Valid):
+            nv = _named(v)
+            if nv is not v:
+                changes[f.name] = nv
+    return dataclasses.replace(x, **changes) if changes else x
 
 
 def _sync(s) -> str:
@@ -623,12 +650,14 @@ def entry_arg_names(program: Program) -> list:
 def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
     """The kernel entry of one launch: its name, type, grid, parameters, GM tensors and sections."""
     names = entry_names(program)
-    t_names, t_vars = _NAMES.set(names), VAR_NAMES.set(names.var)
+    known = {name for k in launch.kernels.values() for name in k.buffers}
+    t_names, t_vars, t_bufs = _NAMES.set(names), VAR_NAMES.set(names.var), _BUFFERS.set(known)
     try:
         return _launch_frame_named(program, n, launch)
     finally:
         _NAMES.reset(t_names)
         VAR_NAMES.reset(t_vars)
+        _BUFFERS.reset(t_bufs)
 
 
 def _launch_frame_named(program: Program, n: int, launch: Launch) -> dict:
