@@ -38,8 +38,8 @@ from .ir import (
     TileGemm,
     TileParallel,
     TileReduce,
-    Workspace,
 )
+from .ir.program import global_scratch
 
 _TILE_OPS = {
     "tl.tileop.copy": "copy",
@@ -209,7 +209,7 @@ class _Importer:
         launches = [self._launch(s) for s in self._top_level(self.func.body)]
         program = Program(name=self.name, arch=self.arch, params=params, launches=launches,
                           source_file=self.first_loc.file if self.first_loc else None, shape_vars=shape_vars,
-                          globals=_global_scratch(self.buffers))
+                          globals=global_scratch(self.buffers))
         program.bounds_checks = check_windows(program)
         return program
 
@@ -577,18 +577,6 @@ def _dsl(e) -> str:
     if isinstance(e, tirx.PrimExpr) and not isinstance(e, tirx.Var):
         e = _simplify(e)  # bx * 64 + -16 -> bx * 64 - 16
     return str(int(e)) if isinstance(e, tirx.IntImm) else str(e)
-
-
-def _global_scratch(buffers: dict) -> Workspace | None:
-    """T.alloc_global tensors: GM the launcher allocates at the start of the workspace argument, each
-    at a 512-byte aligned offset, kept across the launches of the PrimFunc."""
-    offsets: dict = {}
-    nbytes = 0
-    for name, b in buffers.items():
-        if b.kind is BufferKind.GLOBAL:
-            offsets[name] = nbytes
-            nbytes += (b.numel * b.dtype.bytes + 511) // 512 * 512
-    return Workspace(offsets=offsets, nbytes=nbytes) if offsets else None
 
 
 def check_windows(program: Program) -> list:

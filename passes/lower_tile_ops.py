@@ -579,6 +579,12 @@ class TileLowerer:
         if not kv.tail:
             return Valid(K)
         gk = gshape[-2] if tA else gshape[-1]
+        if static_int(gk) is None:
+            raise UnsupportedError(
+                f"the reduction dimension K = {gk} of the gemm is symbolic: the Cube core takes whole 16-element "
+                "fractals along K, which a runtime tail of an unknown K may not be",
+                loc=s.loc, hint="give K a constant size (symbolic M and N are fine), or pad it to a multiple of the "
+                "tile's K")
         if gk % 16:
             raise AlignmentError(
                 f"the reduction dimension K = {gk} of the gemm is not a multiple of 16, and the tile K = {K} "

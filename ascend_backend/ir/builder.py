@@ -41,7 +41,7 @@ from .nodes import (
     TileParallel,
     TileReduce,
 )
-from .program import Kernel, Launch, Program
+from .program import Kernel, Launch, Program, global_scratch
 
 
 def _imm(x):
@@ -207,10 +207,8 @@ class ProgramBuilder:
         self._emit(ScalarStore(buffer=dst.name, indices=tuple(_imm(i) for i in idx), value=value))
 
     def build(self) -> Program:
-        from ..frontend import _global_scratch
-
         return Program(name=self.name, arch=self.arch, params=list(self.params), launches=list(self.launches),
-                       shape_vars=list(self.shape_vars), globals=_global_scratch(self.buffers))
+                       shape_vars=list(self.shape_vars), globals=global_scratch(self.buffers))
 
 
 __all__ = ["Handle", "ProgramBuilder"]

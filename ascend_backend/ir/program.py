@@ -260,6 +260,20 @@ def map_body(body: list, fn: Callable) -> list:
     return out
 
 
+def global_scratch(buffers: dict) -> Workspace | None:
+    """The T.alloc_global tensors of ``buffers`` laid out at the start of the workspace argument,
+    each at a 512-byte aligned offset (kept across the launches of the PrimFunc)."""
+    from .enums import BufferKind
+
+    offsets: dict = {}
+    nbytes = 0
+    for name, b in buffers.items():
+        if b.kind is BufferKind.GLOBAL:
+            offsets[name] = nbytes
+            nbytes += (b.numel * b.dtype.bytes + 511) // 512 * 512
+    return Workspace(offsets=offsets, nbytes=nbytes) if offsets else None
+
+
 def fresh_name(base: str, taken) -> str:
     """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (a compiler-made buffer
     never takes the name of one the user wrote)."""
@@ -275,5 +289,5 @@ def on_chip_scopes() -> tuple:
 
 
 __all__ = ["Kernel", "Launch", "Program", "RowSplit", "Transfer", "Workspace", "children", "fresh_name", "map_body",
-           "walk",
+           "global_scratch", "walk",
            "GridAxis", "Param", "FlagRecord", "ShapeVar"]

@@ -214,3 +214,24 @@ def test_a_symbolic_tile_is_refused_at_its_line():
     msg = str(e.value)
     assert re.search(r"test_dynamic_shapes.py:\d+: unsupported: tile 'x' has a symbolic shape \[N\]", msg)
     assert "hint: give the tile a constant size" in msg
+
+
+def test_a_symbolic_gemm_k_is_refused_at_the_gemm():
+    K = T.dynamic("K")
+
+    @T.prim_func
+    def gemm_k(A: T.Tensor((32, K), "float16"), B: T.Tensor((K, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1):
+            a = T.alloc_shared((32, 32), "float16")
+            b = T.alloc_shared((32, 32), "float16")
+            c = T.alloc_fragment((32, 32), "float32")
+            T.clear(c)
+            for k in T.serial(T.ceildiv(K, 32)):
+                T.copy(A[0, k * 32], a)
+                T.copy(B[k * 32, 0], b)
+                T.gemm(a, b, c)
+            T.copy(c, C[0, 0])
+
+    with pytest.raises(UnsupportedError, match=r"test_dynamic_shapes.py:\d+: unsupported: the reduction dimension "
+                                               r"K = K of the gemm is symbolic"):
+        ascend_backend.lower(gemm_k, target="ascendc")
