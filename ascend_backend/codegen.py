@@ -357,7 +357,8 @@ def _fixpipe_to_gm(op) -> dict:
     w = op.window
     return {"dst": _at(f"{op.gm}_gm", window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
             "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
-            "dst_stride": cexpr(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false"}
+            "dst_stride": cexpr(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
+            "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None}
 
 
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
@@ -476,7 +477,12 @@ def _short_loc(loc) -> str:
 def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
     pad = "    " * indent
     for s in items:
-        if isinstance(s, Loop):
+        if isinstance(s, Loop) and s.kind is LoopKind.WHILE:
+            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+            out.append(f"{pad}while ({cexpr(s.cond)}) {{{note}")
+            _body(s.body, indent + 1, kernel, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, Loop):
             v = cname(s.var)
             note = f"  // {_short_loc(s.loc)}" if s.loc else ""
             stages = f" (pipelined, {s.num_stages} stages)" if s.kind is LoopKind.PIPELINED else ""

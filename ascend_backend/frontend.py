@@ -364,6 +364,9 @@ class _Importer:
                     loc=loc,
                 )
             ]
+        if isinstance(stmt, tirx.While):
+            return [Loop(var=None, extent=None, body=self._stmts(stmt.body), kind=LoopKind.WHILE,
+                         cond=stmt.condition, loc=loc)]
         if isinstance(stmt, tirx.IfThenElse):
             else_body = self._stmts(stmt.else_case) if stmt.else_case is not None else []
             return [If(cond=stmt.condition, then_body=self._stmts(stmt.then_case), else_body=else_body, loc=loc)]

@@ -49,11 +49,13 @@ def program_mutants(program: Program):
         prefix = f"{core.value}: " if lc.mixed else ""
         for desc, mk in mutants(k):
             yield prefix + desc, program.replace(launches=[lc.replace(kernels={**lc.kernels, core: mk})])
+    seen: set = set()
     for t in lc.transfers:
         for kind in ("ready", "free"):
             fid = getattr(t, kind)
-            if fid is None:
+            if fid is None or fid in seen:  # transfers may share a "ready" id: delete it once
                 continue
+            seen.add(fid)
 
             def drop(s, fid=fid):
                 return isinstance(s, CrossCoreSetOp | CrossCoreWaitOp) and s.flag == fid

@@ -103,7 +103,10 @@ def _events(item, skip: frozenset = frozenset()) -> list:
             out.insert(0, _Event(Pipe.S, idx, frozenset(), item))
         return out
     if isinstance(item, Loop):
-        return [e for s in item.body for e in _events(s, skip)]
+        # the scalar unit evaluates the bounds (and a while loop's condition) before each trip
+        bounds = frozenset(loaded_buffers(item.extent, item.start, item.cond)) - skip
+        return [e for s in item.body for e in _events(s, skip)] + (
+            [_Event(Pipe.S, bounds, frozenset(), item)] if bounds else [])
     if isinstance(item, If):
         cond = frozenset(loaded_buffers(item.cond)) - skip
         return [e for s in (*item.then_body, *item.else_body) for e in _events(s, skip)] + (
@@ -293,7 +296,7 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
         if isinstance(x, CrossCoreSetOp):
             for b in range(a + 1, n):
                 y = items[b]
-                if isinstance(y, CrossCoreWaitOp) and (x.flag, y.flag) in self.trips:
+                if isinstance(y, CrossCoreWaitOp) and (x.transfer, y.transfer) in self.trips:
                     v = _Flag(x.pipe, y.pipe, a, b, False, x, y, "", "round trip")
                     v.virtual = True
                     placed.append(v)
@@ -417,12 +420,15 @@ def _merge(placed: list, sets: dict, waits: dict, primes: list, events: frozense
 
 
 def round_trips(aiv: Kernel, transfers: list) -> set:
-    """(ready flag of a Cube -> Vector tile, ready flag of a Vector -> Cube tile) where the AIVs
-    compute the second from the first in the same statement list: the AIC's wait for the second
-    then implies the AIVs consumed the first."""
-    ready_c2v = {t.ready: t for t in transfers if t.direction is Direction.C2V}
-    ready_v2c = {t.ready for t in transfers if t.direction is Direction.V2C}
+    """(a Cube -> Vector transfer, a Vector -> Cube transfer) where the AIVs compute the second
+    tile from the first in the same statement list: the AIC's wait for the second then implies the
+    AIVs consumed the first."""
+    c2v = {t.index: t for t in transfers if t.direction is Direction.C2V}
+    v2c = {t.index for t in transfers if t.direction is Direction.V2C}
     trips: set = set()
+
+    def is_ready(op, ids) -> bool:
+        return op.transfer in ids and op.flag == transfers[op.transfer].ready
 
     def scan(body: list) -> None:
         for s in body:
@@ -432,20 +438,20 @@ def round_trips(aiv: Kernel, transfers: list) -> set:
                 scan(s.then_body)
                 scan(s.else_body)
         for a, s in enumerate(body):
-            if not (isinstance(s, CrossCoreWaitOp) and s.flag in ready_c2v):
+            if not (isinstance(s, CrossCoreWaitOp) and is_ready(s, c2v)):
                 continue
             nxt = body[a + 1] if a + 1 < len(body) else None
             # the tile arrives through the workspace (the copy after the wait writes it), or in UB
-            tainted = set(nxt.writes) if isinstance(nxt, CopyGmToUb) else {ready_c2v[s.flag].target}
+            tainted = set(nxt.writes) if isinstance(nxt, CopyGmToUb) else {c2v[s.transfer].target}
             for k, t in enumerate(body[a + 1:], start=a + 1):
                 if isinstance(t, AscOp | ScalarStore) and not isinstance(t, CrossCoreSetOp | CrossCoreWaitOp):
                     touched = {*t.reads, *t.writes}
                     if touched & tainted:
                         tainted |= touched
-                if isinstance(t, CrossCoreSetOp) and t.flag in ready_v2c:
+                if isinstance(t, CrossCoreSetOp) and is_ready(t, v2c):
                     prev = body[k - 1]
                     if isinstance(prev, CopyUbToGm | CopyUbToPeerL1) and set(prev.reads) & tainted:
-                        trips.add((s.flag, t.flag))
+                        trips.add((s.transfer, t.transfer))
 
     scan(aiv.body)
     return trips

@@ -187,7 +187,7 @@ class TileLowerer:
         self.kernel = kernel
         self.grid = grid or []
         self.cond_stack: list = []  # conditions of the enclosing ifs
-        self.l0_names: dict = {}  # (L1 tile, scope, ping/pong suffix) -> its L0 buffer
+        self.l0_names: dict = {}  # (L1 tile, scope, ping/pong suffix) -> its L0 buffers
         self.buffers = kernel.copy_buffers()
         self.arch = arch
         self.vec = VectorEmitter(self.buffers, arch)
@@ -197,6 +197,7 @@ class TileLowerer:
         # UB tile -> runtime valid column count, when its last fill from GM may have had a column
         # tail (the columns past it hold stale data, which reductions must not see).
         self.ub_valid_cols: dict[str, Valid] = {}
+        self._gemms = [s for s in walk(kernel.body) if isinstance(s, TileGemm)]
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
@@ -284,7 +285,7 @@ class TileLowerer:
             self._check_full(s.src, src, s)
             self._check_full(s.dst, dst, s)
             return self.vec.binary(VecBinary.ADD, dst.name, dst.name, src.name, s.loc)
-        if s.atomic is not None and key != (Scope.UB, Scope.GM):
+        if s.atomic is not None and key not in ((Scope.UB, Scope.GM), (Scope.L0C, Scope.GM)):
             raise UnsupportedError(f"T.atomic_add from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not "
                                    "supported", loc=s.loc, hint="add a vector tile (UB) into a global tensor")
         if key == (Scope.UB, Scope.UB):
@@ -401,7 +402,7 @@ class TileLowerer:
                                    "float16, bfloat16 or float32", loc=s.loc)
         cls = FixpipeToGmArch3510 if self.arch.fixpipe_arch3510 else FixpipeToGmV220
         return cls(gm=gm.name, src=l0c.name, window=w, src_stride=l0c.rows, quant=quant, relu=False, dtype=gm.dtype,
-                   loc=s.loc)
+                   atomic=s.atomic, loc=s.loc)
 
     # ------------------------------------------------------------ fill
     def lower_fill(self, s: TileFill) -> list:
@@ -445,11 +446,11 @@ class TileLowerer:
     # ------------------------------------------------------------ cross-core (from route)
     def lower_cc_set(self, s: CrossCoreSet) -> list:
         return [CrossCoreSetOp(flag=s.flag, on=s.pipe, reason=s.reason, mode=s.mode, sub=s.sub, orders=s.orders,
-                               loc=s.loc)]
+                               transfer=s.transfer, loc=s.loc)]
 
     def lower_cc_wait(self, s: CrossCoreWait) -> list:
         return [CrossCoreWaitOp(flag=s.flag, on=s.pipe, reason=s.reason, mode=s.mode, sub=s.sub, orders=s.orders,
-                                loc=s.loc)]
+                                transfer=s.transfer, loc=s.loc)]
 
     def lower_copy_to_peer_ub(self, s: CopyToPeerUb) -> list:
         """dav-3510: Fixpipe one AIV's half of the rows of an accumulator straight into that AIV's UB."""
@@ -497,7 +498,7 @@ class TileLowerer:
         # The valid K of this step: the tail of the last copy into A along K.
         kv = self._valid_k(A, tA, s)
         init = self._init(C, s.clear_accum)
-        ks = self._k_step(A, M, N, K, kv)
+        ks = self._k_step(A, B, M, N, K, kv)
         if ks == K:
             l0a = self._l0(A, Scope.L0A, (M, K))
             l0b = self._l0(B, Scope.L0B, (K, N))
@@ -516,15 +517,19 @@ class TileLowerer:
                                    c * ks, init if c == 0 else False, s)
         return ops
 
-    def _k_step(self, A: Buffer, M: int, N: int, K: int, kv: Valid) -> int:
+    def _k_step(self, A: Buffer, B: Buffer, M: int, N: int, K: int, kv: Valid) -> int:
         """The K of one LoadData/Mmad step: all of K when both operands fit L0A/L0B twice (the
         multi_buffer pass may then double them) or when K has a runtime tail; otherwise the
-        largest multiple of 16 dividing K whose operand chunks fit twice."""
+        largest multiple of 16 dividing K whose operand chunks fit twice. L0A/L0B are shared with
+        the other gemms of the kernel: their operands (one copy each, other L1 tiles) are
+        reserved first."""
         cap = self.arch.capacity
         esz = A.nbytes // (A.rows * A.cols)
+        res_a, res_b = self._l0_reserve(A.name, B.name)
 
         def fits(k: int, copies: int) -> bool:
-            return copies * M * k * esz <= cap["L0A"] and copies * k * N * esz <= cap["L0B"]
+            return (copies * M * k * esz + res_a <= cap[Scope.L0A]
+                    and copies * k * N * esz + res_b <= cap[Scope.L0B])
 
         if fits(K, 2) or kv.tail:
             return K
@@ -532,6 +537,17 @@ class TileLowerer:
             if K % ks == 0 and fits(ks, 2):
                 return ks
         return K
+
+    def _l0_reserve(self, a: str, b: str) -> tuple[int, int]:
+        """L0A/L0B bytes the kernel's other gemms need for operands loaded from other L1 tiles
+        (whole operands, one copy: what they take at the least when they are not stepped)."""
+        res = {Scope.L0A: {}, Scope.L0B: {}}
+        for g in self._gemms:
+            ga, gb = self.buffers[g.a.buffer], self.buffers[g.b.buffer]
+            for scope, buf in ((Scope.L0A, ga), (Scope.L0B, gb)):
+                if buf.name not in (a, b):
+                    res[scope][buf.name] = max(res[scope].get(buf.name, 0), buf.numel * buf.elem_bytes)
+        return sum(res[Scope.L0A].values()), sum(res[Scope.L0B].values())
 
     def _gemm_step(self, A: Buffer, B: Buffer, C: Buffer, l0a: Buffer, l0b: Buffer, tA: bool, tB: bool, M: int,
                    N: int, K: int, kv: Valid, k0: int, init, s: TileGemm) -> list:
@@ -596,10 +612,14 @@ class TileLowerer:
         return kv
 
     def _l0(self, l1: Buffer, scope: Scope, shape: tuple, suffix: str = "") -> Buffer:
-        key = (l1.name, scope, suffix)
-        if key not in self.l0_names:  # a fresh name: a user tile may be called a_l0a
-            self.l0_names[key] = fresh_name(f"{l1.name}_{scope.value.lower()}{suffix}", self.buffers)
-        name = self.l0_names[key]
+        # The L0 buffers made for this L1 tile: reuse the first that is large enough (another gemm
+        # may load this tile into a smaller chunk: then a buffer of its own); fresh names never take
+        # a user tile's (a_l0a).
+        made = self.l0_names.setdefault((l1.name, scope, suffix), [])
+        name = next((n for n in made if self.buffers[n].numel >= shape[0] * shape[1]), None)
+        if name is None:
+            name = fresh_name(f"{l1.name}_{scope.value.lower()}{suffix}", self.buffers)
+            made.append(name)
         if name not in self.buffers:
             layout = self.arch.l0a_layout if scope is Scope.L0A else self.arch.l0b_layout
             self.buffers[name] = Buffer(name=name, shape=shape, dtype=l1.dtype, kind=BufferKind.TEMP, loc=l1.loc,

@@ -6,8 +6,8 @@ Establishes: the launch's kernels are keyed by core kind -- {AIC} for a Cube-onl
 for a Vector-only one, {AIC, AIV} for one that needs both -- and each holds only its own ops and
 the loops around them. This is the one place that decides an op's side; later passes read it from
 the kernel they run on. In a mixed launch every tile that crosses cores is a ``Transfer`` with
-``Send``/``Receive`` points in the two bodies (logical flag ids: ready, free; the route pass
-decides how it travels and which flags it keeps).
+``Send``/``Receive`` points in the two bodies (the route pass decides how it travels and which
+cross-core flags it needs).
 
 Rules: a gemm is the Cube's; T.Parallel and reductions are the Vector's; a copy or fill goes
 with the tiles it touches (gemm operands and accumulators: Cube; anything else: Vector). A gemm
@@ -172,10 +172,6 @@ class _Partitioner:
         for t in self.transfers:
             if t.tile == tile and t.direction is direction:
                 return t
-        ready = 2 * len(self.transfers)
-        if ready + 1 > 10:
-            raise UnsupportedError("the kernel needs more than 11 cross-core flag ids (0-10)", loc=loc,
-                                   hint="reduce the number of tiles that cross between Cube and Vector code")
         target = tile
         if accumulate:
             target = fresh_name(f"{tile}_part", set(self.bufs) | set(self.extra_aiv))
@@ -183,8 +179,8 @@ class _Partitioner:
                 b = self.bufs[tile]
                 self.extra_aiv[target] = Buffer(name=target, shape=b.shape, dtype=b.dtype, kind=BufferKind.FRAGMENT,
                                                 loc=b.loc, role=f"fresh gemm product added into {tile}")
-        t = Transfer(index=len(self.transfers), tile=tile, target=target, direction=direction, ready=ready,
-                     free=ready + 1, loc=loc, loop=self.loop_path[-1] if self.loop_path else None)
+        t = Transfer(index=len(self.transfers), tile=tile, target=target, direction=direction, loc=loc,
+                     loop=self.loop_path[-1] if self.loop_path else None)
         self.transfers.append(t)
         return t
 
@@ -203,8 +199,29 @@ class _Partitioner:
     def body(self, items: list, state: dict) -> tuple[list, list, dict]:
         aic: list = []
         aiv: list = []
-        for s in items:
+        for n, s in enumerate(items):
             if isinstance(s, If):
+                # Dry runs: where each branch leaves each accumulator. A branch that moves one
+                # (e.g. the first vector access of an accumulator cleared before the loop) decides
+                # where it lives after the `if`: it is brought there before the `if`, so that both
+                # branches start and end with it in one place.
+                _, _, st_then = self.body(s.then_body, dict(state))
+                _, _, st_else = self.body(s.else_body, dict(state))
+                target = dict(state)
+                for name in sorted(self.mixed_accs):
+                    moved = {st[name] for st in (st_then, st_else) if st[name] != state[name]}
+                    if len(moved) > 1:
+                        raise UnsupportedError(
+                            f"the two branches of this `if` leave the gemm accumulator '{name}' on different cores "
+                            "(Cube / Vector)", loc=s.loc,
+                            hint="touch the accumulator the same way in both branches, or move the T.gemm out of "
+                            "the `if`")
+                    if moved:
+                        target[name] = moved.pop()
+                branch = s.then_body if st_then != state else s.else_body
+                a1, v1 = self.bring(state, target, branch, s.loc)
+                aic += a1
+                aiv += v1
                 a_then, v_then, st_then = self.body(s.then_body, dict(state))
                 a_else, v_else, st_else = self.body(s.else_body, dict(state))
                 if st_then != state or st_else != state:
@@ -217,26 +234,15 @@ class _Partitioner:
                     aiv.append(dataclasses.replace(s, then_body=v_then, else_body=v_else))
                 continue
             if isinstance(s, Loop):
-                before = dict(state)
                 # Dry run: the state the loop carries. It may meet a transfer first, which then records
                 # its loop: the loop is on the path here too.
                 self.loop_path.append(id(s))
                 _, _, after = self.body(s.body, dict(state))
                 self.loop_path.pop()
                 # Bring each accumulator into the state the loop body carries before the loop.
-                for name in sorted(self.mixed_accs):
-                    if before[name] != after[name]:
-                        if before[name] == "zero" and after[name] == "vec":
-                            aiv.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=s.loc))
-                            if self._first_is_gemm(s.body, name):
-                                aic.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=s.loc))
-                        elif before[name] == "cube" and after[name] == "vec":
-                            a1, v1 = self.to_vector(name, s.loc, accumulate=False)
-                            aic += a1
-                            aiv += v1
-                        elif before[name] == "zero" and after[name] == "cube":
-                            aic.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=s.loc))
-                        state[name] = after[name]
+                a1, v1 = self.bring(state, after, s.body, s.loc)
+                aic += a1
+                aiv += v1
                 self.loop_path.append(id(s))
                 a_body, v_body, state = self.body(s.body, state)
                 self.loop_path.pop()
@@ -245,10 +251,40 @@ class _Partitioner:
                 if v_body:
                     aiv.append(dataclasses.replace(s, body=v_body))
                 continue
-            a, v = self.op(s, state)
+            a, v = self.op(s, state, items[n + 1:])
             aic += a
             aiv += v
+        # A partial product still in L0C at the end of a statement list goes to the AIVs now, so
+        # that loops and branches start and end with every accumulator in one place.
+        for name in sorted(self.mixed_accs):
+            if state[name] == "partial":
+                a1, v1 = self.to_vector(name, items[-1].loc if items else None, accumulate=True)
+                aic += a1
+                aiv += v1
+                state[name] = "vec"
         return aic, aiv, state
+
+    def bring(self, state: dict, target: dict, body: list, loc) -> tuple[list, list]:
+        """The ops that move each mixed accumulator from where ``state`` has it to where ``target``
+        wants it, before ``body`` (updates ``state``)."""
+        aic: list = []
+        aiv: list = []
+        for name in sorted(self.mixed_accs):
+            before, after = state[name], target[name]
+            if before == after:
+                continue
+            if before == "zero" and after == "vec":
+                aiv.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc))
+                if self._first_is_gemm(body, name):
+                    aic.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc))
+            elif before == "cube" and after == "vec":
+                a1, v1 = self.to_vector(name, loc, accumulate=False)
+                aic += a1
+                aiv += v1
+            elif before == "zero" and after == "cube":
+                aic.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc))
+            state[name] = after
+        return aic, aiv
 
     @staticmethod
     def _first_is_gemm(body: list, name: str) -> bool:
@@ -257,7 +293,7 @@ class _Partitioner:
                 return isinstance(s, TileGemm)
         return False
 
-    def op(self, s, state: dict) -> tuple[list, list]:
+    def op(self, s, state: dict, rest: list) -> tuple[list, list]:
         accs = tile_buffers(s) & self.mixed_accs
         if isinstance(s, TileGemm):
             aic: list = []
@@ -269,10 +305,17 @@ class _Partitioner:
                     aiv += v1
             C = s.c.buffer
             if C in self.mixed_accs:
-                if state[C] == "vec":
-                    # The vector side owns the value: compute a fresh product and add it there.
-                    a1, v1 = self.to_vector(C, s.loc, accumulate=True)
-                    return aic + [dataclasses.replace(s, clear_accum=True)] + a1, aiv + v1
+                if state[C] in ("vec", "partial") and not (state[C] == "partial" and s.clear_accum):
+                    # The vector side owns the value: compute a fresh product (or add to the one
+                    # already in L0C) and add it there -- once, after the last of consecutive gemms.
+                    aic.append(s if state[C] == "partial" else dataclasses.replace(s, clear_accum=True))
+                    state[C] = "partial"
+                    if not _next_access_is_gemm(rest, C):
+                        a1, v1 = self.to_vector(C, s.loc, accumulate=True)
+                        aic += a1
+                        aiv += v1
+                        state[C] = "vec"
+                    return aic, aiv
                 aic.append(s)
                 state[C] = "cube"
                 return aic, aiv
@@ -294,14 +337,27 @@ class _Partitioner:
             return [s], []
         aic, aiv = [], []
         for name in sorted(accs):
-            if state[name] == "cube":
-                a1, v1 = self.to_vector(name, s.loc, accumulate=False)
+            if state[name] in ("cube", "partial"):
+                a1, v1 = self.to_vector(name, s.loc, accumulate=state[name] == "partial")
                 aic += a1
                 aiv += v1
             elif state[name] == "zero":
                 aiv.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=s.loc))
             state[name] = "vec"
         return aic, aiv + [s]
+
+
+def _next_access_is_gemm(rest: list, name: str) -> bool:
+    """Is the next statement of ``rest`` that touches ``name`` a gemm into it (at this level, not
+    inside a loop or a branch)?"""
+    for s in rest:
+        if isinstance(s, Loop | If):
+            if any(name in tile_buffers(x) for x in walk([s])):
+                return False
+            continue
+        if name in tile_buffers(s):
+            return isinstance(s, TileGemm) and s.c.buffer == name
+    return False
 
 
 def _single_kind(kernel: Kernel, p: _Partitioner) -> Core:

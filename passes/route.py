@@ -28,7 +28,7 @@ import dataclasses
 
 from tvm import tirx
 
-from ascend_backend.errors import InternalCompilerError
+from ascend_backend.errors import InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
     Buffer,
     BufferKind,
@@ -76,14 +76,56 @@ def _touches(item, name: str) -> bool:
     return any(name in tile_buffers(x) for x in walk([item]))
 
 
+_NEEDS_FREE = -1  # a "free" flag is needed; its id is assigned with the others
+
+
 def _keep_free(transfers: list) -> list:
     """Drop "free" where it can never matter: outside every loop, or when the loop's tiles also
     travel the other way (the round trip orders the next write after the read)."""
     out = []
     for t in transfers:
         reverse = any(u.loop == t.loop and u.direction is not t.direction for u in transfers)
-        out.append(dataclasses.replace(t, free=None if t.loop is None or reverse else t.free))
+        out.append(dataclasses.replace(t, free=None if t.loop is None or reverse else _NEEDS_FREE))
     return out
+
+
+def _share_key(t: Transfer):
+    """Transfers whose "ready" flags may share one id: a counter works like a queue when the
+    producer sets in the order the consumer waits (partition emits every Send with its Receive,
+    so both sides meet the transfers of one direction in the same order), every set is on one pipe
+    and every wait on one pipe. That holds through the workspace (sets on FIX / MTE3, waits on MTE2)
+    and for Vector -> Cube on chip (sets on MTE3, waits on MTE1); an on-chip Cube -> Vector tile is
+    waited on the pipe that uses it, so it keeps an id of its own."""
+    if t.route is Route.ON_CHIP and t.direction is Direction.C2V:
+        return ("own", t.index)
+    return (t.direction, t.route)
+
+
+def _assign_ids(transfers: list) -> list:
+    """Logical cross-core flag ids 0-10: one "ready" id per sharing group, one "free" id per
+    transfer that needs one."""
+    ready: dict = {}
+    out = []
+    next_id = 0
+    for t in transfers:
+        key = _share_key(t)
+        if key not in ready:
+            ready[key] = next_id
+            next_id += 1
+        out.append(dataclasses.replace(t, ready=ready[key]))
+    final = []
+    for t in out:
+        if t.free is not None:
+            t = dataclasses.replace(t, free=next_id)
+            next_id += 1
+        final.append(t)
+    if next_id > 11:
+        raise UnsupportedError(
+            f"the kernel needs {next_id} cross-core flag ids and the hardware has 11 (0-10): {len(transfers)} tiles "
+            "cross between the Cube and the Vector cores", loc=transfers[0].loc,
+            hint="fewer distinct tiles crossing between T.gemm and element-wise code in one loop, or split the "
+            "kernel in two")
+    return final
 
 
 def _receive_points(body: list, transfer: int):
@@ -96,6 +138,10 @@ def _receive_points(body: list, transfer: int):
 
 
 def _choose_routes(launch: Launch, arch) -> list:
+    return _assign_ids(_routes(launch, arch))
+
+
+def _routes(launch: Launch, arch) -> list:
     transfers = _keep_free(launch.transfers)
     aic = launch.kernels[Core.AIC]
     aiv = launch.kernels[Core.AIV]
@@ -155,9 +201,11 @@ class _Expander:
         return Region(self.ws_names[tile], (_block_index(self.launch.grid) * buf.shape[0], zero), tuple(buf.shape))
 
     @staticmethod
-    def _cc(set_: bool, flag: int, pipe, reason: str, loc, mode: int = 2, sub=None, orders=None):
+    def _cc(set_: bool, t: Transfer, which: str, pipe, reason: str, loc, mode: int = 2, sub=None, orders=None):
+        """A cross-core set/wait of transfer ``t``'s "ready" or "free" flag."""
         cls = CrossCoreSet if set_ else CrossCoreWait
-        return cls(flag=flag, pipe=pipe, reason=reason, mode=mode, sub=sub, orders=orders, loc=loc)
+        flag = t.ready if which == "ready" else t.free
+        return cls(flag=flag, pipe=pipe, reason=reason, mode=mode, sub=sub, orders=orders, transfer=t.index, loc=loc)
 
     # -- the AIC
     def aic_body(self, body: list) -> list:
@@ -175,16 +223,17 @@ class _Expander:
                 t = self.t[s.transfer]
                 out += self.aic_receive(t, s.loc)
                 if t.route is Route.ON_CHIP and t.free is not None:
-                    free_after_gemm.append((t.tile, t.free))
+                    free_after_gemm.append(t)
             else:
                 out.append(s)
                 if isinstance(s, TileGemm):
-                    for tile, fid in [x for x in free_after_gemm if x[0] in tile_buffers(s)]:
-                        free_after_gemm.remove((tile, fid))
-                        out += [self._cc(True, fid, Pipe.MTE1, f"L1 tile {tile} loaded: AIV {sub} may write it again",
-                                         s.loc, mode=4, sub=sub) for sub in (0, 1)]
+                    for t in [x for x in free_after_gemm if x.tile in tile_buffers(s)]:
+                        free_after_gemm.remove(t)
+                        out += [self._cc(True, t, "free", Pipe.MTE1, f"L1 tile {t.tile} loaded: AIV {sub} may write it "
+                                         "again", s.loc, mode=4, sub=sub) for sub in (0, 1)]
         if free_after_gemm:
-            raise InternalCompilerError(f"no gemm reads {free_after_gemm} after its transfer", stage="route")
+            raise InternalCompilerError(f"no gemm reads {[t.tile for t in free_after_gemm]} after its transfer",
+                                        stage="route")
         return out
 
     def aic_send(self, t: Transfer, loc) -> list:
@@ -194,17 +243,19 @@ class _Expander:
             out: list = []
             for sub in (0, 1):
                 if t.free is not None:
-                    out.append(self._cc(False, t.free, Pipe.FIX, f"AIV {sub}'s UB tile {t.target} is free", loc,
+                    out.append(self._cc(False, t, "free", Pipe.FIX, f"AIV {sub}'s UB tile {t.target} is free", loc,
                                         mode=4, sub=sub))
                 out.append(CopyToPeerUb(src=name, target=t.target, sub=sub, loc=loc))
-                out.append(self._cc(True, t.ready, Pipe.FIX, f"{name} from the Cube to AIV {sub}: its half is in its "
+                out.append(self._cc(True, t, "ready", Pipe.FIX,
+                                    f"{name} from the Cube to AIV {sub}: its half is in its "
                                     "UB", loc, mode=4, sub=sub))
             return out
         out = []
         if t.free is not None:
-            out.append(self._cc(False, t.free, Pipe.FIX, f"workspace of {name} is free (the AIVs have read it)", loc))
+            out.append(self._cc(False, t, "free", Pipe.FIX,
+                                f"workspace of {name} is free (the AIVs have read it)", loc))
         out.append(TileCopy(src=full_region(self._tile(name)), dst=self._ws_region(name), loc=loc))
-        out.append(self._cc(True, t.ready, Pipe.FIX, f"{name} from the Cube to the Vector cores: written", loc))
+        out.append(self._cc(True, t, "ready", Pipe.FIX, f"{name} from the Cube to the Vector cores: written", loc))
         return out
 
     def aic_receive(self, t: Transfer, loc) -> list:
@@ -212,12 +263,12 @@ class _Expander:
         name = t.tile
         why = f"{name} from the Vector cores to the Cube"
         if t.route is Route.ON_CHIP:
-            return [self._cc(False, t.ready, Pipe.MTE1, f"{name} from AIV {sub}: its half is in L1", loc, mode=4,
+            return [self._cc(False, t, "ready", Pipe.MTE1, f"{name} from AIV {sub}: its half is in L1", loc, mode=4,
                              sub=sub) for sub in (0, 1)]
-        out = [self._cc(False, t.ready, Pipe.MTE2, f"{why}: ready in the workspace (both AIVs)", loc),
+        out = [self._cc(False, t, "ready", Pipe.MTE2, f"{why}: ready in the workspace (both AIVs)", loc),
                TileCopy(src=self._ws_region(name), dst=full_region(self._tile(name)), loc=loc)]
         if t.free is not None:
-            out.append(self._cc(True, t.free, Pipe.MTE2, f"workspace of {name} read", loc))
+            out.append(self._cc(True, t, "free", Pipe.MTE2, f"workspace of {name} read", loc))
         return out
 
     # -- the AIVs
@@ -238,8 +289,8 @@ class _Expander:
                 if t.route is Route.ON_CHIP and t.free is not None:
                     last = max(j for j in range(n + 1, len(body)) if _touches(body[j], t.target))
                     after.setdefault(last, []).append(self._cc(
-                        True, t.free, None, f"this AIV's UB tile {t.target} is free (its last use in the iteration)",
-                        s.loc, mode=4, orders=t.target))
+                        True, t, "free", None, f"this AIV's UB tile {t.target} is free (its last use in the "
+                        "iteration)", s.loc, mode=4, orders=t.target))
             else:
                 out.append(s)
             out.extend(after.pop(n, []))
@@ -251,31 +302,34 @@ class _Expander:
         if t.route is Route.ON_CHIP:
             out = []
             if t.free is not None:
-                out.append(self._cc(False, t.free, Pipe.MTE3, f"the AIC's L1 tile {name} is free (the AIC has loaded "
+                out.append(self._cc(False, t, "free", Pipe.MTE3,
+                                    f"the AIC's L1 tile {name} is free (the AIC has loaded "
                                     "it)", loc, mode=4))
             rows = self._tile(name).shape[0]
             out.append(CopyToPeerL1(src=full_region(self.aiv.buffers[name]), target=name, rows=rows, loc=loc))
-            out.append(self._cc(True, t.ready, Pipe.MTE3, f"{name} from the Vector cores: this AIV's half is in the "
+            out.append(self._cc(True, t, "ready", Pipe.MTE3, f"{name} from the Vector cores: this AIV's half is in the "
                                 "AIC's L1", loc, mode=4))
             return out
         out = []
         if t.free is not None:
-            out.append(self._cc(False, t.free, Pipe.MTE3, f"workspace of {name} is free (the AIC has loaded it)", loc))
+            out.append(self._cc(False, t, "free", Pipe.MTE3,
+                                f"workspace of {name} is free (the AIC has loaded it)", loc))
         out.append(TileCopy(src=full_region(self.aiv.buffers[name]), dst=self._ws_region(name), loc=loc))
-        out.append(self._cc(True, t.ready, Pipe.MTE3, f"{name} from the Vector cores to the Cube: written", loc))
+        out.append(self._cc(True, t, "ready", Pipe.MTE3, f"{name} from the Vector cores to the Cube: written", loc))
         return out
 
     def aiv_receive(self, t: Transfer, loc) -> list:
         """Cube -> Vector, the consumer's side."""
         name = t.tile
         if t.route is Route.ON_CHIP:
-            return [self._cc(False, t.ready, None, f"{name} from the Cube: this AIV's half is in its UB", loc, mode=4,
+            return [self._cc(False, t, "ready", None,
+                             f"{name} from the Cube: this AIV's half is in its UB", loc, mode=4,
                              orders=t.target)]
         why = f"{name} from the Cube to the Vector cores"
-        out = [self._cc(False, t.ready, Pipe.MTE2, f"{why}: ready in the workspace", loc),
+        out = [self._cc(False, t, "ready", Pipe.MTE2, f"{why}: ready in the workspace", loc),
                TileCopy(src=self._ws_region(name), dst=full_region(self.aiv.buffers[t.target]), loc=loc)]
         if t.free is not None:
-            out.append(self._cc(True, t.free, Pipe.MTE2, f"workspace of {name} read", loc))
+            out.append(self._cc(True, t, "free", Pipe.MTE2, f"workspace of {name} read", loc))
         return out
 
     # -- prime and drain
@@ -290,21 +344,25 @@ class _Expander:
                 continue
             name = t.tile
             if t.direction is Direction.C2V and t.route is Route.WORKSPACE:
-                aiv_pre.append(self._cc(True, t.free, Pipe.MTE2, f"prime: workspace of {name} starts free", None))
-                aic_post.append(self._cc(False, t.free, Pipe.FIX, f"drain: the last read of {name}'s workspace", None))
+                aiv_pre.append(self._cc(True, t, "free", Pipe.MTE2, f"prime: workspace of {name} starts free", None))
+                aic_post.append(self._cc(False, t, "free", Pipe.FIX,
+                                         f"drain: the last read of {name}'s workspace", None))
             elif t.direction is Direction.C2V:
-                aiv_pre.append(self._cc(True, t.free, Pipe.V, f"prime: this AIV's UB tile of {name} starts free",
+                aiv_pre.append(self._cc(True, t, "free", Pipe.V, f"prime: this AIV's UB tile of {name} starts free",
                                         None, mode=4))
-                aic_post += [self._cc(False, t.free, Pipe.FIX, f"drain: AIV {sub}'s last use of its UB tile of {name}",
+                aic_post += [self._cc(False, t, "free", Pipe.FIX,
+                                      f"drain: AIV {sub}'s last use of its UB tile of {name}",
                                       None, mode=4, sub=sub) for sub in (0, 1)]
             elif t.route is Route.ON_CHIP:
-                aic_pre += [self._cc(True, t.free, Pipe.MTE1, f"prime: L1 tile {name} starts free for AIV {sub}", None,
+                aic_pre += [self._cc(True, t, "free", Pipe.MTE1,
+                                     f"prime: L1 tile {name} starts free for AIV {sub}", None,
                                      mode=4, sub=sub) for sub in (0, 1)]
-                aiv_post.append(self._cc(False, t.free, Pipe.MTE3, f"drain: the AIC's last load of L1 tile {name}",
+                aiv_post.append(self._cc(False, t, "free", Pipe.MTE3, f"drain: the AIC's last load of L1 tile {name}",
                                          None, mode=4))
             else:
-                aic_pre.append(self._cc(True, t.free, Pipe.MTE2, f"prime: workspace of {name} starts free", None))
-                aiv_post.append(self._cc(False, t.free, Pipe.MTE3, f"drain: the last load of {name}'s workspace", None))
+                aic_pre.append(self._cc(True, t, "free", Pipe.MTE2, f"prime: workspace of {name} starts free", None))
+                aiv_post.append(self._cc(False, t, "free", Pipe.MTE3,
+                                         f"drain: the last load of {name}'s workspace", None))
         return aic_pre, aiv_pre, aic_post, aiv_post
 
 

@@ -23,7 +23,6 @@ from ascend_backend.ir import (
     Kernel,
     Launch,
     Loop,
-    ParallelStore,
     Program,
     Region,
     RowSplit,
@@ -188,7 +187,7 @@ def _split_parallel(op: TileParallel, split, halves: dict, sub) -> TileParallel:
     for ps in op.stores:
         st = ps.store
         indices = list(st.indices) if st.buffer.name in split else [rw(x) for x in st.indices]
-        stores.append(ParallelStore(tirx.BufferStore(st.buffer, rw(st.value), indices), ps.loc))
+        stores.append(dataclasses.replace(ps, store=tirx.BufferStore(st.buffer, rw(st.value), indices)))
     return dataclasses.replace(op, extents=tuple(ext), stores=tuple(stores))
 
 

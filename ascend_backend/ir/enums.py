@@ -163,6 +163,7 @@ class LoopKind(_Named):
     SERIAL = "serial"
     PIPELINED = "pipelined"
     UNROLLED = "unrolled"
+    WHILE = "while"  # `while cond:` (no loop variable, no extent)
 
 
 class Direction(_Named):

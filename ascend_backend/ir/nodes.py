@@ -336,8 +336,8 @@ class Stmt:
 
 @dataclass
 class Loop(Stmt):
-    """``for var in range(start, start + extent * step, step)``; ``slots`` (from multi_buffer)
-    maps a rotating buffer to its slot count."""
+    """``for var in range(start, start + extent * step, step)``, or with kind WHILE ``while cond:``
+    (var and extent None); ``slots`` (from multi_buffer) maps a rotating buffer to its slot count."""
 
     var: Any
     extent: Expr
@@ -347,6 +347,7 @@ class Loop(Stmt):
     slots: dict = field(default_factory=dict)
     start: Expr = 0
     step: int = 1
+    cond: Expr = None
 
 
 @dataclass
@@ -539,6 +540,7 @@ class CrossCoreSet(Stmt):
     mode: int = 2
     sub: int | None = None
     orders: str | None = None
+    transfer: int | None = None  # the Transfer it signals (flag ids may be shared)
 
 
 @dataclass
@@ -552,6 +554,7 @@ class CrossCoreWait(Stmt):
     mode: int = 2
     sub: int | None = None
     orders: str | None = None
+    transfer: int | None = None  # the Transfer it signals (flag ids may be shared)
 
 
 # -- Ascend ops (after lower_tile_ops): one class per template macro
@@ -763,6 +766,7 @@ class _FixpipeToGm(AscOp):
     quant: QuantMode
     relu: bool
     dtype: DType
+    atomic: AtomicOp | None = None
 
     pipe: ClassVar[Pipe] = Pipe.FIX
 
@@ -1060,6 +1064,7 @@ class CrossCoreSetOp(AscOp):
     mode: int = 2
     sub: int | None = None
     orders: str | None = None
+    transfer: int | None = None
 
     macro: ClassVar[str] = "cross_core_set"
     pipe = property(lambda self: self.on)
@@ -1082,6 +1087,7 @@ class CrossCoreWaitOp(AscOp):
     mode: int = 2
     sub: int | None = None
     orders: str | None = None
+    transfer: int | None = None
 
     macro: ClassVar[str] = "cross_core_wait"
     pipe = property(lambda self: self.on)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from .enums import LoopKind
 from .nodes import (
     AscOp,
     CopyToPeerL1,
@@ -24,6 +25,7 @@ from .nodes import (
     If,
     Loop,
     PipeBarrier,
+    Print,
     Receive,
     Region,
     ScalarStore,
@@ -32,6 +34,7 @@ from .nodes import (
     Stmt,
     TileAccumulate,
     TileCopy,
+    TileCumsum,
     TileFill,
     TileGemm,
     TileParallel,
@@ -52,6 +55,12 @@ def _loc(s) -> str:
 
 
 def _loop(s: Loop, ind: str, out: list) -> None:
+    if s.kind is LoopKind.WHILE:
+        out.append(f"{ind}while {s.cond} {{{_loc(s)}")
+        for b in s.body:
+            print_stmt(b, ind + "  ", out)
+        out.append(f"{ind}}}")
+        return
     stages = f" stages={s.num_stages}" if s.num_stages > 1 or s.kind.value == "pipelined" else ""
     slots = f" slots={dict(s.slots)}" if s.slots else ""
     start = "" if isinstance(s.start, int) and s.start == 0 else f"{s.start} + "
@@ -98,8 +107,10 @@ def _parallel_rule(s: TileParallel, ind: str, out: list) -> None:
 def _cc(s) -> str:
     verb = "set" if isinstance(s, CrossCoreSet) else "wait"
     sub = f" aiv={s.sub}" if s.sub is not None else ""
+
     pipe = s.pipe.value if s.pipe is not None else f"<pipe of {s.orders}>"
-    return f"cross_core_{verb} flag={s.flag} mode={s.mode}{sub} on {pipe}  // {s.reason}"
+    tr = f" (transfer {s.transfer})" if s.transfer is not None else ""
+    return f"cross_core_{verb} flag={s.flag} mode={s.mode}{sub} on {pipe}{tr}  // {s.reason}"
 
 
 def _fields(op) -> str:
@@ -141,6 +152,9 @@ RULES: dict[type, Callable] = {
     TileReduce: _line(lambda s: f"reduce_{s.kind} {region(s.src)} -> {region(s.dst)} dim={s.dim} clear={s.clear}"),
     TileParallel: _parallel_rule,
     TileAccumulate: _line(lambda s: f"accumulate {s.dst} += {s.src}"),
+    TileCumsum: _line(lambda s: f"cumsum {region(s.src)} -> {region(s.dst)} dim={s.dim}"
+                      + (" reverse" if s.reverse else "")),
+    Print: _line(lambda s: f"[S] print {s.label} = {s.value}"),
     Send: _line(lambda s: f"send {s.tile} (transfer {s.transfer})"),
     Receive: _line(lambda s: f"receive {s.tile} -> {s.into} (transfer {s.transfer})"),
     CopyToPeerUb: _line(lambda s: f"copy_to_peer_ub {s.src} -> {s.target} of AIV {s.sub}"),
@@ -181,8 +195,9 @@ def print_launch(n: int, lc: Launch) -> list:
     out = [f"launch {n} grid=[{grid}] type={lc.kernel_type}"]
     for t in lc.transfers:
         route = t.route.value if t.route else "?"
-        free = t.free if t.free is not None else "-"
-        out.append(f"  transfer {t.index}: {t.tile} -> {t.target} {t.direction} ready={t.ready} free={free} "
+        ready = "?" if t.ready is None else t.ready
+        free = "?" if t.route is None else ("-" if t.free is None else t.free)
+        out.append(f"  transfer {t.index}: {t.tile} -> {t.target} {t.direction} ready={ready} free={free} "
                    f"route={route}")
     if lc.workspace:
         out.append(f"  workspace {lc.workspace.nbytes} bytes {dict(lc.workspace.offsets)}")

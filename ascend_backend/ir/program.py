@@ -64,17 +64,17 @@ class Transfer:
 
     ``tile`` is the producer's buffer; ``target`` the consumer's (the same name, or for a
     Cube -> Vector product that the AIVs add into their own copy, a fresh ``<tile>_part``).
-    ``ready`` and ``free`` are logical cross-core flag ids (0-10); ``free`` is None where the
-    consumer never needs to release the tile (route decides). ``route`` is None until the route
-    pass picks the workspace or the on-chip path.
+    The route pass picks ``route`` (the workspace or the on-chip path) and the logical cross-core
+    flag ids (0-10): ``ready`` (several transfers may share one, see route.py) and ``free``
+    (None where the consumer never needs to release the tile).
     """
 
     index: int
     tile: str
     target: str
     direction: Direction
-    ready: int
-    free: int | None
+    ready: int | None = None  # set by route
+    free: int | None = None  # set by route (None: no "free" flag)
     loc: SrcLoc | None = None
     loop: int | None = None  # the partition's id of the innermost loop carrying it (None: straight-line)
     route: Route | None = None

@@ -16,7 +16,7 @@ every stage when testing (``compile_kernel(..., verify=True)``; the test suite t
 from __future__ import annotations
 
 from ..errors import InternalCompilerError
-from .enums import AIC_PIPES, AIV_PIPES, BufferKind, Core, Scope
+from .enums import AIC_PIPES, AIV_PIPES, BufferKind, Core, LoopKind, Scope
 from .nodes import (
     AscOp,
     CopyToPeerL1,
@@ -89,7 +89,10 @@ def verify_kernel(k: Kernel, launch: Launch, program: Program, stage: str) -> No
         for r in (v for v in vars(s).values() if isinstance(v, Region)):
             if len(r.base) != len(r.extents):
                 _fail(stage, f"region of {r.buffer} has {len(r.base)} indices and {len(r.extents)} extents")
-        if isinstance(s, Loop):
+        if isinstance(s, Loop) and s.kind is LoopKind.WHILE:
+            if s.cond is None or s.slots:
+                _fail(stage, "a while loop without a condition, or with rotating buffers")
+        elif isinstance(s, Loop):
             if not isinstance(s.step, int) or s.step < 1:
                 _fail(stage, f"loop {s.var} has step {s.step}")
             if s.extent is None:

@@ -43,13 +43,13 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(16);  // acc_s from the Cube to AIV 1: its half is in its UB
         # P arrives in L1 from both AIVs: the AIC's MTE1 waits for each half before its LoadData
         CHECK-NOT: DataCopy(acc_s_cast
-        CHECK: CrossCoreWaitFlag<4, PIPE_MTE1>(2);  // acc_s_cast from AIV 0: its half is in L1
-        CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_MTE1>(18);  // acc_s_cast from AIV 1: its half is in L1
+        CHECK: CrossCoreWaitFlag<4, PIPE_MTE1>(1);  // acc_s_cast from AIV 0: its half is in L1
+        CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_MTE1>(17);  // acc_s_cast from AIV 1: its half is in L1
         CHECK-NOT: DataCopy(acc_s_cast
         CHECK: LoadData(acc_s_cast_l0a, acc_s_cast, LoadData2DParamsV2{
         CHECK: Mmad(acc_o, acc_s_cast_l0a, V_shared_l0b, mp);
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(4);  // acc_o from the Cube to AIV 0
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(20);  // acc_o from the Cube to AIV 1
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(2);  // acc_o from the Cube to AIV 0
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(18);  // acc_o from the Cube to AIV 1
         CHECK: if ASCEND_IS_AIV {
         CHECK: TBuf<TPosition::A1> peer_l1;
         CHECK: LocalTensor<half> acc_s_cast_l1_peer = peer_l1.GetWithOffset<half>(4096, 40960);
@@ -59,8 +59,8 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK: WaitFlag<HardEvent::V_MTE3>(k % 2);
         CHECK-NEXT: DataCopy(acc_s_cast_l1_peer[sub_idx * 512], acc_s_cast, Nd2NzParams{1, (uint16_t)(32), (uint16_t)(64), 0, (uint16_t)(64), (uint16_t)(64), 1, 0});
         CHECK-NEXT: SetFlag<HardEvent::MTE3_V>(k % 2);
-        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_MTE3>(2);  // acc_s_cast from the Vector cores: this AIV's half is in the AIC's L1
-        CHECK: CrossCoreWaitFlag<4, PIPE_V>(4);
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_MTE3>(1);  // acc_s_cast from the Vector cores: this AIV's half is in the AIC's L1
+        CHECK: CrossCoreWaitFlag<4, PIPE_V>(2);
         CHECK-NOT: CrossCoreSetFlag<2
         CHECK-NOT: CrossCoreWaitFlag<2
     """)
@@ -73,13 +73,13 @@ def test_flash_attention_c220_keeps_the_workspace_and_mode_2():
         CHECK: if ASCEND_IS_AIC {
         CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_acc_s_gm
         CHECK: CrossCoreSetFlag<2, PIPE_FIX>(0);
-        CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(2);
+        CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(1);
         CHECK-NEXT: DataCopy(acc_s_cast, ws_acc_s_cast_gm
         CHECK-SAME: Nd2NzParams{
         CHECK: if ASCEND_IS_AIV {
         CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(0);
         CHECK: DataCopy(ws_acc_s_cast_gm
-        CHECK: CrossCoreSetFlag<2, PIPE_MTE3>(2);
+        CHECK: CrossCoreSetFlag<2, PIPE_MTE3>(1);
         CHECK-NOT: CrossCoreSetFlag<4
         CHECK-NOT: CrossCoreWaitFlag<4
         CHECK-NOT: peer
@@ -150,7 +150,7 @@ def test_sync_table_3510_lists_on_chip_flags_with_mode_4():
     assert all(0 <= r["id"] <= 10 and "mode 4" in r["kind"] for r in cc)
     p = next(r for r in cc if r["buffer"] == "AIC:acc_s_cast")
     assert p["producer"].startswith("AIV: DataCopy acc_s_cast") and p["consumer"] == "AIC: LoadData acc_s_cast"
-    assert "AIC ids 2 / 18" in p["kind"] and p["producer_at"].endswith("attention.py:69")
+    assert "AIC ids 1 / 17" in p["kind"] and p["producer_at"].endswith("attention.py:69")
     k2 = ascend_backend.compile(kernels.scaled_a_gemm(), target={"kind": "ascendc", "arch": "dav-3510"},
                                 runtime="emulator")
     free = [r for r in k2.sync_table() if r["event"] == "CrossCore (free)"]

@@ -114,7 +114,7 @@ def test_partition_splits_a_gemm_with_vector_epilogue():
     text = after(gemm_relu(), "partition")
     filecheck(text, """
         CHECK: type=MIX_AIC_1_2
-        CHECK: transfer 0: c -> c_part cube->vector ready=0 free=1 route=?
+        CHECK: transfer 0: c -> c_part cube->vector ready=? free=? route=?
         CHECK: == AIC ==
         CHECK: gemm
         CHECK-NEXT: send c (transfer 0)
@@ -146,9 +146,9 @@ def test_route_c220_uses_the_workspace_with_mode_2_flags():
         CHECK: cross_core_wait flag=1 mode=2 on FIX
         CHECK-NEXT: copy c[0, 0]<64x64> -> ws_c[
         CHECK-NEXT: cross_core_set flag=0 mode=2 on FIX
-        CHECK: cross_core_wait flag=1 mode=2 on FIX  // drain
+        CHECK: cross_core_wait flag=1 mode=2 on FIX (transfer 0)  // drain
         CHECK: == AIV ==
-        CHECK: cross_core_set flag=1 mode=2 on MTE2  // prime
+        CHECK: cross_core_set flag=1 mode=2 on MTE2 (transfer 0)  // prime
         CHECK: cross_core_wait flag=0 mode=2 on MTE2
         CHECK-NEXT: copy ws_c[
     """)
