@@ -61,6 +61,8 @@ class Ranges:
     def analyzer(self) -> tvm.arith.Analyzer:
         an = tvm.arith.Analyzer()
         for v, lo, n in self.vars:
+            if v is None or lo is None or n is None:  # no range known (a while loop)
+                continue
             lo_i, n_i = static_int(lo), static_int(n)
             if lo_i is not None and n_i is not None and n_i < 1:
                 continue  # an empty loop: its body never runs

@@ -622,7 +622,9 @@ def check_windows(program: Program) -> list:
 
     def walk_body(body: list, kernel: Kernel, ranges: Ranges) -> None:
         for s in body:
-            if isinstance(s, Loop):
+            if isinstance(s, Loop) and (s.var is None or s.extent is None):  # a while loop: no range
+                walk_body(s.body, kernel, ranges)
+            elif isinstance(s, Loop):
                 step = s.step if isinstance(s.step, int) else 1
                 span = s.extent if step == 1 else (s.extent - 1) * step + 1
                 walk_body(s.body, kernel, ranges.with_var(s.var, s.start, span))

@@ -240,6 +240,8 @@ class TileLowerer:
         if self.kernel.row_split is not None:
             r = r.with_var(self.kernel.row_split.var, 0, 2)
         for lp in self.loop_stack:
+            if lp.var is None or lp.extent is None:  # a while loop: its variables have no range
+                continue
             span = lp.extent if lp.step == 1 else (lp.extent - 1) * lp.step + 1
             r = r.with_var(lp.var, lp.start, span)
         for c in self.cond_stack:
