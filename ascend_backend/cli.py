@@ -547,7 +547,7 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
     cmd = bisheng_command(src, lib, get_arch(args.arch))
     out.write(f"# kernel {kernel.name} from {args.file} ({sel.how}); arch {args.arch}, block_dim "
               f"{kernel.launch.block_dim}\n")
-    out.write(f"wrote {src} (the kernel and a host wrapper launch_{kernel.name}(block_dim, stream, ...))\n")
+    out.write(f"wrote {src} (the kernel and a host wrapper launch_{kernel.name}(stream, blocks_0, ..., args...))\n")
     out.write("bisheng command:\n")
     out.write(shlex.join(cmd) + "\n")
     if shutil.which("bisheng") is None:

@@ -146,6 +146,9 @@ class VectorEmitter:
             return self.buffers[pool.pop()]
         self.n += 1
         name = f"tmp{self.n}_{dt}"
+        while name in self.buffers:  # a user tile may have this name
+            self.n += 1
+            name = f"tmp{self.n}_{dt}"
         cols = shape[-1]
         align = 32 if dt.bytes == 1 else 16  # every row starts 32 B aligned
         b = Buffer(name=name, shape=tuple(shape), dtype=dt, kind=BufferKind.TEMP, scope=Scope.UB, layout=Layout.ND,

@@ -20,6 +20,7 @@ import dataclasses
 
 from tvm import tirx
 
+from ascend_backend.bounds import Fit, Ranges, fit
 from ascend_backend.dtypes import DType
 from ascend_backend.errors import AlignmentError, InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
@@ -73,6 +74,8 @@ from ascend_backend.ir import (
     VecScanRows,
     VecUnary,
     VecWholeReduce,
+    fresh_name,
+    static_int,
     walk,
 )
 
@@ -92,16 +95,29 @@ def _is_zero(e) -> bool:
     return isinstance(e, int) and e == 0 or isinstance(e, tirx.IntImm) and int(e.value) == 0
 
 
-def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
-    """Map a GM region onto a (rows, cols) tile: innermost dim = columns, next non-unit dim = rows."""
+def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc, ranges: Ranges | None = None) -> GmWindow:
+    """Map a GM region onto a (rows, cols) tile: innermost dim = columns, next non-unit dim = rows.
+
+    A dimension gets a runtime valid extent (``Valid``) where the window may cross the tensor's
+    end: decided from the ranges of the block indices, loop variables and enclosing conditions
+    (``ranges``) when the start depends only on them; a start read from memory crosses where the
+    dimension is symbolic or, along the rows, always (clamped at 0: such a window may even start
+    past the end); along the columns such a start is assumed in bounds when the tile divides the
+    dimension (a column tail changes how the tile is reduced)."""
     shape = list(buf.shape)
     base = list(region.base)
-    ext = [int(e) for e in region.extents]
+    ext = [static_int(e) for e in region.extents]
     if len(base) != len(shape):
         raise UnsupportedError(f"region of '{buf.name}' has {len(base)} indices for a {len(shape)}-D tensor", loc=loc)
-    strides = [1] * len(shape)
+    if None in ext:
+        raise UnsupportedError(
+            f"the copy window of '{buf.name}' has the runtime extent {region.extents[ext.index(None)]} in dimension "
+            f"{ext.index(None)}", loc=loc,
+            hint="a window has the constant shape of its tile; at the end of a symbolic dimension the copy takes "
+            "the tail by itself")
+    strides: list = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * shape[d + 1]
+        strides[d] = _mul(strides[d + 1], shape[d + 1])
     rows_t, cols_t = (tile_shape[0], tile_shape[1]) if len(tile_shape) == 2 else (1, tile_shape[0])
     if len(shape) == 1:
         row_dim = None
@@ -121,18 +137,60 @@ def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
             loc=loc,
         )
     cols_dim = len(shape) - 1
+    trusted = buf.kind is BufferKind.WORKSPACE  # laid out by route: one region per block, always inside
 
-    def valid(d, n) -> Valid:
-        if d is None or (shape[d] % n == 0 and shape[d] >= n):
+    def valid(d, n, along_rows: bool) -> Valid:
+        if d is None or trusted:
             return Valid(n)
-        if isinstance(base[d], int | tirx.IntImm) and 0 <= int(base[d]) and int(base[d]) + n <= shape[d]:
-            return Valid(n)  # a constant window inside the tensor (e.g. the first 512 of 576 columns)
-        return Valid(n, shape[d], base[d])
+        size = shape[d]
+        v = fit(ranges or Ranges(), base[d], n, size)
+        if v.fit is Fit.INSIDE:
+            return Valid(n)
+        if v.fit is Fit.TAIL:
+            return Valid(n, size, base[d])
+        if v.fit is Fit.NEGATIVE:
+            raise UnsupportedError(f"a copy window of '{buf.name}' can start at {v.lo} in dimension {d}", loc=loc,
+                                   hint="a window's start must be >= 0")
+        if v.fit is Fit.UNKNOWN and static_int(size) is not None and not along_rows:
+            s = static_int(size)
+            return Valid(n) if s % n == 0 and s >= n else Valid(n, size, base[d])
+        return Valid(n, size, base[d], clamp=True)
 
-    vr = valid(row_dim, rows_t) if rows_t > 1 else Valid(1)
-    vc = valid(cols_dim, cols_t)
+    vr = valid(row_dim, rows_t, True) if rows_t > 1 else Valid(1)
+    vc = valid(cols_dim, cols_t, False)
     row_stride = strides[row_dim] if row_dim is not None else shape[-1]
-    return GmWindow(buf.name, tuple(base), tuple(strides), rows_t, cols_t, row_stride, vr, vc)
+    return GmWindow(buf.name, tuple(base), tuple(strides), rows_t, cols_t, row_stride, vr, vc, wide=buf.wide)
+
+
+def _window_2d(region: Region, buf: Buffer, loc) -> tuple:
+    """(rows, cols) of a GM window: the innermost extent and the one other extent above 1."""
+    ext = [int(e) for e in region.extents]
+    outer = [e for e in ext[:-1] if e != 1]
+    if len(outer) > 1:
+        raise UnsupportedError(f"T.copy between global tensors of the window {ext} of '{buf.name}': a GM -> GM copy "
+                               "moves a 2-D window (one extent above 1 besides the innermost)", loc=loc,
+                               hint="copy one 2-D slice at a time (a loop over the outer dimension)")
+    return (outer[0] if outer else 1), ext[-1]
+
+
+def _rows_of(region: Region, r0: int, n: int) -> Region:
+    """Rows r0 .. r0 + n of a 2-D GM window (its non-unit outer dimension)."""
+    ext = [int(e) for e in region.extents]
+    outer = [d for d in range(len(ext) - 1) if ext[d] != 1]
+    if not outer:
+        return region
+    d = outer[0]
+    base, extents = list(region.base), list(ext)
+    base[d] = base[d] + r0 if r0 else base[d]
+    extents[d] = n
+    return Region(region.buffer, tuple(base), tuple(extents))
+
+
+def _mul(a, b):
+    x, y = static_int(a), static_int(b)
+    if x is not None and y is not None:
+        return x * y
+    return (x if x is not None else a) * (y if y is not None else b)
 
 
 def column_of(gm: Buffer, region: Region, tile_shape: tuple) -> tuple[int, int] | None:
@@ -155,8 +213,11 @@ PINGPONG = ("_ping", "_pong")
 
 
 class TileLowerer:
-    def __init__(self, kernel: Kernel, arch, compact_temps: bool = False) -> None:
+    def __init__(self, kernel: Kernel, arch, grid: list | None = None, compact_temps: bool = False) -> None:
         self.kernel = kernel
+        self.grid = grid or []
+        self.cond_stack: list = []  # conditions of the enclosing ifs
+        self.l0_names: dict = {}  # (L1 tile, scope, ping/pong suffix) -> its L0 buffers
         self.buffers = kernel.copy_buffers()
         self.arch = arch
         self.vec = VectorEmitter(self.buffers, arch, compact=compact_temps)
@@ -184,8 +245,12 @@ class TileLowerer:
                 self.loop_stack.pop()
                 out.append(dataclasses.replace(s, body=inner))
             elif isinstance(s, If):
-                out.append(dataclasses.replace(s, then_body=self.lower_body(s.then_body),
-                                               else_body=self.lower_body(s.else_body)))
+                self.cond_stack.append(s.cond)
+                then_body = self.lower_body(s.then_body)
+                self.cond_stack[-1] = tirx.Not(s.cond)
+                else_body = self.lower_body(s.else_body)
+                self.cond_stack.pop()
+                out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body))
             elif isinstance(s, ScalarStore | Print):
                 out.append(s)
             else:
@@ -198,6 +263,25 @@ class TileLowerer:
                     self._track_valid(op)
                     out.append(op)
         return out
+
+    def ranges(self) -> Ranges:
+        """The block indices, loop variables (and this AIV's half) in scope, with their ranges."""
+        r = Ranges()
+        for ax in self.grid:
+            r = r.with_var(ax.var, 0, ax.extent)
+        if self.kernel.row_split is not None:
+            r = r.with_var(self.kernel.row_split.var, 0, 2)
+        for lp in self.loop_stack:
+            if lp.var is None or lp.extent is None:  # a while loop: its variables have no range
+                continue
+            span = lp.extent if lp.step == 1 else (lp.extent - 1) * lp.step + 1
+            r = r.with_var(lp.var, lp.start, span)
+        for c in self.cond_stack:
+            r = r.with_cond(c)
+        return r
+
+    def window(self, buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
+        return gm_window(buf, region, tile_shape, loc, self.ranges())
 
     def _track_valid(self, op) -> None:
         """Propagate the valid column count of UB tiles through the ops that write them."""
@@ -228,6 +312,8 @@ class TileLowerer:
             return [self.copy_gm_l1(s, src, dst)]
         if key == (Scope.L0C, Scope.GM):
             return [self.fixpipe_gm(s, src, dst)]
+        if key == (Scope.GM, Scope.GM):
+            return self.copy_gm_gm(s, src, dst)
         if s.atomic is not None and dst.scope is Scope.UB:
             # One vector program per block: an atomic add into a tile is a plain add.
             self._check_full(s.src, src, s)
@@ -256,7 +342,7 @@ class TileLowerer:
     def copy_gm_ub(self, s: TileCopy, gm: Buffer, ub: Buffer) -> list:
         self._check_full(s.dst, ub, s)
         column = column_of(gm, s.src, ub.shape)
-        w = gm_window(gm, s.src, ub.shape, s.loc) if column is None else None
+        w = self.window(gm, s.src, ub.shape, s.loc) if column is None else None
         stage = ub
         ops = []
         if gm.dtype != ub.dtype:
@@ -273,7 +359,7 @@ class TileLowerer:
     def copy_ub_gm(self, s: TileCopy, ub: Buffer, gm: Buffer) -> list:
         self._check_full(s.src, ub, s)
         column = column_of(gm, s.dst, ub.shape)
-        w = gm_window(gm, s.dst, ub.shape, s.loc) if column is None else None
+        w = self.window(gm, s.dst, ub.shape, s.loc) if column is None else None
         ops = []
         stage = ub
         if gm.dtype != ub.dtype:
@@ -339,6 +425,41 @@ class TileLowerer:
         self.vec.release(stage)
         return ops
 
+    # Bytes of UB one GM -> GM stage takes at most (the rest of the UB stays for the kernel's tiles).
+    GM_GM_STAGE_BYTES = 32 * 1024
+
+    def copy_gm_gm(self, s: TileCopy, src: Buffer, dst: Buffer) -> list:
+        """GM -> GM: there is no documented GM -> GM DataCopy, so the window goes through UB: GM -> UB
+        (MTE2), a cast on the vector unit when the dtypes differ, UB -> GM (MTE3, atomic when asked),
+        in chunks of rows that keep each stage within GM_GM_STAGE_BYTES."""
+        rows_s, cols_s = _window_2d(s.src, src, s.loc)
+        rows_d, cols_d = _window_2d(s.dst, dst, s.loc)
+        if (rows_s, cols_s) != (rows_d, cols_d):
+            raise UnsupportedError(
+                f"T.copy from '{src.name}' window {[int(e) for e in s.src.extents]} to '{dst.name}' window "
+                f"{[int(e) for e in s.dst.extents]}: the windows have different shapes", loc=s.loc,
+                hint="copy windows of the same (rows, columns) shape")
+        rows, cols = rows_s, cols_s
+        pitch = (cols + 15) // 16 * 16
+        per_row = pitch * (src.elem_bytes + (dst.elem_bytes if dst.dtype != src.dtype else 0))
+        chunk = max(1, min(rows, self.GM_GM_STAGE_BYTES // per_row))
+        ops: list = []
+        for r0 in range(0, rows, chunk):
+            n = min(chunk, rows - r0)
+            shape = (n, cols) if rows > 1 else (cols,)
+            stage = self.vec.temp(shape, src.dtype)
+            src_r, dst_r = _rows_of(s.src, r0, n), _rows_of(s.dst, r0, n)
+            ops.append(self.gm_ub_op(src, stage, self.window(src, src_r, shape, s.loc), s.loc))
+            out = stage
+            if dst.dtype != src.dtype:
+                out = self.vec.temp(shape, dst.dtype)
+                ops.extend(self.vec.copy_or_cast(out.name, stage.name, s.loc))
+            ops.append(self.ub_gm_op(out, dst, self.window(dst, dst_r, shape, s.loc), s.loc, atomic=s.atomic))
+            self.vec.release(stage)
+            if out is not stage:
+                self.vec.release(out)
+        return ops
+
     @staticmethod
     def _form(gm: Buffer, ub: Buffer, w: GmWindow) -> CopyForm:
         """One DataCopy when the window is whole, contiguous rows of 32 B multiples; else DataCopyPad."""
@@ -375,7 +496,7 @@ class TileLowerer:
                 raise UnsupportedError(f"T.copy from '{gm.name}' ({gm.dtype}) to gemm operand '{l1.name}' ({l1.dtype}) "
                                        "would need a cast on the way into L1", loc=s.loc,
                                        hint="give the global tensor the operand's dtype")
-            w = gm_window(gm, s.src, (n, l1.cols), s.loc)
+            w = self.window(gm, s.src, (n, l1.cols), s.loc)
             self.valid_extents.pop(l1.name, None)
             return CopyGmToL1(gm=gm.name, l1=l1.name, window=w, l1_rows=l1.rows, dtype=gm.dtype, row0=row0, loc=s.loc)
         if gm.dtype != l1.dtype:
@@ -383,13 +504,13 @@ class TileLowerer:
                 f"T.copy from '{gm.name}' ({gm.dtype}) to gemm operand '{l1.name}' ({l1.dtype}) would need a cast "
                 "on the way into L1, which the hardware path (Nd2Nz) cannot do",
                 loc=s.loc, hint="give the global tensor the operand's dtype")
-        w = gm_window(gm, s.src, l1.shape, s.loc)
+        w = self.window(gm, s.src, l1.shape, s.loc)
         self.valid_extents[l1.name] = (w.valid_rows, w.valid_cols, gm.shape, s.loc)
         return CopyGmToL1(gm=gm.name, l1=l1.name, window=w, l1_rows=l1.rows, dtype=gm.dtype, loc=s.loc)
 
     def fixpipe_gm(self, s: TileCopy, l0c: Buffer, gm: Buffer):
         self._check_full(s.src, l0c, s)
-        w = gm_window(gm, s.dst, l0c.shape, s.loc)
+        w = self.window(gm, s.dst, l0c.shape, s.loc)
         quant = FIXPIPE_QUANT.get((l0c.dtype, gm.dtype))
         outs = dict(self.arch.fixpipe_dtypes).get(l0c.dtype, ())
         if quant is None or gm.dtype not in outs:
@@ -557,7 +678,7 @@ class TileLowerer:
 
     # ------------------------------------------------------------ parallel
     def lower_parallel(self, s: TileParallel) -> list:
-        return ParallelLowerer(self.vec, self.buffers, s, self.gm_ub_op, self.ub_gm_op, gm_window,
+        return ParallelLowerer(self.vec, self.buffers, s, self.gm_ub_op, self.ub_gm_op, self.window,
                                columns=(column_of, self.column_to_ub, self.column_to_gm)).lower()
 
     # ------------------------------------------------------------ gemm
@@ -733,6 +854,12 @@ class TileLowerer:
         if not kv.tail:
             return Valid(K)
         gk = gshape[-2] if tA else gshape[-1]
+        if static_int(gk) is None:
+            raise UnsupportedError(
+                f"the reduction dimension K = {gk} of the gemm is symbolic: the Cube core takes whole 16-element "
+                "fractals along K, which a runtime tail of an unknown K may not be",
+                loc=s.loc, hint="give K a constant size (symbolic M and N are fine), or pad it to a multiple of the "
+                "tile's K")
         unit = 16 if tA or A.elem_bytes != 1 else 32   # fractal width along K: 32 bytes of a column block
         if gk % unit:
             raise AlignmentError(
@@ -745,12 +872,14 @@ class TileLowerer:
         return kv
 
     def _l0(self, l1: Buffer, scope: Scope, shape: tuple, suffix: str = "") -> Buffer:
-        name = f"{l1.name}_{scope.value.lower()}{suffix}"
-        n = 1
-        while name in self.buffers and self.buffers[name].numel < shape[0] * shape[1]:
-            # another gemm loads this L1 tile into a smaller L0 buffer: a buffer of its own
-            name = f"{l1.name}_{scope.value.lower()}{suffix}_{n}"
-            n += 1
+        # The L0 buffers made for this L1 tile: reuse the first that is large enough (another gemm
+        # may load this tile into a smaller chunk: then a buffer of its own); fresh names never take
+        # a user tile's (a_l0a).
+        made = self.l0_names.setdefault((l1.name, scope, suffix), [])
+        name = next((n for n in made if self.buffers[n].numel >= shape[0] * shape[1]), None)
+        if name is None:
+            name = fresh_name(f"{l1.name}_{scope.value.lower()}{suffix}", self.buffers)
+            made.append(name)
         self._l0_of.setdefault((l1.name, scope), set()).add(name)
         if name not in self.buffers:
             layout = self.arch.l0a_layout if scope is Scope.L0A else self.arch.l0b_layout
@@ -815,7 +944,7 @@ def lower_tile_ops(program: Program, compact_temps: bool = False) -> Program:
     """Lower tile ops to pipe-tagged Ascend ops in every kernel. ``compact_temps``: element-wise
     results overwrite their operands' temporaries (the driver's second try when the first
     lowering does not fit the memory budget)."""
-    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch, compact_temps).run())
+    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch, lc.grid, compact_temps).run())
     verify_lowered(out)
     return out
 

@@ -52,6 +52,7 @@ from ascend_backend.ir import (
     TileParallel,
     TileReduce,
     Transfer,
+    fresh_name,
     walk,
 )
 
@@ -144,7 +145,7 @@ class _Partitioner:
                 self.vector_bufs |= tile_buffers(s)
             elif isinstance(s, TileCopy):
                 src, dst = s.src.buffer, s.dst.buffer
-                gm = {n for n in (src, dst) if self.bufs[n].kind is BufferKind.PARAM}
+                gm = {n for n in (src, dst) if self.bufs[n].kind.in_gm}
                 local = {src, dst} - gm
                 if len(local) == 2 or (local and not (local & (self.operands | self.accs))):
                     self.vector_bufs |= local
@@ -175,7 +176,9 @@ class _Partitioner:
         if isinstance(op, TileFill):
             return Core.AIC if op.dst.buffer in self.accs - self.mixed_accs else Core.AIV
         if isinstance(op, TileCopy):
-            local = [n for n in (op.src.buffer, op.dst.buffer) if self.bufs[n].kind is not BufferKind.PARAM]
+            local = [n for n in (op.src.buffer, op.dst.buffer) if not self.bufs[n].kind.in_gm]
+            if not local:  # GM -> GM: staged through the UB of a vector core
+                return Core.AIV
             if all(n in (self.operands - self.mixed_operands) or n in (self.accs - self.mixed_accs) for n in local):
                 return Core.AIC
             return Core.AIV
@@ -188,7 +191,7 @@ class _Partitioner:
                 return t
         target = tile
         if accumulate:
-            target = f"{tile}_part"
+            target = fresh_name(f"{tile}_part", set(self.bufs) | set(self.extra_aiv))
             if target not in self.extra_aiv:
                 b = self.bufs[tile]
                 self.extra_aiv[target] = Buffer(name=target, shape=b.shape, dtype=b.dtype, kind=BufferKind.FRAGMENT,
@@ -409,12 +412,12 @@ def partition_launch(launch: Launch) -> Launch:
         return launch.replace(kernels={core: kernel.replace(core=core)})
     state = {n: "vec" for n in p.mixed_accs}  # where the current value of each mixed acc lives
     aic_body, aiv_body, _ = p.body(kernel.body, state)
-    params = {n: dataclasses.replace(b) for n, b in kernel.buffers.items() if b.kind is BufferKind.PARAM}
+    params = {n: dataclasses.replace(b) for n, b in kernel.buffers.items() if b.kind.in_gm}
 
     def own(body: list, extra: dict) -> dict:
         used = {n for s in walk(body) if not isinstance(s, Loop | If) for n in tile_buffers(s)}
         local = {n: dataclasses.replace(b) for n, b in kernel.buffers.items()
-                 if b.kind is not BufferKind.PARAM and n in used}
+                 if not b.kind.in_gm and n in used}
         return {**params, **local, **{n: dataclasses.replace(b) for n, b in extra.items()}}
 
     aic = Kernel(core=Core.AIC, buffers=own(aic_body, {}), body=aic_body, names=kernel.names)

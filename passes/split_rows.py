@@ -40,10 +40,13 @@ SUB = "sub_idx"
 
 
 def _crossing_heights(launch: Launch, aiv: Kernel) -> set:
-    heights = {b.shape[0] // launch.block_dim for b in aiv.buffers.values() if b.kind is BufferKind.WORKSPACE}
+    heights = set()
     for t in launch.transfers:
         if t.on_chip:
             heights.add(aiv.buffers[t.target].shape[0])
+        elif t.ws in aiv.buffers:  # one region of the tile's rows per block
+            k = next(k for k in launch.kernels.values() if t.tile in k.buffers)
+            heights.add(k.buffers[t.tile].shape[0])
     return heights
 
 
@@ -70,7 +73,7 @@ def split_rows_launch(launch: Launch) -> Launch:
     _refuse_cross_row_ops(aiv.body, split, halves)
 
     def region(r: Region, tile: str | None) -> Region:
-        if tile not in split or buffers[r.buffer].kind not in (BufferKind.PARAM, BufferKind.WORKSPACE):
+        if tile not in split or not buffers[r.buffer].kind.in_gm:
             if r.buffer in split:
                 return dataclasses.replace(r, extents=(halves[split[r.buffer]], *r.extents[1:]))
             return r
@@ -85,6 +88,9 @@ def split_rows_launch(launch: Launch) -> Launch:
         return Region(r.buffer, tuple(base), tuple(ext))
 
     def fix(op):
+        if isinstance(op, TileCopy) and buffers[op.src.buffer].kind.in_gm and buffers[op.dst.buffer].kind.in_gm:
+            # GM -> GM involves no row-split tile: one AIV of the pair does it.
+            return If(cond=tirx.EQ(sub, 0), then_body=[op], loc=op.loc)
         if isinstance(op, TileCopy):
             return dataclasses.replace(op, src=region(op.src, op.dst.buffer), dst=region(op.dst, op.src.buffer))
         if isinstance(op, TileFill):
@@ -138,7 +144,7 @@ def _refuse_cross_row_ops(body: list, split: dict, halves: dict) -> None:
 def _row_vectors(k: Kernel, R: int) -> set:
     """1-D buffers of length R that hold one value per row (not per column)."""
     one_d = {n for n, b in k.buffers.items() if len(b.shape) == 1 and b.shape[0] == R
-             and b.kind is not BufferKind.PARAM}
+             and not b.kind.in_gm}
     rows: set = set()
     links: list = []
     for s in walk(k.body):

@@ -34,6 +34,7 @@ from .nodes import (
     Param,
     Region,
     ScalarStore,
+    ShapeVar,
     TileCopy,
     TileCumsum,
     TileFill,
@@ -41,7 +42,7 @@ from .nodes import (
     TileParallel,
     TileReduce,
 )
-from .program import Kernel, Launch, Program
+from .program import Kernel, Launch, Program, global_scratch
 
 
 def _imm(x):
@@ -89,6 +90,7 @@ class ProgramBuilder:
         self.params: list[Param] = []
         self.buffers: dict[str, Buffer] = {}
         self.launches: list[Launch] = []
+        self.shape_vars: list[ShapeVar] = []
         self._stack: list[list] | None = None
 
     # -- declarations
@@ -109,6 +111,16 @@ class ProgramBuilder:
         self.params.append(Param(name=name, dtype=dtype(dt), var=v))
         return v
 
+    def dim(self, name: str, dt: str = "int32"):
+        """A symbolic dimension (T.dynamic): its tvm Var, for tensor shapes and grid extents."""
+        v = tirx.Var(name, dt)
+        self.shape_vars.append(ShapeVar(name=name, var=v, dtype=dtype(dt)))
+        return v
+
+    def global_(self, name: str, shape: tuple, dt: str) -> Handle:
+        """A T.alloc_global tensor."""
+        return self._buffer(name, shape, dt, BufferKind.GLOBAL, Scope.GM)
+
     def tile(self, name: str, shape: tuple, dt: str, fragment: bool = False) -> Handle:
         return self._buffer(name, shape, dt, BufferKind.FRAGMENT if fragment else BufferKind.SHARED)
 
@@ -120,8 +132,8 @@ class ProgramBuilder:
     @contextlib.contextmanager
     def launch(self, grid: list) -> Iterator[tuple]:
         """One T.Kernel: yields its block index variables."""
-        axes = [GridAxis(tirx.Var(f"b{'xyz'[n]}", "int32"), int(e), f"blockIdx.{'xyz'[n]}")
-                for n, e in enumerate(grid)]
+        axes = [GridAxis(tirx.Var(f"b{'xyz'[n]}", "int32"), e if isinstance(e, int) else _imm(e),
+                         f"blockIdx.{'xyz'[n]}") for n, e in enumerate(grid)]
         body: list = []
         self._stack = [body]
         yield tuple(ax.var for ax in axes)
@@ -158,7 +170,7 @@ class ProgramBuilder:
 
     # -- ops
     @staticmethod
-    def _regions(src, dst) -> tuple[Region, Region]:
+    def _regions(src, dst, extents: tuple | None = None) -> tuple[Region, Region]:
         def shape_of(x):
             return tuple(x.buffer.shape) if isinstance(x, Handle) else None
 
@@ -167,11 +179,12 @@ class ProgramBuilder:
                 return x.full()
             return Region(x.handle.name, x.start, tuple(x.extents if x.extents is not None else ext))
 
-        ext = shape_of(src) or shape_of(dst)
+        ext = extents or shape_of(src) or shape_of(dst)
         return region(src, ext), region(dst, ext)
 
-    def copy(self, src, dst, atomic: AtomicOp | None = None) -> None:
-        s, d = self._regions(src, dst)
+    def copy(self, src, dst, atomic: AtomicOp | None = None, extents: tuple | None = None) -> None:
+        """``extents``: the window's, when neither side is a whole tile (GM -> GM, a row of a tensor)."""
+        s, d = self._regions(src, dst, extents)
         self._emit(TileCopy(src=s, dst=d, atomic=atomic))
 
     def atomic_add(self, src, dst) -> None:
@@ -203,7 +216,8 @@ class ProgramBuilder:
         self._emit(ScalarStore(buffer=dst.name, indices=tuple(_imm(i) for i in idx), value=value))
 
     def build(self) -> Program:
-        return Program(name=self.name, arch=self.arch, params=list(self.params), launches=list(self.launches))
+        return Program(name=self.name, arch=self.arch, params=list(self.params), launches=list(self.launches),
+                       shape_vars=list(self.shape_vars), globals=global_scratch(self.buffers))
 
 
 __all__ = ["Handle", "ProgramBuilder"]

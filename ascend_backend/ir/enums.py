@@ -83,6 +83,12 @@ class BufferKind(_Named):
     LOCAL = "local"  # T.alloc_local / T.alloc_var: scalar unit values
     TEMP = "temp"  # made by the compiler
     WORKSPACE = "workspace"  # a GM region carrying tiles between the Cube and the Vector cores
+    GLOBAL = "global"  # T.alloc_global: GM scratch the launcher allocates, kept across the launches
+
+    @property
+    def in_gm(self) -> bool:
+        """A tensor in global memory (an argument, a T.alloc_global, a workspace region)."""
+        return self in (BufferKind.PARAM, BufferKind.GLOBAL, BufferKind.WORKSPACE)
 
 
 class QuantMode(_Named):

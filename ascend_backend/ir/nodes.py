@@ -44,15 +44,31 @@ def _round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
 
 
+def static_int(e) -> int | None:
+    """``e`` as a Python int when it is a constant (an int or a TVM IntImm), else None."""
+    if isinstance(e, bool):
+        return int(e)
+    if isinstance(e, int):
+        return e
+    from tvm import tirx
+
+    if isinstance(e, tirx.IntImm):
+        return int(e.value)
+    return None
+
+
 # ---------------------------------------------------------------- buffers and parameters
 
 
 @dataclass
 class Buffer:
-    """A tensor: a GM parameter, a user tile buffer, a scalar local or a compiler temporary."""
+    """A tensor: a GM parameter, a user tile buffer, a scalar local or a compiler temporary.
+
+    ``shape`` holds ints, except the dimensions of a GM tensor that are symbolic (T.symbolic /
+    T.dynamic, a runtime grid's workspace): those are TVM PrimExprs of the shape variables."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: tuple
     dtype: DType
     kind: BufferKind
     loc: SrcLoc | None = None
@@ -76,11 +92,24 @@ class Buffer:
         return self.shape[-1]
 
     @property
-    def numel(self) -> int:
+    def numel(self):
+        """Elements: an int, or a PrimExpr when the shape is symbolic."""
         n = 1
         for s in self.shape:
-            n *= int(s)
+            n = n * (static_int(s) if static_int(s) is not None else s)
         return n
+
+    @property
+    def symbolic(self) -> bool:
+        return any(static_int(s) is None for s in self.shape)
+
+    @property
+    def wide(self) -> bool:
+        """Whether an element offset may need 64 bits: the tensor may hold 2**31 or more elements
+        (a symbolic shape, or a static one that large). Otherwise every in-bounds offset, and each
+        non-negative partial sum of one, fits int32."""
+        n = static_int(self.numel)
+        return n is None or n >= 2**31
 
     @property
     def slot_elems(self) -> int:
@@ -121,11 +150,27 @@ class Param:
 
 
 @dataclass(frozen=True)
+class ShapeVar:
+    """A symbolic dimension of the kernel's tensors (``T.symbolic`` / ``T.dynamic``, ``N =
+    T.int32()`` in the printed TIR). The kernel entry takes it as a scalar argument after the
+    PrimFunc's own; the callable derives it from the tensors: ``sources`` lists the (parameter,
+    dimension) pairs whose extent is exactly this variable. ``param`` when the PrimFunc also takes
+    it as a scalar argument of its own (the callable then checks that the two agree)."""
+
+    name: str
+    var: Any
+    dtype: DType
+    sources: tuple = ()
+    param: bool = False
+
+
+@dataclass(frozen=True)
 class GridAxis:
-    """One dimension of the launch grid: its block index variable and extent."""
+    """One dimension of the launch grid: its block index variable and extent (an int, or a PrimExpr
+    of the scalar arguments and shape variables: a grid sized at call time)."""
 
     var: Any
-    extent: int
+    extent: Any
     tag: str = "blockIdx.x"
 
 
@@ -147,11 +192,14 @@ class Region:
 @dataclass(frozen=True)
 class Valid:
     """How many of a tile's ``n`` rows (or columns) hold data: ``n``, or at a tail of the global
-    extent ``size`` the runtime value min(n, size - base)."""
+    extent ``size`` the runtime value min(n, size - base). ``size`` is an int or, for a symbolic
+    dimension, a PrimExpr; ``clamp`` when the window may start past the end (the value is then
+    clamped to 0: DataCopyPad with a zero length is a no-op)."""
 
     n: int
-    size: int | None = None
+    size: Any = None
     base: Expr = None
+    clamp: bool = False
 
     @property
     def tail(self) -> bool:
@@ -164,16 +212,19 @@ class Valid:
 @dataclass(frozen=True)
 class GmWindow:
     """A (rows, cols) tile window of a GM tensor: its start indices and element strides, the
-    tensor dimension that carries the rows (None for 1-D), and the valid extents."""
+    tensor dimension that carries the rows (None for 1-D), and the valid extents. Strides are
+    ints or, for a tensor with symbolic dimensions, PrimExprs; ``wide`` when the element offset
+    can exceed 2**31 - 1 (the offset is then computed in 64 bits)."""
 
     tensor: str
     base: tuple
     strides: tuple
     rows: int
     cols: int
-    row_stride: int
+    row_stride: Any
     valid_rows: Valid
     valid_cols: Valid
+    wide: bool = False
 
     def __str__(self) -> str:
         base = ", ".join(str(b) for b in self.base)
@@ -1240,7 +1291,8 @@ __all__ = [
     "FirstIteration", "FixpipeToGmArch3510", "FixpipeToGmV220", "FixpipeToPeerUb", "FlagRecord", "GmWindow",
     "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DV2", "Loop", "Mmad", "Param", "ParallelStore",
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
-    "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
+    "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
+    "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
     "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
