@@ -281,6 +281,7 @@ class _Importer:
             return self._stmts(inner.body)
         if isinstance(stmt, tirx.BufferStore):
             name = self.buffer_name(stmt.buffer)
+            _check_depth(stmt.value, loc)
             return [ScalarStore(buffer=name, indices=tuple(stmt.indices), value=stmt.value, loc=loc)]
         if isinstance(stmt, tirx.AttrStmt):
             if str(stmt.attr_key) == "threadblock_swizzle_pattern":
@@ -336,6 +337,7 @@ class _Importer:
                 value = s.value
                 if cond is not None:  # `if c: x[i, j] = v` is x[i, j] = c ? v : x[i, j]
                     value = tirx.if_then_else(cond, value, tirx.BufferLoad(s.buffer, s.indices))
+                _check_depth(value, sl)
                 stores.append(ParallelStore(tirx.BufferStore(s.buffer, value, s.indices), sl))
             elif isinstance(s, tirx.IfThenElse):
                 c = s.condition if cond is None else tirx.And(cond, s.condition)
@@ -423,6 +425,38 @@ class _Importer:
         return [TileGemm(a=self._region(a[0], loc), b=self._region(a[1], loc), c=self._region(a[2], loc),
                          trans_a=bool(a[3]), trans_b=bool(a[4]), clear_accum=bool(a[9]) if len(a) > 9 else False,
                          loc=loc)]
+
+
+#: The deepest expression tree the passes take. They walk expressions recursively; a tree this deep
+#: compiles with room to spare below Python's default recursion limit (about 480 levels do).
+MAX_EXPR_DEPTH = 256
+_EXPR_CHILDREN = ("a", "b", "value", "args", "indices", "condition", "true_value", "false_value")
+
+
+def expr_depth(expr) -> int:
+    """The depth of an expression tree (a leaf is 1), walked without recursion."""
+    deepest, stack = 0, [(expr, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        for attr in _EXPR_CHILDREN:
+            child = getattr(node, attr, None) if isinstance(node, tvm.ir.PrimExpr) else None
+            if child is None:
+                continue
+            if isinstance(child, tvm.ir.PrimExpr):
+                stack.append((child, d + 1))
+            elif not isinstance(child, str | int | float) and hasattr(child, "__len__"):
+                stack.extend((c, d + 1) for c in child if isinstance(c, tvm.ir.PrimExpr))
+    return deepest
+
+
+def _check_depth(expr, loc) -> None:
+    depth = expr_depth(expr)
+    if depth > MAX_EXPR_DEPTH:
+        raise UnsupportedError(
+            f"this expression is nested {depth} levels deep; the ascendc target takes at most {MAX_EXPR_DEPTH}",
+            loc=loc, hint="split it into several statements through a temporary tile (t[i, j] = <first part>; "
+            "x[i, j] = t[i, j] + <rest>)")
 
 
 def _inline_binds(seq) -> list:
