@@ -537,12 +537,24 @@ def _kind_of(scope: str) -> BufferKind:
 def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Program:
     """Import ``func`` into the kernel IR (stage ``frontend``)."""
     if not isinstance(func, tirx.PrimFunc):
-        raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}")
+        raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}",
+                               hint=_not_primfunc_hint(func))
     gname = name or (str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main")
     kname = _c_identifier(gname)
     if kname == "main":
         kname = "main_kernel"  # `main` is reserved for the C++ entry point
     return _Importer(func, kname, arch).run()
+
+
+def _not_primfunc_hint(obj) -> str:
+    """What to pass instead of ``obj``."""
+    if type(obj).__name__ == "JITImpl":
+        return ("a @tilelang.jit function: decorate it with @ascend_backend.jit instead, or pass its PrimFunc "
+                "(f.get_tir(...))")
+    if callable(obj):
+        name = getattr(obj, "__name__", "f")
+        return f"'{name}' is a function: pass the PrimFunc it returns, e.g. ascend_backend.compile({name}(...))"
+    return "pass the @T.prim_func kernel (or the PrimFunc a kernel factory returns)"
 
 
 def _c_identifier(s: str) -> str:
