@@ -264,7 +264,7 @@ def _call(c: Candidate, params: dict[str, Any], path: str) -> Any:
         raise
     except Exception as exc:  # noqa: BLE001 - a failure in the user's factory
         ours = translate(exc)  # tilelang's / TVM's exception: ours, at the user's line
-        if ours is not None:
+        if ours is not None and ours.loc is not None:
             raise ours from None
         where = _user_frames(exc, path)
         raise CliError(f"error: {c.name}({_fmt_params(params)}) failed"
@@ -301,10 +301,12 @@ def _fmt_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
-def _listing(cands: Sequence[Candidate]) -> str:
+def _listing(cands: Sequence[Candidate], failures: dict[str, str] | None = None) -> str:
     if not cands:
         return "  (none: FILE defines no PrimFunc, kernel factory or example())"
-    return "\n".join(f"  {c.describe()}" for c in cands)
+    failures = failures or {}
+    return "\n".join(f"  {c.describe()}" + (f"\n      failed: {failures[c.name]}" if c.name in failures else "")
+                     for c in cands)
 
 
 def _as_selected(c: Candidate, result: Any, params: dict[str, Any]) -> Selected:
@@ -349,7 +351,10 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
     if example is not None:
         return _as_selected(example, _call(example, params, path), params)
 
+    from ascend_backend.errors import AscendCompileError
+
     found: list[tuple[Candidate, Any]] = []
+    failures: dict[str, str] = {}  # candidates whose kernel failed to build: shown when none qualifies
     for c in cands:
         if c.kind in ("primfunc", "compiled"):
             if not params:
@@ -358,6 +363,9 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
         try:
             result = _call(c, params, path)
         except CliError:
+            continue
+        except AscendCompileError as exc:
+            failures[c.name] = str(exc).splitlines()[0]
             continue
         if isinstance(result, tirx.PrimFunc | AscendKernel | Case):
             found.append((c, result))
@@ -368,7 +376,7 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
         with_params = " and " + _fmt_params(params) if params else ""
         raise CliError(f"error: no kernel found in {path}: no example(), and no top-level function returns a "
                        f"PrimFunc when called with its defaults{with_params}"
-                       f"; candidates:\n{_listing(cands)}\n  hint: pick one with --kernel NAME "
+                       f"; candidates:\n{_listing(cands, failures)}\n  hint: pick one with --kernel NAME "
                        "(and --param K=V for arguments without defaults)")
     raise CliError(f"error: {path} defines {len(found)} kernels; pick one with --kernel NAME:\n"
                    + _listing([c for c, _ in found]))

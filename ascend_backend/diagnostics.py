@@ -127,9 +127,17 @@ def _structural_shapes(text: str) -> tuple[str, str] | None:
     return m.group(1).strip(), m.group(2).strip()
 
 
-def translate(exc: BaseException) -> AscendCompileError | None:
+def translate(exc: BaseException, context: str | None = None) -> AscendCompileError | None:
     """Our error for an exception tilelang or TVM raised while the user's code built a kernel;
-    None for one we leave alone (ours already, an internal error, or the user's own raise)."""
+    None for one we leave alone (ours already, an internal error, or the user's own raise).
+    ``context`` (e.g. the kernel function's name) starts the message when no user line is found."""
+    err = _translate(exc)
+    if err is not None and err.loc is None and context:
+        return type(err)(f"{context}: {err.what}", hint=err.hint)
+    return err
+
+
+def _translate(exc: BaseException) -> AscendCompileError | None:
     if isinstance(exc, AscendCompileError | InternalCompilerError) or not isinstance(exc, Exception):
         return None
     if raised_by_user(exc):
@@ -156,7 +164,7 @@ def translate(exc: BaseException) -> AscendCompileError | None:
     msg = _tvm_message(exc) if type(exc).__module__.startswith("tvm") else _first_line(text)
     if "Divide by zero" in msg or isinstance(exc, ZeroDivisionError):
         return DslError(f"division by zero while building this line ({name}: {msg})", loc=loc, hint=_DIV0_HINT)
-    where = f"{api} raised" if api else "building the kernel raised"
+    where = f"{api} raised" if api else "tilelang raised"
     return DslError(f"{where} {name}: {msg}", loc=loc, hint=_GENERIC_HINT)
 
 

@@ -197,7 +197,7 @@ class _TileLangFrontend:
         except Exception as exc:
             if suspect:
                 raise _not_a_kernel(self.f, f"building it failed with {type(exc).__name__}: {exc}") from exc
-            err = translate(exc)  # tilelang's / TVM's exception -> ours, at the user's line
+            err = translate(exc, f"building '{self.f.__name__}'")  # tilelang's / TVM's -> ours, at the user's line
             if err is None:
                 raise
             raise err from exc
