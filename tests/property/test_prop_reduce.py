@@ -1,5 +1,5 @@
 """Random row reductions (sum, max, min; one tile or streamed in column chunks through T.Pipelined;
-with or without an initial value) on odd shapes, three dtypes, special values, both arches."""
+with or without an initial value) on odd shapes, float16 and float32, special values, both arches."""
 
 import pytest
 from hypothesis import given
@@ -17,7 +17,8 @@ def configs(draw):
     streamed = draw(st.booleans())
     bN = draw(st.sampled_from([16, 32, 64, 128])) if streamed else None
     return dict(kind=draw(st.sampled_from(["sum", "max", "min"])),
-                dtype=draw(st.sampled_from(["float16", "bfloat16", "float32"])),
+                # bfloat16 reductions are refused (UnsupportedError: "reductions take float32 or float16")
+                dtype=draw(st.sampled_from(["float16", "float32"])),
                 M=M, N=N, bM=bM, bN=bN, clear=draw(st.booleans()))
 
 
