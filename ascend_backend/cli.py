@@ -20,8 +20,9 @@ How FILE is searched for a kernel (docs/cli.md says the same):
 
 Exit codes: 0 success; 1 a run that mismatched its reference or failed on the emulator, or a
 bisheng build that failed; 2 a user error (usage, a missing or unimportable file, no such
-kernel, a kernel the compiler rejects: file:line and a hint are printed); 3 an internal
-compiler error.
+kernel, a kernel the compiler rejects: file:line and a hint are printed; a Case or reference
+that does not fit; an unwritable output path); 3 an internal compiler error (or a bug of the
+CLI itself, said in one line); 130 interrupted. No path prints a traceback (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -777,8 +778,9 @@ kernel selection:
 
 _EXIT_HELP = """\
 exit codes: 0 ok; 1 mismatch, emulator error or bisheng failure; 2 user error (usage, file,
-kernel selection, a kernel the compiler rejects, with file:line; an environment fault: no C++
-compiler, an unusable cache directory, a full disk); 3 internal compiler error.
+kernel selection, a kernel the compiler rejects, with file:line; a Case or reference that does
+not fit; an unwritable output path; an environment fault: no C++ compiler, an unusable cache
+directory, a full disk); 3 internal compiler error; 130 interrupted.
 """
 
 
