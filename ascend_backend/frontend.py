@@ -321,6 +321,10 @@ class _Importer:
         loop_vars, extents = [], []
         body = stmt
         while isinstance(body, tirx.For) and body.kind == tirx.ForKind.PARALLEL:
+            if not isinstance(body.extent, tirx.IntImm):
+                raise UnsupportedError(
+                    f"T.Parallel over '{body.loop_var}' has the extent {body.extent}, which is not a constant",
+                    loc=loc, hint="a T.Parallel loop covers a whole tile: give it the tile's (constant) shape")
             loop_vars.append(body.loop_var)
             extents.append(int(body.extent))
             body = body.body

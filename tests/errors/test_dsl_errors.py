@@ -297,3 +297,24 @@ def test_tilelang_compile_gives_one_line_naming_ascend_backend_compile():
     err = info.value
     assert err.loc == SrcLoc(__file__, line_of("tl-compile"))
     assert "ascend_backend.compile(func" in str(err) and "\n" not in str(err)
+
+
+def parallel_over_a_scalar_argument():
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=128) as _:
+            a = T.alloc_fragment((64,), "float32")
+            T.copy(A[0], a)
+            for i in T.Parallel(n):  # marker:parallel-n
+                a[i] = a[i] + 1.0
+            T.copy(a, A[0])
+
+    return k
+
+
+def test_parallel_over_a_runtime_extent_is_refused_at_its_line():
+    """Was an internal error of stage 'frontend' (int() of a Var)."""
+    with pytest.raises(UnsupportedError) as info:
+        ascend_backend.lower(parallel_over_a_scalar_argument())
+    check(info.value, UnsupportedError, "parallel-n", what="extent n, which is not a constant",
+          hint="constant) shape")
