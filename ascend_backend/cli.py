@@ -527,6 +527,10 @@ def _check_case(case, fn_name: str) -> None:
             raise CliError(f"error: {where} output {idx} is not a tensor (it is {type(case.inputs[idx]).__name__})")
     if not callable(case.reference):
         raise CliError(f"error: {where} reference is {type(case.reference).__name__}, not a function")
+    for name in ("atol", "rtol"):
+        value = getattr(case, name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise CliError(f"error: {where} {name} is {value!r}: give a number >= 0 (e.g. {name}=1e-2)")
 
 
 def _check_writable(path: str, what: str) -> None:

@@ -189,3 +189,10 @@ def test_a_bug_in_the_cli_itself_is_one_line_exit_3(monkeypatch, capsys):
     assert rc == EXIT_INTERNAL
     assert err.startswith("tl-ascend: internal error at ") and "RuntimeError: unexpected" in err
     assert "This is a bug in tl-ascend" in err
+
+
+def test_case_with_a_bad_tolerance(tmp_path, capsys):
+    path = case_file(tmp_path, GOOD_EXAMPLE.replace("outputs=[2],", "outputs=[2], atol='tight',"))
+    rc, _, err = cli(capsys, "run", path)
+    assert rc == EXIT_USAGE
+    assert err.strip() == "error: example() returned a Case whose atol is 'tight': give a number >= 0 (e.g. atol=1e-2)"
