@@ -94,6 +94,17 @@ def elementwise_kernel(tree, dtype: str, M: int, N: int, bM: int, bN: int):
     return prop_ew
 
 
+def stored_value(func):
+    """The value the kernel's T.Parallel stores into its output tile, as tilelang built it (the
+    oracle evaluates this TIR: tilelang, not the test, decides the dtype of each operation)."""
+    from tvm import tirx
+
+    found = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: found.append(n.value) if isinstance(n, tirx.BufferStore) and n.buffer.name == "c_t" else None)
+    return found[0]
+
+
 @dataclass(frozen=True)
 class Data:
     """How one set of input values is drawn (orc.make_values)."""
@@ -109,8 +120,10 @@ def _compile(func, arch: str):
 
 def check_elementwise(tree, dtype: str, arch: str, M: int, N: int, bM: int, bN: int, data: list[Data]) -> None:
     """Compile ``tree`` as a kernel, run it on each data set and check every element against the
-    oracle's interval; the assertion message is a reproducer."""
-    kernel = _compile(elementwise_kernel(tree, dtype, M, N, bM, bN), arch)
+    oracle's interval for the TIR tilelang built; the assertion message is a reproducer."""
+    func = elementwise_kernel(tree, dtype, M, N, bM, bN)
+    stored = stored_value(func)
+    kernel = _compile(func, arch)
     for d in data:
         a = orc.make_values((M, N), dtype, d.seed, d.scale, d.p_special)
         b = orc.make_values((M, N), dtype, d.seed + 1, d.scale, d.p_special)
@@ -120,12 +133,13 @@ def check_elementwise(tree, dtype: str, arch: str, M: int, N: int, bM: int, bN: 
         kernel(a, b, r, w, c)
         leaves = {"a": orc.as_float64(a), "b": orc.as_float64(b), "r": orc.as_float64(r)[:, None],
                   "w": orc.as_float64(w)[None, :]}
-        iv = orc.evaluate(tree, leaves, dtype)
+        iv = orc.evaluate_tir(stored, {f"{k}_t": v for k, v in leaves.items()}, dtype)
         bad = orc.violations(c, iv)
         if bad.any():
             used = {k: v for k, v in leaves.items() if k in leaves_of(tree)}
             raise AssertionError(
-                f"C[i, j] = {to_dsl(tree)}\n  dtype {dtype}, arch {arch}, M={M} N={N} bM={bM} bN={bN}, data {d}\n"
+                f"C[i, j] = {to_dsl(tree)}\n  as built: {stored}\n"
+                f"  dtype {dtype}, arch {arch}, M={M} N={N} bM={bM} bN={bN}, data {d}\n"
                 f"  reproduce: check_elementwise({tree!r}, {dtype!r}, {arch!r}, {M}, {N}, {bM}, {bN}, [{d!r}])\n"
                 + orc.describe(c, iv, bad, used))
 

@@ -262,21 +262,66 @@ def evaluate(tree, leaves: dict[str, np.ndarray], dtype: str) -> Iv:
             fn, ulps = BINARY[kind]
             r = fn(go(t[1]), go(t[2]))
             return round_to(r, work, ulps) if ulps else r
-        fn, ulps, absu = UNARY[kind]
-        arg = go(t[1])
-        if kind == "exp2":
-            # 2^x is computed as e^(x * ln 2) with ln 2 a constant of the working dtype
-            # (docs/supported.md): the roundings of ln 2 and of the product are errors of the
-            # exponent, relative |x| * 2^-p and more in the result (float16: ln 2 = 0.69336)
-            ln2 = float(torch.tensor(math.log(2.0), dtype=torch.float64).to(TORCH[work]))
-            arg = round_to(mul(arg, Iv.exact(np.asarray(ln2))), work, 2.0)
-            r = exp(arg)
-            return round_to(r, work, ulps, absu * 2.0 ** -PRECISION[work])
-        r = fn(arg)
-        return round_to(r, work, ulps, absu * 2.0 ** -PRECISION[work]) if ulps else r
+        return _unary(kind, go(t[1]), work)
 
     out = go(tree)
     return round_to(out, dtype, 1.0) if work != dtype else out
+
+
+_TIR_BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Max": "max", "Min": "min"}
+_TIR_CALL = {"tirx.exp": "exp", "tirx.exp2": "exp2", "tirx.log": "log", "tirx.log2": "log2", "tirx.sqrt": "sqrt",
+             "tirx.rsqrt": "rsqrt", "tirx.fabs": "abs", "tirx.tanh": "tanh", "tirx.sigmoid": "sigmoid"}
+
+
+def evaluate_tir(expr, leaves: dict[str, np.ndarray], out_dtype: str) -> Iv:
+    """The interval of a TIR expression as the kernel computes it, with the semantics the compiler
+    documents for TIR: every node is computed in its own dtype and rounded to it (float16 and
+    float32), bfloat16 nodes are computed in float32 (docs/supported.md) and a Cast rounds to its
+    dtype; the store rounds to ``out_dtype``. ``leaves`` maps a tile's name to its values.
+
+    The oracle reads the TIR rather than the expression the test wrote because tilelang decides
+    dtypes while it builds the kernel: `2.0 / x` on a float16 x is a float32 division
+    (`Cast("float16", 2.0f / Cast("float32", x))`), and some float16 math is promoted to float32
+    (`T.log(x + 100.0)` becomes `Cast("float16", log(Cast("float32", x) + 100f))`)."""
+    from tvm import tirx
+
+    def work(dt: str) -> str:
+        return "float32" if dt == "bfloat16" else dt
+
+    def go(e) -> Iv:
+        dt = str(e.dtype)
+        if isinstance(e, tirx.FloatImm | tirx.IntImm):
+            return Iv.exact(np.asarray(float(e.value), dtype=np.float64))
+        if isinstance(e, tirx.BufferLoad):
+            return Iv.exact(leaves[str(e.buffer.name)])
+        if isinstance(e, tirx.Cast):
+            inner = go(e.value)
+            return round_to(inner, dt, 1.0) if dt != str(e.value.dtype) else inner
+        name = type(e).__name__
+        if name in _TIR_BINARY:
+            fn, ulps = BINARY[_TIR_BINARY[name]]
+            r = fn(go(e.a), go(e.b))
+            return round_to(r, work(dt), ulps) if ulps else r
+        if isinstance(e, tirx.Call) and str(e.op.name) in _TIR_CALL:
+            kind = _TIR_CALL[str(e.op.name)]
+            return _unary(kind, go(e.args[0]), work(dt))
+        raise NotImplementedError(f"the oracle has no rule for {name}: {e}")
+
+    out = go(expr)
+    return round_to(out, out_dtype, 1.0) if out_dtype != work(str(expr.dtype)) else out
+
+
+def _unary(kind: str, arg: Iv, work: str) -> Iv:
+    fn, ulps, absu = UNARY[kind]
+    if kind == "exp2":
+        # 2^x is computed as e^(x * ln 2) with ln 2 a constant of the working dtype
+        # (docs/supported.md): the roundings of ln 2 and of the product are errors of the
+        # exponent, relative |x| * 2^-p and more in the result (float16: ln 2 = 0.69336)
+        ln2 = float(torch.tensor(math.log(2.0), dtype=torch.float64).to(TORCH[work]))
+        arg = round_to(mul(arg, Iv.exact(np.asarray(ln2))), work, 2.0)
+        fn = exp
+    r = fn(arg)
+    return round_to(r, work, ulps, absu * 2.0 ** -PRECISION[work]) if ulps else r
 
 
 def violations(got: torch.Tensor, iv: Iv) -> np.ndarray:

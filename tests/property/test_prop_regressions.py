@@ -22,8 +22,8 @@ def _stored_value(tree) -> str:
     (("+", ("b",), ("c", 0.0)), "b_t[i, j]"),
 ])
 def test_tvm_folds_zero_constants_before_we_see_them(tree, folded):
-    """Pinned: if TVM stops folding these, the generator of test_prop_elementwise may use zero
-    constants everywhere again (_no_folded_zero) and docs/errors.md loses its table."""
+    """Pinned (docs/errors.md has the table): the kernel computes what TVM left, so a kernel that
+    multiplies a NaN by 0.0 stores 0.0 on every backend."""
     assert _stored_value(tree) == folded
 
 
@@ -39,6 +39,19 @@ def test_exp2_of_large_arguments(arch):
     the documented composition, not a bug, now in the oracle and docs/supported.md."""
     check_elementwise(("/", ("w",), ("+", ("-", ("c", -1.5), ("*", ("w",), ("w",))), ("exp2", ("a",)))),
                       "float32", arch, 8, 6, 16, 8, [Data(seed=4940397, scale=30.0, p_special=0.3)])
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_float16_log_argument_promoted_to_float32_by_tilelang(arch):
+    """Found as log(a + 100.0) = 11.09 for a = 65504 in float16 (an oracle of per-operation float16
+    rounding expected log(inf) = inf): tilelang builds it as Cast("float16", log(Cast("float32", a)
+    + 100f)), so the sum does not overflow. The oracle now evaluates the TIR as built."""
+    from prop_kernels import stored_value
+
+    tree = ("log", ("+", ("a",), ("c", 100.0)))
+    built = str(stored_value(elementwise_kernel(tree, "float16", 1, 16, 1, 16)))
+    assert built == 'T.Cast("float16", T.log(T.Cast("float32", a_t[i, j]) + T.float32(100.0)))'
+    check_elementwise(tree, "float16", arch, 1, 33, 1, 16, [Data(seed=441765673, scale=1.0, p_special=0.05)])
 
 
 @pytest.mark.parametrize("arch", ARCHES)
