@@ -52,7 +52,7 @@ def leaves_of(tree) -> set[str]:
         return set()
     if len(tree) == 1:
         return {tree[0]}
-    return set().union(*(leaves_of(t) for t in tree[1:]))
+    return set().union(*(leaves_of(t) for t in tree[1:] if isinstance(t, tuple)))
 
 
 def _build(tree, env):

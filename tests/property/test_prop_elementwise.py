@@ -23,11 +23,14 @@ def exact_in(dtype: str, v: float) -> float:
 
 @st.composite
 def trees(draw, dtype: str, kind: str = "tile", depth: int = 0, max_depth: int = 4):
-    """A tree of `kind`: tile (varies along i and j), row (r[i]), col (w[j]) or scalar (a constant).
-    Row and column values meet only through a tile (an outer product is not supported), and
-    constants are leaves (an op between constants would be folded by TVM before us)."""
+    """A tree of `kind`: tile (varies along i and j), row (r[i]), col (w[j]) or scalar (a constant,
+    or a function of one). Row and column values meet only through a tile (an outer product is not
+    supported); there are no binary operations between constants (TVM folds them before us)."""
     if kind == "scalar":
-        return ("c", exact_in(dtype, draw(st.sampled_from(CONSTS))))
+        c = ("c", exact_in(dtype, draw(st.sampled_from(CONSTS))))
+        if draw(st.integers(0, 5)) == 5:  # a function of a constant: computed once, as a scalar
+            return (draw(st.sampled_from([u for u in UNARY if u != "neg"])), c)
+        return c
     leaf = {"tile": st.sampled_from([("a",), ("b",)]), "row": st.just(("r",)), "col": st.just(("w",))}[kind]
     shape = "leaf" if depth >= max_depth else draw(st.sampled_from(["leaf", "binary", "unary"]))
     if shape == "leaf":
