@@ -437,6 +437,7 @@ class _Importer:
             return self._stmts(inner.body)
         if isinstance(stmt, tirx.BufferStore):
             name = self.buffer_name(stmt.buffer)
+            _check_depth(stmt.value, loc)
             return [ScalarStore(buffer=name, indices=tuple(stmt.indices), value=stmt.value, loc=loc)]
         if isinstance(stmt, tirx.AttrStmt):
             if str(stmt.attr_key) == "threadblock_swizzle_pattern":
@@ -497,6 +498,7 @@ class _Importer:
                 value = s.value
                 if cond is not None:  # `if c: x[i, j] = v` is x[i, j] = c ? v : x[i, j]
                     value = tirx.if_then_else(cond, value, tirx.BufferLoad(s.buffer, s.indices))
+                _check_depth(value, sl)
                 stores.append(ParallelStore(tirx.BufferStore(s.buffer, value, s.indices), sl))
             elif isinstance(s, tirx.IfThenElse):
                 c = s.condition if cond is None else tirx.And(cond, s.condition)
@@ -711,6 +713,38 @@ def _loads(e) -> list:
     return out
 
 
+#: The deepest expression tree the passes take. They walk expressions recursively; a tree this deep
+#: compiles with room to spare below Python's default recursion limit (about 480 levels do).
+MAX_EXPR_DEPTH = 256
+_EXPR_CHILDREN = ("a", "b", "value", "args", "indices", "condition", "true_value", "false_value")
+
+
+def expr_depth(expr) -> int:
+    """The depth of an expression tree (a leaf is 1), walked without recursion."""
+    deepest, stack = 0, [(expr, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        for attr in _EXPR_CHILDREN:
+            child = getattr(node, attr, None) if isinstance(node, tvm.ir.PrimExpr) else None
+            if child is None:
+                continue
+            if isinstance(child, tvm.ir.PrimExpr):
+                stack.append((child, d + 1))
+            elif not isinstance(child, str | int | float) and hasattr(child, "__len__"):
+                stack.extend((c, d + 1) for c in child if isinstance(c, tvm.ir.PrimExpr))
+    return deepest
+
+
+def _check_depth(expr, loc) -> None:
+    depth = expr_depth(expr)
+    if depth > MAX_EXPR_DEPTH:
+        raise UnsupportedError(
+            f"this expression is nested {depth} levels deep; the ascendc target takes at most {MAX_EXPR_DEPTH}",
+            loc=loc, hint="split it into several statements through a temporary tile (t[i, j] = <first part>; "
+            "x[i, j] = t[i, j] + <rest>)")
+
+
 def _inline_binds(seq) -> list:
     """The statements of ``seq`` with each scalar let (e.g. `loop_range = T.min(...)`, or
     `q_idx = ...` inside a T.Parallel body) substituted into the statements after it."""
@@ -791,7 +825,8 @@ def _kind_of(scope: str) -> BufferKind:
 def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Program:
     """Import ``func`` into the kernel IR (stage ``frontend``)."""
     if not isinstance(func, tirx.PrimFunc):
-        raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}")
+        raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}",
+                               hint=_not_primfunc_hint(func))
     gname = name or (str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main")
     kname = _c_identifier(gname)
     if kname in _RESERVED_ENTRY_NAMES:
@@ -809,6 +844,17 @@ printf putchar puts qsort raise rand read realloc recv remove rename rewind roun
 sleep socket sprintf sqrt srand sscanf stat strcat strchr strcmp strcpy strlen strncpy strstr strtod strtol
 sync system tan time tmpfile truncate unlink wait write
 """.split())
+
+
+def _not_primfunc_hint(obj) -> str:
+    """What to pass instead of ``obj``."""
+    if type(obj).__name__ == "JITImpl":
+        return ("a @tilelang.jit function: decorate it with @ascend_backend.jit instead, or pass its PrimFunc "
+                "(f.get_tir(...))")
+    if callable(obj):
+        name = getattr(obj, "__name__", "f")
+        return f"'{name}' is a function: pass the PrimFunc it returns, e.g. ascend_backend.compile({name}(...))"
+    return "pass the @T.prim_func kernel (or the PrimFunc a kernel factory returns)"
 
 
 def _c_identifier(s: str) -> str:
