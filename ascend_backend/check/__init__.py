@@ -58,16 +58,23 @@ def check(text: str, arch: str = "dav-3510", auto_sync: bool = True, filename: s
           kernel: str | None = None, max_paths: int | None = None) -> CheckResult:
     """Check ``text``; returns a CheckResult (raises CheckError when the source cannot be parsed)."""
     from .explore import DEFAULT_MAX_PATHS, check_kernels
-    from .parser import parse_source
+    from .parser import parse_tokens, tokens_for
 
     if arch not in ARCHES:
         raise ValueError(f"unknown arch {arch!r} (one of {', '.join(ARCHES)})")
     parsed = {}
     smap = None
+    seen_toks = None
     for core in ("AIV", "AIC"):
         try:
-            parsed[core] = parse_source(text, filename, arch, core, path=path, defines=defines,
-                                        follow_includes=follow_includes)
+            toks, smap_c = tokens_for(text, filename, arch, core, path=path, defines=defines,
+                                      follow_includes=follow_includes)
+            sig = [(t.type, t.value, t.line) for t in toks]
+            if seen_toks is not None and sig == seen_toks[0]:
+                parsed[core] = seen_toks[1]  # no core-dependent #if: one parse serves both cores
+            else:
+                parsed[core] = parse_tokens(toks, smap_c)
+                seen_toks = (sig, parsed[core])
         except CheckSyntaxError as exc:
             # the line may be in an included header: parse again just to map it
             from .lexer import SourceMap

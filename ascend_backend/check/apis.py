@@ -135,7 +135,7 @@ def copy_pipe(src: str, dst: str, arch: str) -> str | None:
     """Pipe of DataCopy/DataCopyPad from memory ``src`` to ``dst`` (None: not a path)."""
     if src == "GM" and dst in ("UB", "L1", "L0A", "L0B"):
         return "MTE2"
-    if src == "UB" and dst == "GM":
+    if src in ("UB", "L1") and dst == "GM":
         return "MTE3"
     if src == "UB" and dst == "UB":
         return "V"
@@ -166,6 +166,9 @@ CONFIG_CALLS = {
     "trap", "SetCmpMask", "SetKernelMode", "SetL2CacheHint", "ICachePreLoad", "SetNextTaskStart",
     "WaitPreTaskEnd", "SetMaskCountValue",
 }
+# Calls that drain every pipe before and after their own work (their implementation starts and ends
+# with PipeBarrier<PIPE_ALL>: the deterministic-computation helpers).
+BARRIER_CALLS = {"InitDetermineComputeWorkspace", "WaitPreBlock", "NotifyNextBlock"}
 # Scalar helpers whose results the checker treats as unknown but stable within a run.
 PURE_UNKNOWN = {"GetBlockIdx", "GetBlockNum", "GetTaskRation", "GetSubBlockNum", "GetUBSizeInBytes",
                 "GetSysWorkSpacePtr", "GetUserWorkspace", "GetCurrentBlockIdx"}

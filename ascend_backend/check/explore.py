@@ -14,7 +14,8 @@ from .parser import ParsedSource
 from .program import FuncDef, Program, build_program
 from .values import TypeVal, as_int, covered_by_write
 
-DEFAULT_MAX_PATHS = 256
+DEFAULT_MAX_PATHS = 128
+MAX_CORE_STEPS = 2_000_000  # interpreter steps over all paths of one core
 _KERNEL_TYPES = {
     "KERNEL_TYPE_AIV_ONLY": (("AIV",), 1, False), "KERNEL_TYPE_AIC_ONLY": (("AIC",), 1, False),
     "KERNEL_TYPE_MIX_AIV_1_0": (("AIV",), 1, True), "KERNEL_TYPE_MIX_AIC_1_0": (("AIC",), 1, True),
@@ -42,6 +43,9 @@ class CoreRun:
     xseqs: list = field(default_factory=list)  # (xevents tuple, assumptions)
     foreign: list = field(default_factory=list)
     paths: int = 0
+    machine: Machine | None = None  # the last path's machine (the cross-core data check uses it)
+    read_lines: list = field(default_factory=list)  # per path: lines of local reads
+    nw_lines: list = field(default_factory=list)  # per path: lines of reads with no write before
     truncated: bool = False
     notes: set = field(default_factory=set)
 
@@ -119,23 +123,27 @@ def _targs(prog: Program, f: FuncDef, parsed: ParsedSource, machine_args) -> lis
 
 
 def run_core(prog: Program, parsed: ParsedSource, f: FuncDef, plan: KernelPlan, arch: str, core: str, sub: int,
-             auto_sync: bool, max_paths: int, causal: dict | None = None) -> CoreRun:
+             auto_sync: bool, max_paths: int, causal: dict | None = None, xdata: dict | None = None) -> CoreRun:
     run = CoreRun(core, sub)
     targs = _targs(prog, f, parsed, (arch, core, auto_sync))
     stack: list[list[int]] = [[]]
+    steps = 0
     while stack:
-        if run.paths >= max_paths:
+        if run.paths >= max_paths or steps > MAX_CORE_STEPS:
             run.truncated = True
             break
         prefix = stack.pop()
         m = Machine(arch, core, auto_sync)
         m.causal = causal
-        it = Interp(prog, m, prefix, sub, plan.ratio)
+        if xdata is not None:
+            m.remote, m.reveal = xdata["remote"], xdata["reveal"]
+        it = Interp(prog, m, prefix, sub, plan.ratio, plan.mix)
         try:
             it.run_entry(f, targs)
         except PathCut:
             pass
         run.paths += 1
+        steps += it.steps
         for k in range(len(prefix), len(it.trace)):
             n = it.trace[k][0]
             base = [c for (_, c, _, _) in it.trace[:k]]
@@ -144,9 +152,12 @@ def run_core(prog: Program, parsed: ParsedSource, f: FuncDef, plan: KernelPlan, 
         note = it.path_note()
         for fd in m.findings:
             run.findings.append((fd, note))
+        run.read_lines.append(m.read_lines)
+        run.nw_lines.append({fd.line for fd in m.findings if fd.check == "read-never-written"})
         run.xseqs.append((tuple(m.xevents), dict(it.assume)))
         run.foreign.extend(m.foreign_writes)
         run.notes |= it.notes
+        run.machine = m
     return run
 
 
@@ -172,7 +183,7 @@ def cross_core_findings(plan: KernelPlan, runs: dict, arch: str) -> tuple[list[F
     causal: dict = {}
     any_events = [(r, ev) for r in runs.values() for seq, _ in r.xseqs for ev in seq if ev[0] != "syncall"]
     if not any_events:
-        return out, causal
+        return out, causal, {}
     if not plan.mix:
         seen = set()
         for _, ev in any_events:
@@ -184,7 +195,7 @@ def cross_core_findings(plan: KernelPlan, runs: dict, arch: str) -> tuple[list[F
                                "AIC_ONLY (or __vector__/__cube__) the hardware does not start the cross-core "
                                "scheduler, so the flag never arrives; declare the kernel __mix__(1, 2) (or "
                                "KERNEL_TYPE_MIX_AIV_1_0 / MIX_AIC_1_x)"))
-        return out, causal
+        return out, causal, {}
     cores = []
     if "AIC" in plan.cores:
         cores.append(("AIC", 0))
@@ -199,6 +210,7 @@ def cross_core_findings(plan: KernelPlan, runs: dict, arch: str) -> tuple[list[F
         seqs[key] = list(distinct.items()) or [((), {})]
     combos = itertools.product(*[seqs[k] for k in cores])
     reported = set()
+    first_kn = None
     for n, combo in enumerate(combos):
         if n >= 64:
             break
@@ -206,7 +218,9 @@ def cross_core_findings(plan: KernelPlan, runs: dict, arch: str) -> tuple[list[F
         if not all(_consistent(x, y) for x, y in itertools.combinations(assumes, 2)):
             continue
         combo_seqs = dict(zip(cores, [s for s, _ in combo], strict=True))
-        fds, cz = _simulate(combo_seqs, plan, arch)
+        fds, cz, wk = _simulate(combo_seqs, plan, arch)
+        if first_kn is None:
+            first_kn = wk
         for fd in fds:
             k = (fd.line, fd.check, fd.message)
             if k not in reported:
@@ -218,7 +232,7 @@ def cross_core_findings(plan: KernelPlan, runs: dict, arch: str) -> tuple[list[F
             for i, own in waits.items():
                 pre = seq[:i + 1]
                 dst[pre] = dst[pre] & own if pre in dst else set(own)
-    return out, causal
+    return out, causal, first_kn or {}
 
 
 def _simulate(seqs: dict, plan: KernelPlan, arch: str) -> tuple[list[Finding], dict]:
@@ -231,6 +245,7 @@ def _simulate(seqs: dict, plan: KernelPlan, arch: str) -> tuple[list[Finding], d
     out: list[Finding] = []
     know = {k: frozenset() for k in seqs}  # sets (core key, index) each core knows have happened
     causal: dict = {k: {} for k in seqs}
+    waitkn: dict = {k: {} for k in seqs}
 
     def inc(target, space, ident, line, kn):
         lst = counters.setdefault((target, space, ident), [])
@@ -288,6 +303,7 @@ def _simulate(seqs: dict, plan: KernelPlan, arch: str) -> tuple[list[Finding], d
             _, kn = lst.pop(0)
             know[key] = know[key] | kn
             causal[key][idx] = {j for (k, j) in kn if k == key}
+            waitkn[key][idx] = kn
             return True
         return False
 
@@ -335,7 +351,74 @@ def _simulate(seqs: dict, plan: KernelPlan, arch: str) -> tuple[list[Finding], d
                                    f"CrossCoreSetFlag<{mode}, ...>({ident}): not every core of the group sets it "
                                    f"as often (mode {mode} counts a set once every participating "
                                    f"{'AIV' if kind == 'AIV' else 'core'} has set)"))
-    return out, causal
+    return out, causal, waitkn
+
+
+def _cross_core_data(runs: dict, waitkn: dict) -> dict:
+    """For each core: the other cores' shared-memory accesses, and which of them each of its waits
+    makes visible (those the remote sets in the wait's knowledge had completed)."""
+    out = {}
+    xacc = {k: {x.xid: x for x in r.machine.xaccesses} for k, r in runs.items()}
+    for key, r in runs.items():
+        remote: dict = {}
+        for k2, r2 in runs.items():
+            if k2[0] == key[0]:
+                continue  # AIV0 <-> AIV1 sharing is not checked
+            for x in r2.machine.xaccesses:
+                remote.setdefault(x.region.root, []).append(x)
+        reveal: dict = {}
+        seq = tuple(r.machine.xevents)
+        for idx, kn in waitkn.get(key, {}).items():
+            vis = []
+            for (k2, j) in kn:
+                if k2[0] == key[0] or k2 not in runs:
+                    continue
+                for xid in runs[k2].machine.xcap.get(j, ()):
+                    x = xacc[k2].get(xid)
+                    if x is not None:
+                        vis.append(x)
+            reveal[seq[:idx + 1]] = vis
+        out[key] = {"remote": remote, "reveal": reveal}
+    return out
+
+
+def _cross_core_races(runs: dict) -> list[Finding]:
+    """Pairs of conflicting accesses of different cores that no flag chain orders either way."""
+    ordered = set()
+    for r in runs.values():
+        ordered |= r.machine.x_ordered
+    out, seen = [], set()
+    for key, r in runs.items():
+        for x, y in r.machine.x_candidates:  # x: the other core's access, y: this core's
+            if (y.xid, x.xid) in ordered or (x.xid, y.xid) in ordered:
+                continue
+            w, rd = (x, y) if x.kind == "W" else (y, x)
+            k = (w.line, rd.line, w.core, rd.core)
+            if k in seen:
+                continue
+            seen.add(k)
+            both_w = x.kind == y.kind == "W"
+            mem = _mem_text(w.region.root)
+            out.append(Finding(rd.line if not both_w else y.line, "error", "cross-core-race",
+                               f"'{rd.op}' on the {_core_text(rd)} {'writes' if both_w else 'reads'} "
+                               f"{rd.region.name} ({mem}) and '{w.op}' on the {_core_text(w)} (line {w.line}) "
+                               f"writes it, with no CrossCoreSetFlag/CrossCoreWaitFlag chain ordering the two: "
+                               f"the {_core_text(w)} must set a flag on PIPE_{w.pipe} after line {w.line} that the "
+                               f"{_core_text(rd)} waits for before line {rd.line} (and the reverse for the reuse "
+                               "of the buffer)"))
+    return out
+
+
+def _core_text(x) -> str:
+    return x.core if x.core == "AIC" else f"AIV{x.xid[1]}"
+
+
+def _mem_text(root: tuple) -> str:
+    if root[0] == "GM":
+        return f"GM '{root[1]}'"
+    if root[0] == "UB@AIV":
+        return f"UB of AIV{root[1]}"
+    return "L1 of the AIC"
 
 
 def _peer_id(ident, ev, key):
@@ -378,7 +461,7 @@ def check_kernels(parsed_by_core: dict, arch: str, auto_sync: bool, max_paths: i
             if fs:
                 plan = plan_kernel(fs[0], prog)
                 break
-        def run_all(causal: dict | None) -> dict:
+        def run_all(causal: dict | None, xdata: dict | None = None) -> dict:
             runs = {}
             for core in plan.cores:
                 prog = progs[core]
@@ -388,25 +471,39 @@ def check_kernels(parsed_by_core: dict, arch: str, auto_sync: bool, max_paths: i
                 subs = range(plan.ratio) if core == "AIV" else range(1)
                 for sub in subs:
                     runs[(core, sub)] = run_core(prog, parsed_by_core[core], fs[0], plan, arch, core, sub, auto_sync,
-                                                 max_paths, (causal or {}).get((core, sub)))
+                                                 max_paths, (causal or {}).get((core, sub)),
+                                                 (xdata or {}).get((core, sub)))
             return runs
 
         runs = run_all(None)
-        xfindings, causal = cross_core_findings(plan, runs, arch)
-        if any(any(v for v in c.values()) for c in causal.values()):
-            runs = run_all(causal)  # again, with the order the cross-core flags give each core
+        xfindings, causal, waitkn = cross_core_findings(plan, runs, arch)
         notes: set = set()
+        has_x = any(ev[0] != "syncall" for r in runs.values() for seq, _ in r.xseqs for ev in seq)
+        if len(runs) > 1 and (has_x or any(r.machine and r.machine.xaccesses for r in runs.values())):
+            xdata = None
+            if all(r.paths == 1 for r in runs.values()):
+                xdata = _cross_core_data(runs, waitkn)
+            elif has_x:
+                notes.add(f"{name}: data shared between the cores is not checked (a core has several paths)")
+            # again, with the order the cross-core flags give each core and the other cores' accesses
+            runs = run_all(causal, xdata)
+            if xdata is not None:
+                xfindings.extend(_cross_core_races(runs))
         for (core, _sub), r in runs.items():
             notes |= r.notes
             if r.truncated:
-                notes.add(f"{name} on the {core}: only the first {max_paths} paths were explored")
+                notes.add(f"{name} on the {core}: only the first {r.paths} paths were explored (path or step "
+                          "budget)")
         findings = []
         multi = len(plan.cores) > 1
         for key, r in runs.items():
             other_foreign = [w for k2, r2 in runs.items() if k2[0] != key[0] for w in r2.foreign]
+            # 'never written' only when no path that reaches the read wrote the buffer before it
+            always = {ln for lines in r.nw_lines for ln in lines
+                      if all(ln in nw for rl, nw in zip(r.read_lines, r.nw_lines, strict=True) if ln in rl)}
             for fd, note in r.findings:
-                if fd.check == "read-never-written" and fd.region is not None and any(
-                        covered_by_write(fd.region, w) for w in other_foreign):
+                if fd.check == "read-never-written" and (fd.line not in always or fd.region is not None and any(
+                        covered_by_write(fd.region, w) for w in other_foreign)):
                     continue
                 findings.append((fd, note, key[0] if multi else ""))
         for fd in xfindings:

@@ -121,6 +121,10 @@ class TBufObj:
 @dataclass
 class PipeObj:
     next: dict = field(default_factory=dict)
+    queues: list = field(default_factory=list)  # queues initialised from it (Reset waits their frees)
+    mem: str | None = None  # a TBufPool: its memory
+    base: Lin | None = None  # a TBufPool: where its space starts
+    size: Lin | None = None
 
 
 @dataclass
@@ -168,16 +172,21 @@ class Interp:
     """Runs one kernel entry for one core along one path (given decisions for unknown branches)."""
 
     def __init__(self, prog: Program, machine: Machine, decisions: list[int], sub: int, ratio: int,
-                 src_text: dict | None = None) -> None:
+                 mix: bool = False) -> None:
         self.prog = prog
         self.m = machine
         self.arch = machine.arch
         self.core = machine.core
         self.sub = sub
         self.ratio = ratio
+        self.mix = mix
+        self.target_sub = 0  # the AIV a Fixpipe into UB goes to (FixpipeParamsArch3510.subBlockId)
+        machine.sub = sub
         self.prefix = decisions
         self.trace: list[tuple[int, int, int, str]] = []  # (alternatives, choice, line, label)
         self.assume: dict[str, bool] = {}
+        self.known: dict[str, int] = {}  # symbols a decision fixed (x == 3 taken as true)
+        self.neq: dict[str, set] = {}  # values a decision excluded (x == 3 taken as false)
         self.frames: list[Frame] = []
         self.globals: dict = {}
         self.global_busy: set = set()
@@ -621,6 +630,9 @@ class Interp:
         if tn == "TBuf":
             pos = _enum_name(targs[0]) if targs else "VECCALC"
             return TBufObj(name, pos, POSITION_MEM.get(pos, "?"))
+        if tn == "TBufPool":
+            pos = _enum_name(targs[0]) if targs else "VECCALC"
+            return PipeObj(mem=POSITION_MEM.get(pos, "UB"))
         if tn == "LocalMemAllocator":
             hw = _enum_name(targs[0]) if targs else "UB"
             return AllocObj(HARDWARE_MEM.get(hw, "UB"))
@@ -764,8 +776,23 @@ class Interp:
             return None
         c = self.decide(2, line, f"'{_short(cond.text)}' is false|'{_short(cond.text)}' is true")
         raw = c == 1
-        self.assume[cond.text] = raw
+        self.learn(cond.raw(), raw)
         return raw != cond.neg
+
+    def learn(self, cond: Cond, truth: bool) -> None:
+        """Record that ``cond`` (raw, not negated) has value ``truth`` along this path."""
+        self.assume[cond.text] = truth
+        if cond.kind == "eq" and cond.info is not None:
+            sym, val = cond.info
+            if truth:
+                self.known[sym] = val
+            else:
+                self.neq.setdefault(sym, set()).add(val)
+        elif cond.kind in ("or", "and") and cond.info is not None:
+            if (cond.kind == "or" and not truth) or (cond.kind == "and" and truth):
+                for part in cond.info:
+                    if isinstance(part, Cond):
+                        self.learn(part.raw(), truth != part.neg)
 
     def s_if_stmt(self, s: Tree) -> None:
         ch = s.children
@@ -915,6 +942,9 @@ class Interp:
     def _loop(self, _unused, cond, incr, body, line: int, do_first: bool = False, unknown_trip: bool = False) -> None:
         it = 0
         unknown_seen = 0
+        seen_texts: set = set()
+        # while (true) { ... break; }: a polling loop; its exits are explored in its first laps
+        forever = cond is None and not unknown_trip or (isinstance(cond, Tree) and cond.data in ("true", "number"))
         self.m.loop_depth += 1
         try:
             while True:
@@ -927,17 +957,26 @@ class Interp:
                         c = self.cond_value(self.eval(cond), line, _src(cond))
                     if isinstance(c, Cond):
                         unknown_seen += 1
-                        if unknown_seen == 1:
-                            go = True  # an unknown loop runs at least once (docs/check.md)
-                        elif unknown_seen > UNKNOWN_TRIPS:
-                            go = False
+                        if c.text in self.assume and c.text not in seen_texts:
+                            go = self.assume[c.text] != c.neg  # a loop with the same bound: same trips
                         else:
-                            go = self.decide(2, line, f"the loop ran {unknown_seen - 1} time(s)|") == 1
+                            if unknown_seen == 1:
+                                go = True  # an unknown loop runs at least once (docs/check.md)
+                            elif unknown_seen > UNKNOWN_TRIPS:
+                                go = False
+                            else:
+                                go = self.decide(2, line, f"the loop ran {unknown_seen - 1} time(s)|") == 1
+                            self.learn(c.raw(), go != c.neg)
+                        seen_texts.add(c.text)
                         if not go:
                             break
                     elif not c:
                         break
                 it += 1
+                if forever and it > UNKNOWN_TRIPS:
+                    self.notes.add(f"line {line}: a loop without an exit condition was followed for "
+                                   f"{UNKNOWN_TRIPS} laps (paths leaving it by break/return are checked)")
+                    raise PathCut()
                 if it > MAX_LITERAL_ITERS:
                     self.notes.add(f"line {line}: a loop ran {MAX_LITERAL_ITERS} times without ending; "
                                    "the path was not followed further")
@@ -1110,7 +1149,9 @@ class Interp:
             return b
         if b is True:
             return True
-        return Cond(_src(e)) if isinstance(b, Cond) or isinstance(a, Cond) else b
+        if isinstance(a, Cond) and b is False:
+            return a
+        return Cond(_src(e), False, "or", (a, b))
 
     def e_land(self, e):
         a = self.cond_value(self.eval(e.children[0]), line_of(e), _src(e.children[0]))
@@ -1121,7 +1162,9 @@ class Interp:
             return b
         if b is False:
             return False
-        return Cond(_src(e))
+        if isinstance(a, Cond) and b is True:
+            return a
+        return Cond(_src(e), False, "and", (a, b))
 
     def e_lnot(self, e):
         v = self.cond_value(self.eval(e.children[0]), line_of(e), _src(e.children[0]))
@@ -1239,7 +1282,13 @@ class Interp:
             if op in ("eq", "ne") and isinstance(a, Enum) and isinstance(b, Enum):
                 return (a.name == b.name) == (op == "eq")
             return Cond(_src(e)) if op in ("eq", "ne") else UNKNOWN
+        if isinstance(a, Unk) and op in ("lt", "gt", "le", "ge", "eq", "ne"):
+            a = Lin.sym(a.text)
+        if isinstance(b, Unk) and op in ("lt", "gt", "le", "ge", "eq", "ne"):
+            b = Lin.sym(b.text)
         la, lb = Lin.of(a), Lin.of(b)
+        if self.known and la is not None and lb is not None:
+            la, lb = la.subst(self.known), lb.subst(self.known)
         if la is None or lb is None:
             if op in ("lt", "gt", "le", "ge", "eq", "ne"):
                 return Cond(_src(e) if e is not None else f"{text_of(a)} {op} {text_of(b)}")
@@ -1256,9 +1305,14 @@ class Interp:
             if la.is_const():
                 return lb.scale(la.c).simplify()
             return Lin.sym(f"({la.text()})*({lb.text()})")
-        if op in ("div", "mod") and lb.is_const() and lb.c != 0:
-            if op == "div" and all(k % lb.c == 0 for _, k in la.t) and la.c % lb.c == 0:
-                return Lin(la.c // lb.c, tuple((s, k // lb.c) for s, k in la.t))
+        if op in ("div", "mod") and la.is_const() and la.c == 0:
+            return 0
+        if op in ("div", "mod") and lb.is_const() and lb.c > 0:
+            # indices are non-negative: (k*x + c) / k == x + c / k when every coefficient divides
+            if all(k % lb.c == 0 for _, k in la.t) and la.c >= 0:
+                if op == "div":
+                    return Lin(la.c // lb.c, tuple((s, k // lb.c) for s, k in la.t)).simplify()
+                return la.c % lb.c
             return Lin.sym(f"({la.text()}){'/' if op == 'div' else '%'}{lb.c}")
         if op in ("eq", "ne", "lt", "le", "gt", "ge"):
             d = la - lb
@@ -1266,7 +1320,13 @@ class Interp:
                 return _int_op(op, d.c, 0)
             # canonical text for one condition whatever its spelling
             if op in ("eq", "ne"):
-                c = Cond(f"{la.text()} == {lb.text()}")
+                info = None
+                if len(d.t) == 1 and d.t[0][1] in (1, -1):
+                    sym, k = d.t[0]
+                    info = (sym, -d.c * k)
+                    if info[1] in self.neq.get(sym, ()):
+                        return op == "ne"
+                c = Cond(f"{la.text()} == {lb.text()}", False, "eq" if info else None, info)
                 return c if op == "eq" else c.negate()
             if op == "lt":
                 return Cond(f"{la.text()} < {lb.text()}")
@@ -1726,9 +1786,21 @@ class Interp:
         return UNKNOWN
 
     def pipe_method(self, p: PipeObj, name: str, targs: list, args: list, line: int):
+        if name == "InitBufPool" and args and isinstance(args[0], PipeObj):
+            pool = args[0]
+            size = Lin.of(args[1]) if len(args) > 1 else None
+            mem = pool.mem or "UB"
+            if len(args) > 2 and isinstance(args[2], PipeObj):
+                pool.base = args[2].base  # shares the space of another pool
+            else:
+                pool.base = self._pipe_alloc(p, mem, size)
+            pool.size = size
+            pool.next = {mem: pool.base if pool.base is not None else Lin.sym(fresh("pool"))}
+            return None
         if name == "InitBuffer" and args:
             obj = args[0]
             if isinstance(obj, QueObj):
+                p.queues.append(obj)
                 num = as_int(args[1]) if len(args) > 1 else None
                 ln = Lin.of(args[2]) if len(args) > 2 else None
                 align = MEM_ALIGN.get(obj.mem, 32)
@@ -1746,9 +1818,21 @@ class Interp:
         if name == "Destroy":
             self.m.barrier("ALL")
             return None
+        if name == "Reset":
+            # waits for the pending FreeTensor events of its queues (the buffers are free again)
+            for q in p.queues:
+                pipes = apis.queue_pipes(q.pos, q.pos2)
+                for idx, cap in list(q.pending_free.items()):
+                    if pipes:
+                        for a in cap:
+                            a.done_for.add(pipes[0])
+                    del q.pending_free[idx]
+                q.free = list(range(q.num)) if q.num else []
+                q.fifo.clear()
+            return None
         if name in ("AllocEventID", "FetchEventID"):
             return Lin.sym(f"eventID@{line}")
-        if name in ("ReleaseEventID", "Reset", "InitBufPool"):
+        if name in ("ReleaseEventID",):
             return None
         return UNKNOWN
 
@@ -1817,6 +1901,22 @@ class Interp:
         if name in ("CrossCoreSetFlag", "CrossCoreWaitFlag"):
             self.cross_core(name, targs, args, texts, line)
             return None
+        if name in apis.BARRIER_CALLS:
+            for a in args:
+                if isinstance(a, Tensor) and a.kind == "L":
+                    self._escape(a, line, name)
+            self.m.barrier("ALL")
+            return None
+        if name in ("Lock", "Unlock"):
+            p = targs[0] if targs else None
+            pipe = p.name if isinstance(p, Enum) and p.kind == "pipe" else None
+            if pipe is not None:
+                self.mutex_op(name, pipe, args[0] if args else 0, texts[0] if texts else "?", line)
+            return None
+        if name in ("AllocMutexID",):
+            return Lin.sym(f"mutexID@{line}#{self.steps}")
+        if name in ("ReleaseMutexID",):
+            return None
         if name == "SyncAll":
             self.m.barrier("ALL")
             self.m.xevents.append(("syncall", None, None, None, line))
@@ -1825,6 +1925,12 @@ class Interp:
             return self.sub
         if name == "GetTaskRation":
             return self.ratio
+        if name in ("GetBlockIdx", "GetCurrentBlockIdx"):
+            # one symbol for the block on every core of a mix kernel, so the AIC's and the AIVs'
+            # workspace offsets compare: the AIV's index is ratio * block + sub-block
+            if self.mix and self.core == "AIV":
+                return (Lin.sym("block").scale(self.ratio) + Lin(self.sub)).simplify()
+            return Lin.sym("block")
         if name in apis.PURE_UNKNOWN:
             return Lin.sym(f"{name}()")
         if name == "GetTPipePtr":
@@ -1888,6 +1994,20 @@ class Interp:
         else:
             self.m.wait_flag(src, dst, key, id_text, line, self.path_note())
 
+    def mutex_op(self, name: str, pipe: str, ident, id_text: str, line: int) -> None:
+        """Mutex::Lock<P>(id) / Unlock<P>(id) (dav-3510): Unlock releases the mutex once P's earlier
+        ops are done; a later Lock<Q> holds Q until then."""
+        if self.arch == "dav-c220":
+            self.m.report(line, "error", "mutex-arch", f"Mutex::{name} is supported on dav-3510 only (the Lock/Unlock "
+                          "pages list no A2/A3 support); use SetFlag/WaitFlag")
+            return
+        iv = as_int(ident)
+        key = iv if iv is not None else text_of(ident)
+        if iv is not None and not 0 <= iv <= 31:
+            self.m.report(line, "error", "mutex-id", f"Mutex::{name}({id_text}): MutexID {iv} is out of range (0-31)")
+            return
+        self.m.mutex(name, pipe, key, id_text, line)
+
     def cross_core(self, name: str, targs: list, args: list, texts: list, line: int) -> None:
         mode = as_int(targs[0]) if targs else None
         pipe = targs[1].name if len(targs) > 1 and isinstance(targs[1], Enum) else None
@@ -1949,7 +2069,11 @@ class Interp:
         if t.root is None:
             return None
         if t.foreign:
-            return None
+            # the other core's memory: named as both cores see it
+            root = ("UB@AIV", self.target_sub) if t.root == ("UB",) else ("L1@AIC",) if t.root == ("L1",) else None
+            if root is None:
+                return None
+            return Region(root, t.start, fp, t.size, t.name)
         return Region(t.root, t.start, fp, t.size, t.name)
 
     def _record(self, pipe: str, op: str, line: int, reads: list, writes: list, maybe_reads: list = ()) -> None:
@@ -1966,7 +2090,6 @@ class Interp:
         for t, fp in writes:
             if t.foreign and t.root is not None:
                 self.m.foreign_writes.append(Region(t.root, t.start, fp, t.size, t.name))
-                continue
             reg = self._region(t, fp)
             if reg is not None:
                 ww.append(reg)
@@ -1985,6 +2108,7 @@ class Interp:
             return None
         dst, src = args[0], args[1]
         sm, dm = src.mem(), dst.mem()
+        self.target_sub = 0
         if name == "Copy":
             pipe = "V"
         else:
@@ -2049,6 +2173,11 @@ class Interp:
                 fa, fb, fc = fps
             iv = ps[0].get("cmatrixInitVal")
             init = iv if isinstance(iv, bool) else (None if isinstance(iv, (Cond, Lin, Unk)) else bool(iv))
+            # the initial C comes from the bias (a bias tensor argument, or cmatrixSource: the C2
+            # bias table), not from L0C (Mmad page: cmatrixInitVal / cmatrixSource)
+            src_bt = ps[0].get("cmatrixSource")
+            if len(ts) > 3 or src_bt is True or as_int(src_bt) == 1:
+                init = True
         reads = [(a, fa), (b, fb)] + [(t, None) for t in ts[3:]]
         maybe = []
         if init is False:
@@ -2067,9 +2196,12 @@ class Interp:
             return None
         dst, src = ts[0], ts[1]
         fps = fpd = None
+        self.target_sub = 0
         if ps:
             f = _ints(ps[0], ["nSize", "mSize", "srcStride", "dstStride"])
             fps = apis.fp_fixpipe_src(f, src.elem or 4)
+            sb = ps[0].fields.get("subBlockId")
+            self.target_sub = 1 if sb is True or as_int(sb) == 1 else 0
             if dst.mem() in ("GM", "UB"):
                 fpd = apis.fp_fixpipe_dst_rows(f, dst.elem or 4)
         self._record("FIX", name, line, [(src, fps)] + [(t, None) for t in ts[2:]], [(dst, fpd)])

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .apis import ALL_PIPES, CORE_PIPES, auto_sync_covers, pipe_in_order
-from .values import Access, Region, covered_by_write, regions_overlap
+from .values import Access, Region, XAccess, covered_by_write, regions_overlap
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,37 @@ class Machine:
     serial: int = 0
     loop_depth: int = 0
     ops: int = 0
+    mutexes: dict = field(default_factory=dict)  # MutexID -> {held pipe, line, captured accesses}
+    read_lines: set = field(default_factory=set)  # lines of local reads checked for a prior write
     causal: dict | None = None  # event prefix -> own cross-core set indices that release that wait
     xcaptured: dict = field(default_factory=dict)  # cross-core set index -> accesses complete on its pipe
+    # cross-core data (see explore.py): this core's accesses to shared memory, what each of its
+    # CrossCoreSetFlags publishes, and (second run) the other cores' accesses and their proxies
+    sub: int = 0
+    xaccesses: list = field(default_factory=list)
+    xcap: dict = field(default_factory=dict)  # set index -> [xid]
+    remote: dict | None = None  # shared root -> [XAccess of the other cores]
+    reveal: dict | None = None  # event prefix -> [XAccess] a wait makes visible
+    proxies: dict = field(default_factory=dict)  # xid -> Access
+    x_ordered: set = field(default_factory=set)  # (remote xid, local xid): remote before local
+    x_candidates: list = field(default_factory=list)  # (remote XAccess, local XAccess) not shown ordered
+
+    def shared_root(self, root: tuple) -> tuple | None:
+        """The name of ``root`` as the other cores see it (None: memory only this core has)."""
+        if root[0] == "GM" or root[0] in ("UB@AIV", "L1@AIC"):
+            return root
+        if self.core == "AIV" and root == ("UB",):
+            return ("UB@AIV", self.sub)
+        if self.core == "AIC" and root == ("L1",):
+            return ("L1@AIC",)
+        return None
+
+    def local_root(self, shared: tuple) -> tuple:
+        if self.core == "AIV" and shared == ("UB@AIV", self.sub):
+            return ("UB",)
+        if self.core == "AIC" and shared == ("L1@AIC",):
+            return ("L1",)
+        return shared
 
     # ---------------------------------------------------------------------------------------
     def report(self, line: int, severity: str, check: str, message: str, region: Region | None = None) -> None:
@@ -96,29 +125,57 @@ class Machine:
         self.ops += 1
         new = [("R", r, False) for r in reads] + [("R", r, True) for r in maybe_reads] + \
               [("W", w, False) for w in writes]
+        xids = []
         for kind, reg, maybe in new:
-            if kind == "R" and not maybe and reg.root[0] != "GM" and pipe != "?":
+            xid = None
+            sroot = self.shared_root(reg.root) if pipe != "?" else None
+            if sroot is not None:
+                xid = (self.core, self.sub, len(self.xaccesses))
+                xa = XAccess(xid, kind, pipe, Region(sroot, reg.start, reg.fp, reg.size, reg.name), op, line,
+                             self.core)
+                self.xaccesses.append(xa)
+                if self.remote:
+                    self._check_remote(xa)
+            xids.append(xid)
+            if kind == "R" and not maybe and reg.root[0] not in ("GM", "UB@AIV", "L1@AIC") and pipe != "?":
                 self._check_written(reg, op, line)
             bucket = self.buckets.get(reg.root)
             if not bucket:
                 continue
             for a in list(bucket.values()):
-                if a.kind == "R" and kind == "R":
+                if a.remote or (a.kind == "R" and kind == "R"):
                     continue
                 if not regions_overlap(a.region, reg):
                     continue
                 self._check_order(a, pipe, kind, reg, op, line)
-        for kind, reg, maybe in new:
+        for (kind, reg, maybe), xid in zip(new, xids, strict=True):
             self.serial += 1
             acc = Access(pipe, kind, reg, op, line, set(), maybe, self.serial)
             bucket = self.buckets.setdefault(reg.root, {})
             key = (reg.key(), pipe, kind)
-            bucket.pop(key, None)  # the newer access of the same kind subsumes the older one
+            old = bucket.pop(key, None)  # the newer access of the same kind subsumes the older one
+            if old is not None:
+                acc.xids.extend(old.xids)
+            if xid is not None:
+                acc.xids.append(xid)
             bucket[key] = acc
             if kind == "W":
                 self.writes.setdefault(reg.root, []).append(reg)
 
+    def _check_remote(self, xa: XAccess) -> None:
+        for x in self.remote.get(xa.region.root, ()):
+            if x.kind == "R" and xa.kind == "R":
+                continue
+            if not regions_overlap(x.region, xa.region):
+                continue
+            proxy = self.proxies.get(x.xid)
+            if proxy is not None and xa.pipe in proxy.done_for:
+                self.x_ordered.add((x.xid, xa.xid))
+            else:
+                self.x_candidates.append((x, xa))
+
     def _check_written(self, reg: Region, op: str, line: int) -> None:
+        self.read_lines.add(line)
         for w in self.writes.get(reg.root, ()):
             if covered_by_write(reg, w):
                 return
@@ -167,7 +224,7 @@ class Machine:
         out = []
         for bucket in self.buckets.values():
             for a in bucket.values():
-                if a.pipe == pipe or pipe in a.done_for:
+                if (a.pipe == pipe and not a.remote) or pipe in a.done_for:
                     out.append(a)
         return out
 
@@ -197,28 +254,68 @@ class Machine:
 
     def cross_set(self, pipe: str | None) -> None:
         """A CrossCoreSetFlag on ``pipe`` (xevents already has it): what it waits for on this core."""
-        self.xcaptured[len(self.xevents) - 1] = self._complete_on(pipe) if pipe and pipe != "ALL" else \
+        cap = self._complete_on(pipe) if pipe and pipe != "ALL" else \
             [a for b in self.buckets.values() for a in b.values()]
+        self.xcaptured[len(self.xevents) - 1] = cap
+        self.xcap[len(self.xevents) - 1] = [x for a in cap if not a.remote for x in a.xids]
 
     def cross_wait(self, blocked: frozenset) -> None:
         """A CrossCoreWaitFlag (xevents already has it): the own sets whose release it depends on
         (from the cross-core simulation) now order ``blocked`` pipes after their accesses."""
+        prefix = tuple(self.xevents)
+        for x in (self.reveal or {}).get(prefix, ()):
+            proxy = self.proxies.get(x.xid)
+            if proxy is None:
+                reg = x.region
+                proxy = Access(x.pipe, x.kind, Region(self.local_root(reg.root), reg.start, reg.fp, reg.size, reg.name),
+                               x.op, x.line, set(), False, 0, True, [x.xid])
+                self.proxies[x.xid] = proxy
+                self.buckets.setdefault(proxy.region.root, {})[("remote", x.xid)] = proxy
+            proxy.done_for |= blocked
         if not self.causal:
             return
-        own = self.causal.get(tuple(self.xevents))
+        own = self.causal.get(prefix)
         for j in own or ():
             for a in self.xcaptured.get(j, ()):
                 a.done_for |= blocked
+
+    def mutex(self, name: str, pipe: str, key, id_text: str, line: int) -> None:
+        st = self.mutexes.setdefault(key, {"held": None, "line": 0, "captured": []})
+        if name == "Lock":
+            if st["held"] is not None:
+                self.report(line, "error", "mutex-pairing",
+                            f"Mutex::Lock<PIPE_{pipe}>({id_text}) while the mutex is already locked (line {st['line']}) "
+                            "and not unlocked: Lock and Unlock of one MutexID must alternate")
+                return
+            for a in st["captured"]:
+                a.done_for.add(pipe)
+            st["held"], st["line"] = pipe, line
+        else:
+            if st["held"] is None:
+                self.report(line, "error", "mutex-pairing",
+                            f"Mutex::Unlock<PIPE_{pipe}>({id_text}) with no Lock before it: Lock and Unlock of one "
+                            "MutexID must alternate")
+                return
+            if st["held"] != pipe:
+                self.report(line, "error", "mutex-pairing",
+                            f"Mutex::Unlock<PIPE_{pipe}>({id_text}) of a mutex locked on PIPE_{st['held']} (line "
+                            f"{st['line']}): Lock and Unlock must name the same pipe")
+            st["captured"] = self._complete_on(pipe)
+            st["held"] = None
 
     def barrier(self, pipe: str) -> None:
         for bucket in self.buckets.values():
             for a in bucket.values():
                 if pipe == "ALL":
                     a.done_for |= ALL_PIPES
-                elif a.pipe == pipe or pipe in a.done_for:
+                elif (a.pipe == pipe and not a.remote) or pipe in a.done_for:
                     a.done_for.add(pipe)
 
     def end(self, line: int, note: str = "") -> None:
+        for key, st in self.mutexes.items():
+            if st["held"] is not None:
+                self.report(st["line"], "error", "mutex-pairing",
+                            f"Mutex::Lock<PIPE_{st['held']}>({key}) is never unlocked before the kernel ends{note}")
         for st in self.flags.values():
             idt = st.ident if isinstance(st.ident, int) else st.ident
             self.report(st.line, "error", "set-never-waited",

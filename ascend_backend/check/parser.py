@@ -31,11 +31,33 @@ class _TokenFeed(Lexer):
         return iter(data)
 
 
+def _cache_file(grammar: str) -> str | None:
+    """Where the LALR tables are cached (building them takes seconds; loading, a fraction)."""
+    import hashlib
+
+    import lark as _lark
+
+    root = os.environ.get("TL_ASCEND_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                                  "tilelang-ascendc")
+    key = hashlib.sha256((grammar + _lark.__version__).encode()).hexdigest()[:16]
+    d = os.path.join(root, "check")
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError:
+        return None
+    return os.path.join(d, f"grammar-{key}.lark-cache") if os.access(d, os.W_OK) else None
+
+
 @functools.lru_cache(maxsize=1)
 def _parser() -> tuple[Lark, dict[str, str]]:
     with open(_GRAMMAR, encoding="utf-8") as f:
         grammar = f.read()
-    lark = Lark(grammar, parser="lalr", lexer=_TokenFeed, propagate_positions=True, maybe_placeholders=True)
+    kw = dict(parser="lalr", lexer=_TokenFeed, propagate_positions=True, maybe_placeholders=True)
+    cache = _cache_file(grammar)
+    try:
+        lark = Lark(grammar, cache=cache or False, **kw)
+    except Exception:  # noqa: BLE001 - a damaged or unwritable cache: build the tables in memory
+        lark = Lark(grammar, **kw)
     literal = {}
     for term in lark.terminals:
         pat = term.pattern
@@ -118,14 +140,25 @@ def parse_items(items: list[Item]) -> tuple[list[ParsedItem], list[int]]:
     return parsed, dropped
 
 
-def parse_source(text: str, name: str, arch: str, core: str, path: str | None = None,
-                 defines: dict[str, str] | None = None, follow_includes: bool = True) -> ParsedSource:
-    """Preprocess ``text`` for (arch, core), cut it into items and parse the kernel ones."""
+def tokens_for(text: str, name: str, arch: str, core: str, path: str | None = None,
+               defines: dict[str, str] | None = None, follow_includes: bool = True) -> tuple[list[Tok], SourceMap]:
+    """The classified token stream of ``text`` preprocessed for (arch, core)."""
     smap = SourceMap()
     pp = Preprocessor(arch, core, defines, follow_includes=follow_includes, smap=smap)
     toks = pp.run(text, name, path)
-    toks = classify(toks)
+    return classify(toks), smap
+
+
+def parse_tokens(toks: list[Tok], smap: SourceMap) -> ParsedSource:
+    """Cut a token stream into items and parse the kernel ones."""
     items = split_items(toks)
     parsed, dropped = parse_items(items)
     return ParsedSource(parsed, smap, dropped, sum(1 for i in items if i.kind == "host"),
                         launch_template_args(toks))
+
+
+def parse_source(text: str, name: str, arch: str, core: str, path: str | None = None,
+                 defines: dict[str, str] | None = None, follow_includes: bool = True) -> ParsedSource:
+    """Preprocess ``text`` for (arch, core), cut it into items and parse the kernel ones."""
+    toks, smap = tokens_for(text, name, arch, core, path, defines, follow_includes)
+    return parse_tokens(toks, smap)

@@ -204,7 +204,7 @@ def _add_member(prog: Program, cls: ClassDef, m: Tree, tparams: list) -> None:
 
 
 def _func(node: Tree, tparams: list, cls: ClassDef | None) -> FuncDef | None:
-    specs = spec_words(tree_children(node, "spec"))
+    specs = spec_words(tree_children(node, "spec", "mix_spec"))
     params_node = first_tree(node, "params")
     params = tree_children(params_node, "param") if params_node is not None else []
     body = first_tree(node, "compound")

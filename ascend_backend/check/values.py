@@ -62,6 +62,19 @@ class Lin:
             return Lin(0)
         return Lin(self.c * k, tuple((s, c * k) for s, c in self.t))
 
+    def subst(self, known: dict) -> Lin:
+        """Symbols with a known value replaced by it."""
+        if not known or not any(s in known for s, _ in self.t):
+            return self
+        c = self.c
+        t = []
+        for s, k in self.t:
+            if s in known:
+                c += k * known[s]
+            else:
+                t.append((s, k))
+        return Lin(c, tuple(t))
+
     def text(self) -> str:
         parts = [s if k == 1 else f"{k}*{s}" for s, k in self.t]
         if self.c or not parts:
@@ -80,13 +93,21 @@ class Lin:
 
 @dataclass(frozen=True)
 class Cond:
-    """An unknown truth value; conditions with the same text are the same condition."""
+    """An unknown truth value; conditions with the same text are the same condition.
+
+    ``kind``/``info`` let a decision teach the interpreter more: "eq" (``info`` = (symbol, value):
+    the condition is ``symbol == value``), "or"/"and" (``info`` = the operand conditions)."""
 
     text: str
     neg: bool = False
+    kind: str | None = field(default=None, compare=False)
+    info: object = field(default=None, compare=False)
 
     def negate(self) -> Cond:
-        return Cond(self.text, not self.neg)
+        return Cond(self.text, not self.neg, self.kind, self.info)
+
+    def raw(self) -> Cond:
+        return Cond(self.text, False, self.kind, self.info)
 
 
 @dataclass(frozen=True)
@@ -324,3 +345,19 @@ class Access:
     done_for: set = field(default_factory=set)
     maybe: bool = False  # a read that may not happen (Mmad accumulation with an unknown init flag)
     serial: int = 0
+    remote: bool = False  # a proxy of another core's access, made visible by a cross-core wait
+    xids: list = field(default_factory=list)  # ids of the shared-memory accesses this one stands for
+
+
+@dataclass
+class XAccess:
+    """An access to memory another core can touch (GM, the AIVs' UB, the AIC's L1), for the
+    cross-core check; ``region.root`` uses the shared naming (("UB@AIV", sub), ("L1@AIC",), GM)."""
+
+    xid: tuple
+    kind: str
+    pipe: str
+    region: Region
+    op: str
+    line: int
+    core: str
