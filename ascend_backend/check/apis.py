@@ -341,11 +341,15 @@ def fp_mmad(p: dict, ea: int, eb: int, ec: int) -> tuple | None:
 
 
 def fp_fixpipe_src(p: dict, e: int) -> tuple | None:
+    """L0C (NZ) source of a Fixpipe: in each of the ceil(nSize / 16) column blocks (srcStride rows
+    of 16 elements apart), mSize rows of 16 elements from the view's start."""
     try:
-        n, ss = int(p["nSize"]), int(p["srcStride"])
+        n, m, ss = int(p["nSize"]), int(p["mSize"]), int(p["srcStride"])
     except (TypeError, ValueError, KeyError):
         return None
-    return ((0, ceil_to(n, 16) // 16 * ss * 16 * e),) if n > 0 and ss > 0 else None
+    if n <= 0 or m <= 0 or ss <= 0:
+        return None
+    return strided(-(-n // 16), m * 16 * e, ss * 16 * e)
 
 
 def fp_fixpipe_dst_rows(p: dict, e: int) -> tuple | None:

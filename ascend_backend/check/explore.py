@@ -112,6 +112,8 @@ def _targs(prog: Program, f: FuncDef, parsed: ParsedSource, machine_args) -> lis
                 out.append(TypeVal(t.value if t.value != "int" else "int32_t"))
             elif t.type == "NAME":
                 v = it.lookup(t.value)
+                if as_int(v) is None:
+                    v = parsed.host_consts.get(t.value)
                 out.append(v if as_int(v) is not None else None)
             else:
                 out.append(None)
@@ -138,10 +140,11 @@ def run_core(prog: Program, parsed: ParsedSource, f: FuncDef, plan: KernelPlan, 
         if xdata is not None:
             m.remote, m.reveal = xdata["remote"], xdata["reveal"]
         it = Interp(prog, m, prefix, sub, plan.ratio, plan.mix)
+        cut = False
         try:
             it.run_entry(f, targs)
         except PathCut:
-            pass
+            cut = True
         run.paths += 1
         steps += it.steps
         for k in range(len(prefix), len(it.trace)):
@@ -154,7 +157,9 @@ def run_core(prog: Program, parsed: ParsedSource, f: FuncDef, plan: KernelPlan, 
             run.findings.append((fd, note))
         run.read_lines.append(m.read_lines)
         run.nw_lines.append({fd.line for fd in m.findings if fd.check == "read-never-written"})
-        run.xseqs.append((tuple(m.xevents), dict(it.assume)))
+        if not cut:  # a path stopped early has an incomplete set/wait sequence
+            run.xseqs.append((tuple(m.xevents), (dict(it.assume), {k: tuple(v) for k, v in it.rng.items()},
+                                                 {k: set(v) for k, v in it.neq.items()})))
         run.foreign.extend(m.foreign_writes)
         run.notes |= it.notes
         run.machine = m
@@ -166,12 +171,22 @@ def run_core(prog: Program, parsed: ParsedSource, f: FuncDef, plan: KernelPlan, 
 # ---------------------------------------------------------------------------------------------
 
 
-def _consistent(a: dict, b: dict) -> bool:
-    for k, v in a.items():
-        if "GetBlockIdx" in k or "GetSubBlockIdx" in k:
-            continue
-        if k in b and b[k] != v:
+def _consistent(a: tuple, b: tuple) -> bool:
+    """Whether two cores' paths can be one run: the same decisions on the same conditions, and
+    value ranges of shared symbols (tiling fields, the block index) that intersect."""
+    (aa, ar, an), (ba, br, bn) = a, b
+    for k, v in aa.items():
+        if k in ba and ba[k] != v:
             return False
+    for sym, (lo, hi) in ar.items():
+        if sym in br:
+            lo2, hi2 = br[sym]
+            lo_ = max(x for x in (lo, lo2) if x is not None) if lo is not None or lo2 is not None else None
+            hi_ = min(x for x in (hi, hi2) if x is not None) if hi is not None or hi2 is not None else None
+            if lo_ is not None and hi_ is not None and lo_ > hi_:
+                return False
+            if lo_ is not None and lo_ == hi_ and (lo_ in an.get(sym, ()) or lo_ in bn.get(sym, ())):
+                return False
     return True
 
 
@@ -206,18 +221,22 @@ def cross_core_findings(plan: KernelPlan, runs: dict, arch: str) -> tuple[list[F
         r = runs.get(key)
         distinct = {}
         for seq, assume in (r.xseqs if r else []):
-            distinct.setdefault(seq, assume)
-        seqs[key] = list(distinct.items()) or [((), {})]
+            k = (seq, repr(assume))
+            if k not in distinct and len(distinct) < 24:
+                distinct[k] = (seq, assume)
+        seqs[key] = list(distinct.values()) or [((), ({}, {}, {}))]
     combos = itertools.product(*[seqs[k] for k in cores])
     reported = set()
     first_kn = None
+    simulated = 0
     for n, combo in enumerate(combos):
-        if n >= 64:
+        if n >= 20000 or simulated >= 256:
             break
         assumes = [a for _, a in combo]
         if not all(_consistent(x, y) for x, y in itertools.combinations(assumes, 2)):
             continue
         combo_seqs = dict(zip(cores, [s for s, _ in combo], strict=True))
+        simulated += 1
         fds, cz, wk = _simulate(combo_seqs, plan, arch)
         if first_kn is None:
             first_kn = wk
@@ -393,7 +412,7 @@ def _cross_core_races(runs: dict) -> list[Finding]:
             if (y.xid, x.xid) in ordered or (x.xid, y.xid) in ordered:
                 continue
             w, rd = (x, y) if x.kind == "W" else (y, x)
-            k = (w.line, rd.line, w.core, rd.core)
+            k = frozenset({(w.line, _core_text(w)), (rd.line, _core_text(rd))})
             if k in seen:
                 continue
             seen.add(k)

@@ -186,6 +186,8 @@ class Interp:
         self.trace: list[tuple[int, int, int, str]] = []  # (alternatives, choice, line, label)
         self.assume: dict[str, bool] = {}
         self.known: dict[str, int] = {}  # symbols a decision fixed (x == 3 taken as true)
+        self.rng: dict[str, list] = {}  # symbol -> [lo, hi] (None: unbounded) from decisions
+        self.bounds: dict[str, int] = {}  # upper bounds of symbols (min(128, x) <= 128)
         self.neq: dict[str, set] = {}  # values a decision excluded (x == 3 taken as false)
         self.frames: list[Frame] = []
         self.globals: dict = {}
@@ -780,19 +782,79 @@ class Interp:
         return raw != cond.neg
 
     def learn(self, cond: Cond, truth: bool) -> None:
-        """Record that ``cond`` (raw, not negated) has value ``truth`` along this path."""
+        """Record that ``cond`` (raw, not negated) has value ``truth`` along this path: its text,
+        and for ``k*x + c == 0`` / ``k*x + c < 0`` the value range of x."""
         self.assume[cond.text] = truth
-        if cond.kind == "eq" and cond.info is not None:
-            sym, val = cond.info
-            if truth:
-                self.known[sym] = val
+        if cond.kind in ("eq", "lt") and cond.info is not None:
+            sym, k, c = cond.info
+            r = self.rng.setdefault(sym, [None, None])
+            if cond.kind == "eq":
+                if c % k == 0:
+                    val = -c // k
+                    if truth:
+                        r[0] = val if r[0] is None else max(r[0], val)
+                        r[1] = val if r[1] is None else min(r[1], val)
+                    else:
+                        self.neq.setdefault(sym, set()).add(val)
             else:
-                self.neq.setdefault(sym, set()).add(val)
+                if k > 0:
+                    lo, hi = (None, (-c - 1) // k) if truth else (-(c // k), None)
+                else:
+                    kk = -k
+                    lo, hi = (c // kk + 1, None) if truth else (None, c // kk)
+                if lo is not None:
+                    r[0] = lo if r[0] is None else max(r[0], lo)
+                if hi is not None:
+                    r[1] = hi if r[1] is None else min(r[1], hi)
+            excluded = self.neq.get(sym, ())
+            while r[0] is not None and r[0] in excluded:
+                r[0] += 1
+            while r[1] is not None and r[1] in excluded:
+                r[1] -= 1
+            if r[0] is not None and r[1] is not None and r[0] > r[1]:
+                raise PathCut()  # the decisions of this path contradict each other: it cannot happen
+            if r[0] is not None and r[0] == r[1]:
+                self.known[sym] = r[0]
         elif cond.kind in ("or", "and") and cond.info is not None:
             if (cond.kind == "or" and not truth) or (cond.kind == "and" and truth):
                 for part in cond.info:
                     if isinstance(part, Cond):
                         self.learn(part.raw(), truth != part.neg)
+
+    def _by_range(self, op: str, sym: str, k: int, c: int):
+        """``(k*sym + c) op 0`` when the known range of sym decides it, else None."""
+        lo, hi = self.rng.get(sym, (None, None))
+        vlo = vhi = None
+        if k > 0:
+            vlo = k * lo + c if lo is not None else None
+            vhi = k * hi + c if hi is not None else None
+        else:
+            vlo = k * hi + c if hi is not None else None
+            vhi = k * lo + c if lo is not None else None
+        if op in ("eq", "ne"):
+            res = None
+            if c % k != 0:
+                res = False  # no integer solution
+            elif (vlo is not None and vlo > 0) or (vhi is not None and vhi < 0):
+                res = False
+            elif -c // k in self.neq.get(sym, ()):
+                res = False
+            elif vlo == 0 and vhi == 0:
+                res = True
+            return None if res is None else (res if op == "eq" else not res)
+        tests = {"lt": (lambda a: a < 0), "le": (lambda a: a <= 0), "gt": (lambda a: a > 0), "ge": (lambda a: a >= 0)}
+        t = tests[op]
+        if vlo is not None and vhi is not None and t(vlo) == t(vhi):
+            return t(vlo)
+        if op in ("lt", "le") and vhi is not None and t(vhi):
+            return True
+        if op in ("lt", "le") and vlo is not None and not t(vlo):
+            return False
+        if op in ("gt", "ge") and vlo is not None and t(vlo):
+            return True
+        if op in ("gt", "ge") and vhi is not None and not t(vhi):
+            return False
+        return None
 
     def s_if_stmt(self, s: Tree) -> None:
         ch = s.children
@@ -945,6 +1007,7 @@ class Interp:
         seen_texts: set = set()
         # while (true) { ... break; }: a polling loop; its exits are explored in its first laps
         forever = cond is None and not unknown_trip or (isinstance(cond, Tree) and cond.data in ("true", "number"))
+        trace_at_start = len(self.trace)
         self.m.loop_depth += 1
         try:
             while True:
@@ -972,7 +1035,14 @@ class Interp:
                             break
                     elif not c:
                         break
+                    elif unknown_seen and it >= UNKNOWN_TRIPS:
+                        # the bound is unknown, but this path's decisions force more laps: the
+                        # shorter paths are explored; this one stops here (no end-of-kernel checks)
+                        raise PathCut()
                 it += 1
+                if it > UNKNOWN_TRIPS and len(self.trace) > trace_at_start and not unknown_trip and \
+                        unknown_seen == 0:
+                    forever = True  # it goes on only as unknown values inside it decide: a polling loop
                 if forever and it > UNKNOWN_TRIPS:
                     self.notes.add(f"line {line}: a loop without an exit condition was followed for "
                                    f"{UNKNOWN_TRIPS} laps (paths leaving it by break/return are checked)")
@@ -1128,7 +1198,8 @@ class Interp:
     e_global_id = e_id_expr
 
     def e_ternary(self, e):
-        c = self.cond_value(self.eval(e.children[0]), line_of(e), _src(e.children[0]))
+        cnode = e.children[0]
+        c = self.cond_value(self.eval(cnode), line_of(e), _src(cnode))
         if isinstance(c, Cond):
             if c.text in self.assume:
                 c = self.assume[c.text] != c.neg
@@ -1136,9 +1207,41 @@ class Interp:
                 a, b = self.eval(e.children[1]), self.eval(e.children[2])
                 if _same(a, b):
                     return a
-                return Lin.sym(fresh("?:")) if isinstance(a, (int, Lin)) and isinstance(b, (int, Lin)) else \
-                    (a if isinstance(a, Tensor) else UNKNOWN)
+                la, lb = Lin.of(a), Lin.of(b)
+                if la is not None and lb is not None:
+                    # named by what it computes, so every core and path agrees on it
+                    name = f"({c.text} ? {la.text()} : {lb.text()})"
+                    hi = self._minmax_bound(cnode, e.children[1], e.children[2], la, lb)
+                    if hi is not None:
+                        self.bounds[name] = hi
+                    return Lin.sym(name)
+                return a if isinstance(a, Tensor) else UNKNOWN
         return self.eval(e.children[1] if c else e.children[2])
+
+    def _minmax_bound(self, cnode, tnode, fnode, la: Lin, lb: Lin) -> int | None:
+        """Upper bound of ``x < y ? x : y`` (a min) or ``x > y ? x : y`` (a max)."""
+        if not isinstance(cnode, Tree) or cnode.data not in ("bin_lt", "bin_le", "bin_gt", "bin_ge"):
+            return None
+        x, y = _src(cnode.children[0]), _src(cnode.children[1])
+        t, f = _src(tnode), _src(fnode)
+        is_min = (cnode.data in ("bin_lt", "bin_le") and (t, f) == (x, y)) or \
+            (cnode.data in ("bin_gt", "bin_ge") and (t, f) == (y, x))
+        is_max = (cnode.data in ("bin_gt", "bin_ge") and (t, f) == (x, y)) or \
+            (cnode.data in ("bin_lt", "bin_le") and (t, f) == (y, x))
+        ha, hb = self.upper(la), self.upper(lb)
+        if is_min:
+            known = [h for h in (ha, hb) if h is not None]
+            return min(known) if known else None
+        if is_max and ha is not None and hb is not None:
+            return max(ha, hb)
+        return None
+
+    def upper(self, v: Lin) -> int | None:
+        if v.is_const():
+            return v.c
+        if len(v.t) == 1 and v.t[0][1] == 1 and v.t[0][0] in self.bounds:
+            return self.bounds[v.t[0][0]] + v.c
+        return None
 
     def e_lor(self, e):
         a = self.cond_value(self.eval(e.children[0]), line_of(e), _src(e.children[0]))
@@ -1318,23 +1421,24 @@ class Interp:
             d = la - lb
             if d.is_const():
                 return _int_op(op, d.c, 0)
+            single = len(d.t) == 1
+            if single:
+                sym, k = d.t[0]
+                dec = self._by_range(op, sym, k, d.c)
+                if dec is not None:
+                    return dec
             # canonical text for one condition whatever its spelling
             if op in ("eq", "ne"):
-                info = None
-                if len(d.t) == 1 and d.t[0][1] in (1, -1):
-                    sym, k = d.t[0]
-                    info = (sym, -d.c * k)
-                    if info[1] in self.neq.get(sym, ()):
-                        return op == "ne"
+                info = (d.t[0][0], d.t[0][1], d.c) if single else None
                 c = Cond(f"{la.text()} == {lb.text()}", False, "eq" if info else None, info)
                 return c if op == "eq" else c.negate()
-            if op == "lt":
-                return Cond(f"{la.text()} < {lb.text()}")
-            if op == "ge":
-                return Cond(f"{la.text()} < {lb.text()}").negate()
-            if op == "gt":
-                return Cond(f"{lb.text()} < {la.text()}")
-            return Cond(f"{lb.text()} < {la.text()}").negate()
+            if op in ("lt", "ge"):
+                info = (d.t[0][0], d.t[0][1], d.c) if single else None
+                c = Cond(f"{la.text()} < {lb.text()}", False, "lt" if info else None, info)
+                return c if op == "lt" else c.negate()
+            info = (d.t[0][0], -d.t[0][1], -d.c) if single else None
+            c = Cond(f"{lb.text()} < {la.text()}", False, "lt" if info else None, info)
+            return c if op == "gt" else c.negate()
         return Lin.sym(f"({la.text()}){op}({lb.text()})")
 
     # -- assignment -------------------------------------------------------------------------------
@@ -1913,6 +2017,10 @@ class Interp:
             if pipe is not None:
                 self.mutex_op(name, pipe, args[0] if args else 0, texts[0] if texts else "?", line)
             return None
+        if name == "REGIST_MATMUL_OBJ" and self.core == "AIC":
+            # the high-level Matmul API: the Cube core serves Matmul requests inside this macro and
+            # does not come back to the kernel's code (SIMD-BuiltIn keywords page)
+            raise ReturnSig(None)
         if name in ("AllocMutexID",):
             return Lin.sym(f"mutexID@{line}#{self.steps}")
         if name in ("ReleaseMutexID",):
@@ -2124,13 +2232,13 @@ class Interp:
             fps, fpd = ((0, n * es),), ((0, n * ed),)
         elif isinstance(p, StructVal):
             if p.type == "Nd2NzParams":
-                fpd = apis.fp_nd2nz_dst(_ints(p, apis.STRUCT_FIELDS["Nd2NzParams"]), ed)
-                fps = apis.fp_nd2nz_src(_ints(p, apis.STRUCT_FIELDS["Nd2NzParams"]), es)
+                fpd = apis.fp_nd2nz_dst(_ints(p, apis.STRUCT_FIELDS["Nd2NzParams"], self.bounds), ed)
+                fps = apis.fp_nd2nz_src(_ints(p, apis.STRUCT_FIELDS["Nd2NzParams"], self.bounds), es)
             elif p.type in ("DataCopyParams", "DataCopyExtParams"):
                 ext = p.type == "DataCopyExtParams" or name == "DataCopyPad"
                 pad = args[3] if len(args) > 3 and isinstance(args[3], StructVal) else None
-                fields = _ints(p, apis.STRUCT_FIELDS["DataCopyExtParams"])
-                padf = _ints(pad, apis.STRUCT_FIELDS["DataCopyPadExtParams"]) if pad else None
+                fields = _ints(p, apis.STRUCT_FIELDS["DataCopyExtParams"], self.bounds)
+                padf = _ints(pad, apis.STRUCT_FIELDS["DataCopyPadExtParams"], self.bounds) if pad else None
                 fps = apis.fp_copy_params(fields, "src", ext, es, sm, dm)
                 fpd = apis.fp_copy_params(fields, "dst", ext, ed, sm, dm, padf)
         self._record(pipe, name, line, [(src, fps)], [(dst, fpd)])
@@ -2148,10 +2256,10 @@ class Interp:
         p = args[2] if len(args) > 2 else None
         if isinstance(p, StructVal) and name == "LoadData":
             if p.type == "LoadData2DParams":
-                f = _ints(p, apis.STRUCT_FIELDS["LoadData2DParams"])
+                f = _ints(p, apis.STRUCT_FIELDS["LoadData2DParams"], self.bounds)
                 fpd, fps = apis.fp_load2d(f, "dst"), apis.fp_load2d(f, "src")
             elif p.type == "LoadData2DParamsV2":
-                fps, fpd = apis.fp_load2d_v2(_ints(p, apis.STRUCT_FIELDS["LoadData2DParamsV2"]), src.elem or 2)
+                fps, fpd = apis.fp_load2d_v2(_ints(p, apis.STRUCT_FIELDS["LoadData2DParamsV2"], self.bounds), src.elem or 2)
         extra = [(a, None) for a in args[2:] if isinstance(a, Tensor)]
         self._record(pipe, name, line, [(src, fps)] + extra, [(dst, fpd)])
         return None
@@ -2167,7 +2275,7 @@ class Interp:
         fa = fb = fc = None
         init = True
         if ps:
-            f = _ints(ps[0], ["m", "n", "k"])
+            f = _ints(ps[0], ["m", "n", "k"], self.bounds)
             fps = apis.fp_mmad(f, a.elem or 2, b.elem or 2, c.elem or 4)
             if fps is not None:
                 fa, fb, fc = fps
@@ -2198,7 +2306,7 @@ class Interp:
         fps = fpd = None
         self.target_sub = 0
         if ps:
-            f = _ints(ps[0], ["nSize", "mSize", "srcStride", "dstStride"])
+            f = _ints(ps[0], ["nSize", "mSize", "srcStride", "dstStride"], self.bounds)
             fps = apis.fp_fixpipe_src(f, src.elem or 4)
             sb = ps[0].fields.get("subBlockId")
             self.target_sub = 1 if sb is True or as_int(sb) == 1 else 0
@@ -2321,13 +2429,18 @@ def _enum_name(v) -> str:
     return "?"
 
 
-def _ints(p: StructVal | None, names: list[str]) -> dict:
+def _ints(p: StructVal | None, names: list[str], bounds: dict | None = None) -> dict:
+    """Integer fields of a parameter struct (a bounded unknown, such as a tail tile's
+    ``min(128, M - m)``, counts as its upper bound: footprints are then over-approximated)."""
     out = {}
     if p is None:
         return out
     for nm in names:
         v = p.get(nm)
         iv = as_int(v)
+        if iv is None and bounds and isinstance(v, Lin) and len(v.t) == 1 and v.t[0][1] == 1 \
+                and v.t[0][0] in bounds:
+            iv = bounds[v.t[0][0]] + v.c
         out[nm] = iv if iv is not None else None
     return out
 

@@ -483,7 +483,7 @@ def _c_int_literal(text: str) -> str:
 # Token classification
 # ---------------------------------------------------------------------------------------------
 # Tokens after which a closing '>' really closes a template argument list.
-_AFTER_TARGS = {"(", ")", "::", "{", ",", ";", "&", "&&", "*", ">", "TGT", "...", "NAME", "TNAME", "=",
+_AFTER_TARGS = {"(", ")", "::", "{", ",", ";", "&", "&&", "*", ">", "TGT", "...", "NAME", "TNAME", "=", "<<<",
                 "[", "]", ":", "}"}
 _ABORT_IN_TARGS = {";", "{", "}", "&&", "||"}
 
@@ -832,6 +832,28 @@ def _head(tokens: list[Tok]) -> list[Tok]:
         if t.value == "{":
             return tokens[:k]
     return tokens
+
+
+def host_constants(toks: list[Tok]) -> dict[str, int]:
+    """``constexpr T NAME = <number>;`` anywhere in the file (host functions included), for the
+    template arguments of kernel launches; a name declared with two values is left out."""
+    found: dict[str, int | None] = {}
+    n = len(toks)
+    for i, t in enumerate(toks):
+        if t.value != "constexpr":
+            continue
+        j = i + 1
+        while j < n and toks[j].value not in ("=", ";", "(", "{"):
+            j += 1
+        if j + 2 < n and toks[j].value == "=" and toks[j - 1].type == "NAME" and toks[j + 1].type == "NUMBER" \
+                and toks[j + 2].value == ";":
+            name = toks[j - 1].value
+            try:
+                val = int(toks[j + 1].value.rstrip("uUlL"), 0)
+            except ValueError:
+                continue
+            found[name] = val if found.get(name, val) == val else None
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def launch_template_args(toks: list[Tok]) -> dict[str, list[list[Tok]]]:

@@ -280,28 +280,30 @@ class Machine:
                 a.done_for |= blocked
 
     def mutex(self, name: str, pipe: str, key, id_text: str, line: int) -> None:
-        st = self.mutexes.setdefault(key, {"held": None, "line": 0, "captured": []})
+        """Mutex::Lock<P>/Unlock<P> (Mutex(ISASI) page): a Lock holds P until the Unlocks of the
+        same MutexID issued before it are done (each pipe pairs its own Lock and Unlock)."""
+        st = self.mutexes.setdefault(key, {"held": {}, "captured": {}})
+        held = st["held"]
         if name == "Lock":
-            if st["held"] is not None:
+            if pipe in held:
                 self.report(line, "error", "mutex-pairing",
-                            f"Mutex::Lock<PIPE_{pipe}>({id_text}) while the mutex is already locked (line {st['line']}) "
-                            "and not unlocked: Lock and Unlock of one MutexID must alternate")
+                            f"Mutex::Lock<PIPE_{pipe}>({id_text}) while PIPE_{pipe} already holds it (line "
+                            f"{held[pipe]}): each Lock needs its Unlock<PIPE_{pipe}> first")
                 return
-            for a in st["captured"]:
+            for a in st["captured"].values():
                 a.done_for.add(pipe)
-            st["held"], st["line"] = pipe, line
+            held[pipe] = line
         else:
-            if st["held"] is None:
+            if pipe not in held:
+                other = next(iter(held.items()), None)
                 self.report(line, "error", "mutex-pairing",
-                            f"Mutex::Unlock<PIPE_{pipe}>({id_text}) with no Lock before it: Lock and Unlock of one "
-                            "MutexID must alternate")
+                            f"Mutex::Unlock<PIPE_{pipe}>({id_text}) with no Lock<PIPE_{pipe}> before it"
+                            + (f" (it is locked on PIPE_{other[0]}, line {other[1]})" if other else "")
+                            + ": Lock and Unlock of one MutexID must pair, on the same pipe")
                 return
-            if st["held"] != pipe:
-                self.report(line, "error", "mutex-pairing",
-                            f"Mutex::Unlock<PIPE_{pipe}>({id_text}) of a mutex locked on PIPE_{st['held']} (line "
-                            f"{st['line']}): Lock and Unlock must name the same pipe")
-            st["captured"] = self._complete_on(pipe)
-            st["held"] = None
+            del held[pipe]
+            for a in self._complete_on(pipe):
+                st["captured"][id(a)] = a
 
     def barrier(self, pipe: str) -> None:
         for bucket in self.buckets.values():
@@ -313,9 +315,9 @@ class Machine:
 
     def end(self, line: int, note: str = "") -> None:
         for key, st in self.mutexes.items():
-            if st["held"] is not None:
-                self.report(st["line"], "error", "mutex-pairing",
-                            f"Mutex::Lock<PIPE_{st['held']}>({key}) is never unlocked before the kernel ends{note}")
+            for pipe, ln in st["held"].items():
+                self.report(ln, "error", "mutex-pairing",
+                            f"Mutex::Lock<PIPE_{pipe}>({key}) is never unlocked before the kernel ends{note}")
         for st in self.flags.values():
             idt = st.ident if isinstance(st.ident, int) else st.ident
             self.report(st.line, "error", "set-never-waited",

@@ -10,7 +10,17 @@ from lark import Lark, Token, Tree
 from lark.lexer import Lexer
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
-from .lexer import CheckSyntaxError, Item, Preprocessor, SourceMap, Tok, classify, launch_template_args, split_items
+from .lexer import (
+    CheckSyntaxError,
+    Item,
+    Preprocessor,
+    SourceMap,
+    Tok,
+    classify,
+    host_constants,
+    launch_template_args,
+    split_items,
+)
 
 _GRAMMAR = os.path.join(os.path.dirname(__file__), "grammar.lark")
 _DECLARED = {"NAME", "TNAME", "CTORNAME", "NUMBER", "STRING", "CHARLIT", "TLT", "TGT", "CORE_COND",
@@ -80,6 +90,7 @@ class ParsedSource:
     dropped: list[int] = field(default_factory=list)  # first lines of declarations that did not parse
     host_items: int = 0
     launch_targs: dict = field(default_factory=dict)  # kernel name -> template argument token lists
+    host_consts: dict = field(default_factory=dict)  # constexpr NAME = number; of the whole file
 
 
 def _to_lark(toks: list[Tok], literal: dict[str, str]) -> list[Token]:
@@ -154,7 +165,7 @@ def parse_tokens(toks: list[Tok], smap: SourceMap) -> ParsedSource:
     items = split_items(toks)
     parsed, dropped = parse_items(items)
     return ParsedSource(parsed, smap, dropped, sum(1 for i in items if i.kind == "host"),
-                        launch_template_args(toks))
+                        launch_template_args(toks), host_constants(toks))
 
 
 def parse_source(text: str, name: str, arch: str, core: str, path: str | None = None,
