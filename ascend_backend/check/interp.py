@@ -405,6 +405,8 @@ class Interp:
             if isinstance(bound, TypeVal):
                 info["name"] = bound.name
                 info["tval"] = bound
+                if bound.args and not targs:
+                    info["targs"] = list(bound.args)
             elif name in self.prog.aliases or (self.frames and self.frame.cls is not None
                                                and name in self.frame.cls.aliases):
                 node2 = self.frame.cls.aliases.get(name) if self.frames and self.frame.cls and \
@@ -1129,6 +1131,8 @@ class Interp:
             if isinstance(tgt, Tree) and tgt.data == "id_expr":
                 nm = _id_name(tgt)
                 self.assign_name(nm, Lin.sym(fresh(nm)))
+            elif isinstance(tgt, Tree) and tgt.data in ("member", "member_ptr"):
+                self.store(tgt, Lin.sym(fresh(_src(tgt))))
         for c in node.children:
             if isinstance(c, Tree):
                 self.havoc(c)
@@ -1181,8 +1185,12 @@ class Interp:
                 "ASCEND_IS_NOT_AIV": self.core != "AIV", "ASCEND_IS_NOT_AIC": self.core != "AIC"}[cc]
 
     def e_id_expr(self, e):
-        scopes = [tok_children(c, "NAME", "TNAME")[0].value for c in tree_children(e, "scope")]
+        scope_nodes = tree_children(e, "scope")
+        scopes = [tok_children(c, "NAME", "TNAME")[0].value for c in scope_nodes]
         name = tok_children(e, "NAME", "CTORNAME")[0].value
+        trait = self._type_trait(scope_nodes, name, first_tree(e, "targs"))
+        if trait is not None:
+            return trait
         if scopes and scopes[-1] not in ("AscendC", "std", "Std", "Reg", "MicroAPI"):
             # Class::member / Enum::value
             cls = self.prog.classes.get(scopes[-1])
@@ -1196,6 +1204,28 @@ class Interp:
         return self.lookup(name, line_of(e))
 
     e_global_id = e_id_expr
+
+    _SAME = {"IsSameType", "is_same", "IsSameTypeV", "is_same_v"}
+
+    def _type_trait(self, scope_nodes: list, name: str, targs_node):
+        """``IsSameType<A, B>::value`` / ``std::is_same<A, B>::value`` / ``is_same_v<A, B>``."""
+        args = None
+        if scope_nodes and name == "value" and tok_children(scope_nodes[-1], "NAME", "TNAME")[0].value in self._SAME:
+            t = first_tree(scope_nodes[-1], "targs")
+            args = self.eval_targs(t) if t is not None else None
+        elif name in ("is_same_v", "IsSameTypeV") and targs_node is not None:
+            args = self.eval_targs(targs_node)
+        if not args or len(args) != 2:
+            return None
+        a, b = args
+        if isinstance(a, TypeVal) and isinstance(b, TypeVal):
+            na, nb = _canon_type(a.name), _canon_type(b.name)
+            if na == nb:
+                return True
+            if a.size is None and na not in self.prog.classes or b.size is None and nb not in self.prog.classes:
+                return Cond(f"is_same<{na}, {nb}>")  # a template parameter not bound
+            return False
+        return None
 
     def e_ternary(self, e):
         cnode = e.children[0]
@@ -2048,6 +2078,8 @@ class Interp:
             if a is not None and b is not None:
                 return min(a, b) if name == "min" else max(a, b)
             return Lin.sym(fresh(name))
+        if name in ("assert", "ascendc_assert", "ASSERT", "ASCENDC_ASSERT") and args and args[0] is False:
+            raise PathCut()  # assert(false): this configuration stops the kernel here
         if name in apis.CONFIG_CALLS:
             return None
         if name in apis.COPY_CALLS:
@@ -2331,7 +2363,9 @@ class Interp:
         pipe = "V"
         if any(t.mem() not in ("UB", "?") for t in tens.values()):
             if name in ("BroadCastVecToMM", "InitConstValue", "Fill"):
-                pipe = "V" if name == "BroadCastVecToMM" else "MTE2"
+                # Fill / InitConstValue: PIPE_MTE2 into L1, PIPE_MTE1 into L0A/L0B (Fill page)
+                dm = args[0].mem() if isinstance(args[0], Tensor) else "?"
+                pipe = "V" if name == "BroadCastVecToMM" else ("MTE1" if dm in ("L0A", "L0B") else "MTE2")
             else:
                 for t in tens.values():
                     self._escape(t, line, name)
@@ -2401,8 +2435,9 @@ class Interp:
             return out
         last = args[-1] if args else None
         cnt = as_int(last) if not isinstance(last, (bool, Tensor)) else None
-        if cnt is None and n >= 2 and isinstance(args[-1], bool):
-            cnt = as_int(args[-2])
+        # the count forms: tensors, at most one scalar/mode argument, the count last
+        if n - len(idx) not in (1, 2):
+            cnt = None
         if cnt is not None and idx and idx[-1] < n - 1:
             for i in idx:
                 e = el[i]
@@ -2416,6 +2451,10 @@ class Interp:
 
 
 # ---------------------------------------------------------------------------------------------
+def _canon_type(name: str) -> str:
+    return {"float16_t": "half", "int": "int32_t", "unsigned": "uint32_t"}.get(name, name)
+
+
 def _tname(targs) -> str:
     for t in targs or ():
         if isinstance(t, TypeVal):

@@ -884,5 +884,15 @@ def launch_template_args(toks: list[Tok]) -> dict[str, list[list[Tok]]]:
                         args.append([])
                         continue
                     args[-1].append(a)
-                found.setdefault(toks[j - 1].value, args)
-    return found
+                found.setdefault(toks[j - 1].value, []).append(args)
+    # several launches with different arguments (one per scenario, in host branches the checker does
+    # not read): keep the arguments they agree on, leave the others unknown
+    merged: dict[str, list[list[Tok]]] = {}
+    for name, launches in found.items():
+        first = launches[0]
+        out = []
+        for k, arg in enumerate(first):
+            same = all(k < len(other) and [t.value for t in other[k]] == [t.value for t in arg] for other in launches)
+            out.append(arg if same else [])
+        merged[name] = out
+    return merged

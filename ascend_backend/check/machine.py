@@ -137,7 +137,8 @@ class Machine:
                 if self.remote:
                     self._check_remote(xa)
             xids.append(xid)
-            if kind == "R" and not maybe and reg.root[0] not in ("GM", "UB@AIV", "L1@AIC") and pipe != "?":
+            if kind == "R" and not maybe and reg.root[0] not in ("GM", "UB@AIV", "L1@AIC") and pipe != "?" \
+                    and reg.fp != ():
                 self._check_written(reg, op, line)
             bucket = self.buckets.get(reg.root)
             if not bucket:
