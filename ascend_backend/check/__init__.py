@@ -76,9 +76,7 @@ def check(text: str, arch: str = "dav-3510", auto_sync: bool = True, filename: s
                 parsed[core] = parse_tokens(toks, smap_c)
                 seen_toks = (sig, parsed[core])
         except CheckSyntaxError as exc:
-            # the line may be in an included header: parse again just to map it
-            from .lexer import SourceMap
-
+            # the line may be in an included header: preprocess again just to map it
             f, ln = _locate(exc.line, filename, text, path, arch, core, defines, follow_includes) \
                 if exc.line else (filename, 0)
             raise CheckError(exc.message, f, ln) from None

@@ -407,7 +407,7 @@ def _cross_core_races(runs: dict) -> list[Finding]:
     for r in runs.values():
         ordered |= r.machine.x_ordered
     out, seen = [], set()
-    for key, r in runs.items():
+    for r in runs.values():
         for x, y in r.machine.x_candidates:  # x: the other core's access, y: this core's
             if (y.xid, x.xid) in ordered or (x.xid, y.xid) in ordered:
                 continue
@@ -480,7 +480,7 @@ def check_kernels(parsed_by_core: dict, arch: str, auto_sync: bool, max_paths: i
             if fs:
                 plan = plan_kernel(fs[0], prog)
                 break
-        def run_all(causal: dict | None, xdata: dict | None = None) -> dict:
+        def run_all(causal: dict | None, xdata: dict | None = None, plan=plan, name=name) -> dict:
             runs = {}
             for core in plan.cores:
                 prog = progs[core]

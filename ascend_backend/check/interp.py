@@ -230,7 +230,7 @@ class Interp:
     # =========================================================================================
     def run_entry(self, f: FuncDef, targs: list) -> None:
         frame = Frame([{}], None, {}, f.cls, f)
-        for i, (name, kind, default) in enumerate(f.tparams):
+        for i, (name, kind, _default) in enumerate(f.tparams):
             if i < len(targs) and targs[i] is not None:
                 frame.tbind[name] = targs[i]
             elif kind == "type":
@@ -1595,7 +1595,7 @@ class Interp:
         return UNKNOWN
 
     def _class_static_quiet(self, cls: ClassDef, name: str):
-        for specs, _dtype, decl in cls.fields:
+        for _specs, _dtype, decl in cls.fields:
             if tok_children(decl, "NAME")[0].value == name:
                 return self._class_static(cls, name)
         if name in cls.enums:
@@ -1711,11 +1711,12 @@ class Interp:
             self.notes.add(f"calls of {key} nested too deep: not followed")
             return UNKNOWN
         tbind = dict(this.tbind) if this is not None else {}
-        for i, (nm, kind, default) in enumerate(f.tparams):
+        for i, (nm, _kind, default) in enumerate(f.tparams):
             if i < len(targs):
                 tbind[nm] = targs[i]
             elif default is not None:
-                tbind[nm] = self.eval(default) if default.data != "type_id" else TypeVal(self.eval_type(default)["name"])
+                tbind[nm] = self.eval(default) if default.data != "type_id" else \
+                    TypeVal(self.eval_type(default)["name"])
         frame = Frame([{}], this, tbind, f.cls or (this.cls if this else None), f)
         # bind parameters (types are evaluated in the callee's frame for template names)
         self.frames.append(frame)
@@ -2291,7 +2292,8 @@ class Interp:
                 f = _ints(p, apis.STRUCT_FIELDS["LoadData2DParams"], self.bounds)
                 fpd, fps = apis.fp_load2d(f, "dst"), apis.fp_load2d(f, "src")
             elif p.type == "LoadData2DParamsV2":
-                fps, fpd = apis.fp_load2d_v2(_ints(p, apis.STRUCT_FIELDS["LoadData2DParamsV2"], self.bounds), src.elem or 2)
+                f = _ints(p, apis.STRUCT_FIELDS["LoadData2DParamsV2"], self.bounds)
+                fps, fpd = apis.fp_load2d_v2(f, src.elem or 2)
         extra = [(a, None) for a in args[2:] if isinstance(a, Tensor)]
         self._record(pipe, name, line, [(src, fps)] + extra, [(dst, fpd)])
         return None

@@ -69,7 +69,8 @@ _TOKEN_RE = re.compile(r"""
   | (?P<name>[A-Za-z_]\w*)
   | (?P<string>(?:u8|[uUL])?"(?:[^"\\]|\\.)*")
   | (?P<char>'(?:[^'\\]|\\.)*')
-  | (?P<punct><<=|>>=|<<<|>>>|\.\.\.|->\*|::|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||\+=|-=|\*=|/=|%=|&=|\|=|\^=|\#\#|[{}\[\]();:,.?~!%^&*+\-=<>|/#])
+  | (?P<punct><<=|>>=|<<<|>>>|\.\.\.|->\*|::|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||\+=|-=|\*=|/=|%=|&=|\|=|\^=
+              |\#\#|[{}\[\]();:,.?~!%^&*+\-=<>|/#])
 """, re.VERBOSE)
 
 # C/C++ keywords the grammar uses as literals; an identifier equal to one of these is that keyword.
@@ -632,7 +633,8 @@ def classify(toks: list[Tok], extra_types: set[str] | None = None) -> list[Tok]:
                 t = Tok(v, v, t.line, t.col)
             elif t.value in CORE_CONDS:
                 t = Tok("CORE_COND", t.value, t.line, t.col)
-            elif _QUAL_RE.match(t.value) and i + 1 < n and (toks[i + 1].type == "NAME" or toks[i + 1].value in KEYWORDS):
+            elif _QUAL_RE.match(t.value) and i + 1 < n and (toks[i + 1].type == "NAME"
+                                                              or toks[i + 1].value in KEYWORDS):
                 t = Tok("QUAL", t.value, t.line, t.col)  # an address-space/attribute macro such as __kfc_workspace__
         out.append(t)
         i += 1

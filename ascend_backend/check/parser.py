@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass, field
 
 from lark import Lark, Token, Tree
-from lark.lexer import Lexer
 from lark.exceptions import UnexpectedInput, UnexpectedToken
+from lark.lexer import Lexer
 
 from .lexer import (
     CheckSyntaxError,
