@@ -44,6 +44,7 @@ class CoreRun:
     foreign: list = field(default_factory=list)
     paths: int = 0
     machine: Machine | None = None  # the last path's machine (the cross-core data check uses it)
+    records: list = field(default_factory=list)  # per complete path: (decisions, machine, assumptions)
     read_lines: list = field(default_factory=list)  # per path: lines of local reads
     nw_lines: list = field(default_factory=list)  # per path: lines of reads with no write before
     truncated: bool = False
@@ -158,12 +159,29 @@ def run_core(prog: Program, parsed: ParsedSource, f: FuncDef, plan: KernelPlan, 
         run.read_lines.append(m.read_lines)
         run.nw_lines.append({fd.line for fd in m.findings if fd.check == "read-never-written"})
         if not cut:  # a path stopped early has an incomplete set/wait sequence
-            run.xseqs.append((tuple(m.xevents), (dict(it.assume), {k: tuple(v) for k, v in it.rng.items()},
-                                                 {k: set(v) for k, v in it.neq.items()})))
+            assumed = (dict(it.assume), {k: tuple(v) for k, v in it.rng.items()},
+                       {k: set(v) for k, v in it.neq.items()})
+            run.xseqs.append((tuple(m.xevents), assumed))
+            run.records.append(([c for (_, c, _, _) in it.trace], m, assumed))
         run.foreign.extend(m.foreign_writes)
         run.notes |= it.notes
         run.machine = m
     return run
+
+
+def replay(prog: Program, parsed: ParsedSource, f: FuncDef, plan: KernelPlan, arch: str, core: str, sub: int,
+           auto_sync: bool, decisions: list, causal: dict | None, xdata: dict | None) -> Machine:
+    """One path again (its decisions), with the cross-core order and the other cores' accesses."""
+    m = Machine(arch, core, auto_sync)
+    m.causal = causal
+    if xdata is not None:
+        m.remote, m.reveal = xdata["remote"], xdata["reveal"]
+    it = Interp(prog, m, list(decisions), sub, plan.ratio, plan.mix)
+    try:
+        it.run_entry(f, _targs(prog, f, parsed, (arch, core, auto_sync)))
+    except PathCut:
+        pass
+    return m
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,26 +391,26 @@ def _simulate(seqs: dict, plan: KernelPlan, arch: str) -> tuple[list[Finding], d
     return out, causal, waitkn
 
 
-def _cross_core_data(runs: dict, waitkn: dict) -> dict:
+def _cross_core_data(machines: dict, waitkn: dict) -> dict:
     """For each core: the other cores' shared-memory accesses, and which of them each of its waits
     makes visible (those the remote sets in the wait's knowledge had completed)."""
     out = {}
-    xacc = {k: {x.xid: x for x in r.machine.xaccesses} for k, r in runs.items()}
-    for key, r in runs.items():
+    xacc = {k: {x.xid: x for x in m.xaccesses} for k, m in machines.items()}
+    for key, m in machines.items():
         remote: dict = {}
-        for k2, r2 in runs.items():
+        for k2, m2 in machines.items():
             if k2[0] == key[0]:
                 continue  # AIV0 <-> AIV1 sharing is not checked
-            for x in r2.machine.xaccesses:
+            for x in m2.xaccesses:
                 remote.setdefault(x.region.root, []).append(x)
         reveal: dict = {}
-        seq = tuple(r.machine.xevents)
+        seq = tuple(m.xevents)
         for idx, kn in waitkn.get(key, {}).items():
             vis = []
             for (k2, j) in kn:
-                if k2[0] == key[0] or k2 not in runs:
+                if k2[0] == key[0] or k2 not in machines:
                     continue
-                for xid in runs[k2].machine.xcap.get(j, ()):
+                for xid in machines[k2].xcap.get(j, ()):
                     x = xacc[k2].get(xid)
                     if x is not None:
                         vis.append(x)
@@ -401,14 +419,15 @@ def _cross_core_data(runs: dict, waitkn: dict) -> dict:
     return out
 
 
-def _cross_core_races(runs: dict) -> list[Finding]:
+def _cross_core_races(machines: dict, seen: set | None = None) -> list[Finding]:
     """Pairs of conflicting accesses of different cores that no flag chain orders either way."""
     ordered = set()
-    for r in runs.values():
-        ordered |= r.machine.x_ordered
-    out, seen = [], set()
-    for r in runs.values():
-        for x, y in r.machine.x_candidates:  # x: the other core's access, y: this core's
+    for m in machines.values():
+        ordered |= m.x_ordered
+    out = []
+    seen = set() if seen is None else seen
+    for m in machines.values():
+        for x, y in m.x_candidates:  # x: the other core's access, y: this core's
             if (y.xid, x.xid) in ordered or (x.xid, y.xid) in ordered:
                 continue
             w, rd = (x, y) if x.kind == "W" else (y, x)
@@ -425,6 +444,41 @@ def _cross_core_races(runs: dict) -> list[Finding]:
                                f"the {_core_text(w)} must set a flag on PIPE_{w.pipe} after line {w.line} that the "
                                f"{_core_text(rd)} waits for before line {rd.line} (and the reverse for the reuse "
                                "of the buffer)"))
+    return out
+
+
+MAX_DATA_COMBOS = 24
+
+
+def _data_races(runs: dict, plan: KernelPlan, progs: dict, parsed_by_core: dict, name: str, arch: str,
+                auto_sync: bool, notes: set) -> list[Finding]:
+    keys = list(runs)
+    recs = [runs[k].records or [] for k in keys]
+    if not all(recs):
+        return []
+    out: list[Finding] = []
+    seen: set = set()
+    done = 0
+    for combo in itertools.product(*recs):
+        if not all(_consistent(a[2], b[2]) for a, b in itertools.combinations(combo, 2)):
+            continue
+        if done >= MAX_DATA_COMBOS:
+            notes.add(f"{name}: the data shared between the cores was checked on the first {done} combinations "
+                      "of paths")
+            break
+        done += 1
+        machines = {k: rec[1] for k, rec in zip(keys, combo, strict=True)}
+        _, cz, wk = _simulate({k: tuple(m.xevents) for k, m in machines.items()}, plan, arch)
+        xdata = _cross_core_data(machines, wk)
+        causal = {k: {tuple(machines[k].xevents)[:i + 1]: own for i, own in waits.items()} for k, waits in cz.items()}
+        replayed = {}
+        for k, rec in zip(keys, combo, strict=True):
+            core, sub = k
+            prog = progs[core]
+            f = next(f for f in prog.entries if f.name == name and f.body is not None)
+            replayed[k] = replay(prog, parsed_by_core[core], f, plan, arch, core, sub, auto_sync, rec[0],
+                                 causal.get(k), xdata.get(k))
+        out.extend(_cross_core_races(replayed, seen))
     return out
 
 
@@ -499,15 +553,12 @@ def check_kernels(parsed_by_core: dict, arch: str, auto_sync: bool, max_paths: i
         notes: set = set()
         has_x = any(ev[0] != "syncall" for r in runs.values() for seq, _ in r.xseqs for ev in seq)
         if len(runs) > 1 and (has_x or any(r.machine and r.machine.xaccesses for r in runs.values())):
-            xdata = None
-            if all(r.paths == 1 for r in runs.values()):
-                xdata = _cross_core_data(runs, waitkn)
-            elif has_x:
-                notes.add(f"{name}: data shared between the cores is not checked (a core has several paths)")
-            # again, with the order the cross-core flags give each core and the other cores' accesses
-            runs = run_all(causal, xdata)
-            if xdata is not None:
-                xfindings.extend(_cross_core_races(runs))
+            # again, with the order the cross-core flags give each core
+            runs1 = runs
+            runs = run_all(causal)
+            # the data the cores share: per consistent combination of one path per core, replay
+            # each path with the other cores' accesses made visible by its waits
+            xfindings.extend(_data_races(runs1, plan, progs, parsed_by_core, name, arch, auto_sync, notes))
         for (core, _sub), r in runs.items():
             notes |= r.notes
             if r.truncated:

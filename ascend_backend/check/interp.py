@@ -778,6 +778,10 @@ class Interp:
                 if n is not None:
                     self.havoc(n)
             return None
+        if all(n is None for n in else_nodes) and all(self.data_only(n) for n in then_nodes if n is not None):
+            # `if (c) op(...);` guarding only data ops (no flag, barrier, queue or control flow):
+            # checked as if it ran, without doubling the paths (a masked tail row, an optional copy)
+            return True
         c = self.decide(2, line, f"'{_short(cond.text)}' is false|'{_short(cond.text)}' is true")
         raw = c == 1
         self.learn(cond.raw(), raw)
@@ -1113,6 +1117,42 @@ class Interp:
         self.effects_cache[key] = res
         return res
 
+    _SYNC_CALLS = {"SetFlag", "WaitFlag", "PipeBarrier", "CrossCoreSetFlag", "CrossCoreWaitFlag", "SyncAll",
+                   "Lock", "Unlock", "EnQue", "DeQue", "AllocTensor", "FreeTensor", "InitBuffer", "InitBufPool",
+                   "Destroy", "Reset", "REGIST_MATMUL_OBJ", "assert", "ascendc_assert", "ASSERT", "ASCENDC_ASSERT",
+                   "AllocEventID", "FetchEventID", "ReleaseEventID", "KERNEL_TASK_TYPE_DEFAULT"} | apis.BARRIER_CALLS
+
+    def data_only(self, node) -> bool:
+        """A subtree of data ops only: API calls that touch buffers, scalar code, loops; no flag,
+        barrier, queue or mutex call, no user function, no return/break/continue."""
+        if not isinstance(node, Tree):
+            return True
+        key = ("d", id(node))
+        hit = self.effects_cache.get(key)
+        if hit is not None:
+            return hit
+        res = True
+        if node.data in ("return_stmt", "break_stmt", "continue_stmt", "goto_stmt", "decl_stmt"):
+            res = node.data == "decl_stmt"
+        elif node.data == "call":
+            callee = node.children[0]
+            name = None
+            if isinstance(callee, Tree) and callee.data in ("id_expr", "global_id"):
+                name = _id_name(callee)
+                if name in self.prog.functions or name in self.prog.classes:
+                    res = False
+            elif isinstance(callee, Tree) and callee.data in ("member", "member_ptr"):
+                toks = tok_children(callee.children[1], "NAME", "TNAME", "CTORNAME")
+                name = toks[0].value if toks else None
+                if name is not None and any(name in c.methods for c in self.prog.classes.values()):
+                    res = False
+            if name in self._SYNC_CALLS:
+                res = False
+        if res:
+            res = all(self.data_only(c) for c in node.children if isinstance(c, Tree))
+        self.effects_cache[key] = res
+        return res
+
     @staticmethod
     def _pure_call(node: Tree) -> bool:
         callee = node.children[0]
@@ -1265,6 +1305,13 @@ class Interp:
         if is_max and ha is not None and hb is not None:
             return max(ha, hb)
         return None
+
+    def _count(self, v) -> int | None:
+        """An element count: its value, or the bound of a tail count such as min(64, n - r)."""
+        iv = as_int(v)
+        if iv is not None:
+            return iv
+        return self.upper(v) if isinstance(v, Lin) else None
 
     def upper(self, v: Lin) -> int | None:
         if v.is_const():
@@ -1837,10 +1884,12 @@ class Interp:
         v = t.view(idx)
         reg = self._region(v, ((0, t.elem),) if t.elem else None)
         if reg is not None:
+            # GlobalTensor::SetValue is not among the calls auto-sync covers (sync key-features page)
+            ok = not (t.kind == "G" and kind == "W")
             if kind == "R":
-                self.m.access("S", op, line, [reg], [])
+                self.m.access("S", op, line, [reg], [], auto_ok=ok)
             else:
-                self.m.access("S", op, line, [], [reg])
+                self.m.access("S", op, line, [], [reg], auto_ok=ok)
         return Lin.sym(fresh(f"{t.name}.GetValue")) if kind == "R" else None
 
     def _escape(self, t: Tensor, line: int, how: str) -> None:
@@ -2260,8 +2309,8 @@ class Interp:
         fps, fpd = None, None
         p = args[2] if len(args) > 2 else None
         es, ed = src.elem or 1, dst.elem or 1
-        if isinstance(p, (int, Lin)) and not isinstance(p, bool) and as_int(p) is not None and name != "Copy":
-            n = as_int(p)
+        if isinstance(p, (int, Lin)) and not isinstance(p, bool) and self._count(p) is not None and name != "Copy":
+            n = self._count(p)
             fps, fpd = ((0, n * es),), ((0, n * ed),)
         elif isinstance(p, StructVal):
             if p.type == "Nd2NzParams":
@@ -2436,7 +2485,7 @@ class Interp:
             out[idx[0]] = ((0, el[idx[0]] * (1 if name == "ReduceSum" else 2)),)
             return out
         last = args[-1] if args else None
-        cnt = as_int(last) if not isinstance(last, (bool, Tensor)) else None
+        cnt = self._count(last) if not isinstance(last, (bool, Tensor)) else None
         # the count forms: tensors, at most one scalar/mode argument, the count last
         if n - len(idx) not in (1, 2):
             cnt = None

@@ -120,7 +120,7 @@ class Machine:
 
     # ---------------------------------------------------------------------------------------
     def access(self, pipe: str, op: str, line: int, reads: list[Region], writes: list[Region],
-               maybe_reads: list[Region] = ()) -> None:
+               maybe_reads: list[Region] = (), auto_ok: bool = True) -> None:
         """One op of ``pipe`` reading and writing the given regions."""
         self.ops += 1
         new = [("R", r, False) for r in reads] + [("R", r, True) for r in maybe_reads] + \
@@ -148,10 +148,10 @@ class Machine:
                     continue
                 if not regions_overlap(a.region, reg):
                     continue
-                self._check_order(a, pipe, kind, reg, op, line)
+                self._check_order(a, pipe, kind, reg, op, line, auto_ok)
         for (kind, reg, maybe), xid in zip(new, xids, strict=True):
             self.serial += 1
-            acc = Access(pipe, kind, reg, op, line, set(), maybe, self.serial)
+            acc = Access(pipe, kind, reg, op, line, set(), maybe, self.serial, auto_ok=auto_ok)
             bucket = self.buckets.setdefault(reg.root, {})
             key = (reg.key(), pipe, kind)
             old = bucket.pop(key, None)  # the newer access of the same kind subsumes the older one
@@ -184,7 +184,8 @@ class Machine:
                     f"'{op}' reads {reg.name} ({reg.root[0]}), which nothing wrote before it on this path",
                     region=reg)
 
-    def _check_order(self, a: Access, pipe: str, kind: str, reg: Region, op: str, line: int) -> None:
+    def _check_order(self, a: Access, pipe: str, kind: str, reg: Region, op: str, line: int,
+                     auto_ok: bool = True) -> None:
         if pipe == "?" or a.pipe == "?" or pipe in a.done_for:
             return
         dep = _DEP[(a.kind, kind)]
@@ -208,7 +209,7 @@ class Machine:
         else:
             if a.maybe and kind == "W" and a.kind == "R":
                 pass
-            if self.auto_sync and auto_sync_covers(self.arch, self.core, a.pipe, pipe):
+            if self.auto_sync and a.auto_ok and auto_ok and auto_sync_covers(self.arch, self.core, a.pipe, pipe):
                 return
             ev = _ev(a.pipe, pipe)
             self.report(line, "error", "missing-sync",

@@ -346,6 +346,7 @@ class Access:
     maybe: bool = False  # a read that may not happen (Mmad accumulation with an unknown init flag)
     serial: int = 0
     remote: bool = False  # a proxy of another core's access, made visible by a cross-core wait
+    auto_ok: bool = True  # bisheng's auto-sync may order it (GlobalTensor::SetValue may not)
     xids: list = field(default_factory=list)  # ids of the shared-memory accesses this one stands for
 
 
