@@ -4,6 +4,7 @@
     tl-ascend run FILE.py [--case NAME] [--arch ARCH] [--timeline out.svg] [--no-strict]
     tl-ascend build FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--out DIR]
     tl-ascend check FILE.cpp [--arch ARCH] [--auto-sync on|off] [--json] [-D NAME=VALUE ...]
+    tl-ascend cache info | prune [--all | --max-size SIZE]
 
 How FILE is searched for a kernel (docs/cli.md says the same):
 
@@ -371,7 +372,7 @@ def _compile(sel: Selected, arch: str, dump: set[str]):
 # ---------------------------------------------------------------------------------------------
 def cmd_inspect(args: argparse.Namespace, out, err) -> int:
     from ascend_backend.pipeline import STAGES
-    from ascend_backend.reports import render_memory_map, render_sync_table
+    from ascend_backend.reports import render_memory_map, render_sync_table, sync_table
 
     stages: list[str] = []
     for s in args.stage or ():
@@ -392,18 +393,20 @@ def cmd_inspect(args: argparse.Namespace, out, err) -> int:
     sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
     ir_stages = [s for s in stages if s in STAGES]
     result = _compile(sel, args.arch, set(ir_stages))
-    kernel = result.kernel
-    out.write(f"# kernel {kernel.name} from {args.file} ({sel.how}); arch {kernel.arch.name}, "
-              f"type {kernel.kernel_type}, block_dim {kernel.block_dim}\n")
+    program = result.program
+    kinds = ", ".join(lc.kernel_type.value for lc in program.launches)
+    blocks = ", ".join(str(lc.block_dim) for lc in program.launches)
+    out.write(f"# kernel {program.name} from {args.file} ({sel.how}); arch {program.arch.name}, "
+              f"type {kinds}, block_dim {blocks}\n")
     console = _console(out)
     for s in stages:
         if s == "memory":
             _heading(out, "memory map")
-            console.print(render_memory_map(kernel))
+            console.print(render_memory_map(program))
         elif s == "sync":
             _heading(out, "sync table")
-            if kernel.flags:
-                console.print(render_sync_table(kernel))
+            if sync_table(program):
+                console.print(render_sync_table(program))
             else:
                 out.write("(no SetFlag/WaitFlag pairs: no cross-pipe dependency in this kernel)\n")
         elif s == "codegen":
@@ -450,7 +453,7 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
     import torch
 
     import ascend_backend
-    from ascend_backend.emulator import EmulatorCompileError, EmulatorError
+    from ascend_backend.emulator import EmulatorCompileError, EmulatorEnvironmentError, EmulatorError
 
     module = load_module(args.file)
     case = _find_case(module, args.file, args.case, parse_params(args.param))
@@ -458,10 +461,12 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
                                     runtime="emulator", strict=not args.no_strict)
     title = case.name or kernel.name
     out.write(f"# running {title} ({kernel.name}) from {args.file} on the emulator, arch {args.arch}, "
-              f"block_dim {kernel.block_dim}, strict={'no' if args.no_strict else 'yes'}\n")
+              f"block_dim {', '.join(map(str, kernel.block_dims))}, strict={'no' if args.no_strict else 'yes'}\n")
     run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
     try:
         kernel(*run_args)
+    except EmulatorEnvironmentError:
+        raise
     except EmulatorCompileError as exc:
         err.write(f"FAIL: the generated Ascend C did not compile against the emulator: {exc}\n")
         if exc.line:
@@ -474,9 +479,14 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
         if exc.report is not None:
             out.write(exc.report.summary() + "\n")
         return EXIT_FAIL
+    reports = list(kernel.reports)
     report = kernel.last_report
+    for n, r in enumerate(reports):
+        # A PrimFunc with several T.Kernel blocks runs them in order: one report per launch.
+        if len(reports) > 1:
+            out.write(f"launch {n} ({kernel.program.entry_name(n)}): ")
+        out.write(r.summary() + "\n")
     if report is not None:
-        out.write(report.summary() + "\n")
         if args.timeline:
             if args.timeline == "-":
                 out.write(report.timeline_text() + "\n")
@@ -495,7 +505,7 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
     table = Table(title=f"outputs of {kernel.name} vs reference (atol={case.atol}, rtol={case.rtol})")
     for col in ("output", "shape", "dtype", "max abs error", "mismatched", "result"):
         table.add_column(col, justify="right" if col in ("max abs error", "mismatched") else "left")
-    params = kernel.kernel.params
+    params = kernel.params
     for idx, exp in zip(case.outputs, expected, strict=True):
         got = run_args[idx]
         g, e = got.float(), exp.float()
@@ -513,7 +523,7 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
         table.add_row(params[idx].name, "x".join(map(str, got.shape)), str(got.dtype).replace("torch.", ""),
                       f"{max_err:.3g}", f"{nbad}/{got.numel()}", "PASS" if passed else "FAIL")
     console.print(table)
-    if report is not None and not report.ok:
+    if any(not r.ok for r in reports):
         ok = False
         out.write("the emulator reported problems (see above)\n")
     out.write("PASS\n" if ok else "FAIL\n")
@@ -527,17 +537,17 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
     module = load_module(args.file)
     sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
     result = _compile(sel, args.arch, set())
-    kernel = result.kernel
+    kernel = result.program
     out_dir = args.out or os.path.join("build", kernel.name)
     os.makedirs(out_dir, exist_ok=True)
     src = os.path.join(out_dir, f"{kernel.name}.cpp")
     lib = os.path.join(out_dir, f"lib{kernel.name}.so")
     with open(src, "w") as f:
         f.write(result.source)
-        f.write(host_wrapper(kernel.name, kernel.params))
+        f.write(host_wrapper(kernel))
     cmd = bisheng_command(src, lib, get_arch(args.arch))
     out.write(f"# kernel {kernel.name} from {args.file} ({sel.how}); arch {args.arch}, block_dim "
-              f"{kernel.block_dim}\n")
+              f"{kernel.launch.block_dim}\n")
     out.write(f"wrote {src} (the kernel and a host wrapper launch_{kernel.name}(block_dim, stream, ...))\n")
     out.write("bisheng command:\n")
     out.write(shlex.join(cmd) + "\n")
@@ -597,6 +607,85 @@ def cmd_check(args: argparse.Namespace, out, err) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# tl-ascend cache info|prune
+# ---------------------------------------------------------------------------------------------
+def _mb(n: float) -> str:
+    return f"{n / 2**20:.1f} MB"
+
+
+def cmd_cache(args: argparse.Namespace, out, err) -> int:
+    """``tl-ascend cache info`` / ``tl-ascend cache prune [--all | --max-size SIZE]``."""
+    from ascend_backend import buildcache
+
+    with buildcache.guard(buildcache.cache_root(), f"running `cache {args.cache_command}`"):
+        return _cache_command(args, out)
+
+
+def _cache_command(args: argparse.Namespace, out) -> int:
+    from ascend_backend import buildcache
+    from ascend_backend.emulator.cache import protect_current
+
+    if args.cache_command == "info":
+        i = buildcache.info(protect=protect_current)
+        where = "TL_ASCEND_CACHE_DIR" if i["root_from_env"] else "default; TL_ASCEND_CACHE_DIR moves it"
+        out.write(f"cache: {i['root']} ({where})" + ("" if i["exists"] else ", does not exist yet") + "\n")
+        cap = "TL_ASCEND_CACHE_MAX_MB" if i["cap_from_env"] else f"default {buildcache.DEFAULT_MAX_MB} MB"
+        out.write(f"size: {_mb(i['total_bytes'])} of a {_mb(i['cap_bytes'])} cap ({cap})\n")
+        out.write(f"{'kind':<10}{'entries':>8}{'size':>14}\n")
+        for kind, v in i["kinds"].items():
+            out.write(f"{kind:<10}{v['entries']:>8}{_mb(v['bytes']):>14}\n")
+        out.write(f"temps: {i['in_progress']} of running builds, {i['orphans']} orphaned "
+                  "(removed by `tl-ascend cache prune` and after every build)\n")
+        return EXIT_OK
+    if args.all:
+        res = buildcache.prune(remove_all=True, protect=protect_current, strict=True)
+    else:
+        if args.max_size is not None:
+            try:
+                cap = buildcache.parse_size(args.max_size)
+            except ValueError as exc:
+                raise CliError(f"error: --max-size: {exc}") from None
+            keep = False
+        else:
+            cap, keep = buildcache.max_bytes_from_env(), True
+        res = buildcache.prune(max_bytes=cap, keep_protected=keep, protect=protect_current, strict=True)
+    by_kind: dict[str, int] = {}
+    for e in res.removed:
+        by_kind[e.kind] = by_kind.get(e.kind, 0) + 1
+    what = ", ".join(f"{n} {k}" for k, n in sorted(by_kind.items())) or "nothing"
+    out.write(f"removed {what} ({_mb(res.freed)}); the cache at {buildcache.cache_root()} now holds "
+              f"{_mb(res.total)}\n")
+    return EXIT_OK
+
+
+def add_cache_parser(sub, fmt) -> None:
+    """The ``cache`` subcommand (its own function: other commands are added beside it)."""
+    from ascend_backend.buildcache import DEFAULT_MAX_MB
+
+    sp = sub.add_parser(
+        "cache", formatter_class=fmt, help="show or prune the build cache (emulator and NPU builds)",
+        description="The build cache holds the emulator's runtime libraries, precompiled headers and "
+                    "kernels, and NPU kernel libraries, under TL_ASCEND_CACHE_DIR (default "
+                    "~/.cache/tilelang-ascendc). It is kept under TL_ASCEND_CACHE_MAX_MB megabytes "
+                    f"(default {DEFAULT_MAX_MB}) by removing the least recently used entries after each build.",
+        epilog="examples:\n"
+               "  tl-ascend cache info\n"
+               "  tl-ascend cache prune                  # orphaned temps, then down to the cap\n"
+               "  tl-ascend cache prune --max-size 200M  # down to 200 MB (least recently used first)\n"
+               "  tl-ascend cache prune --all            # every build (they are rebuilt on demand)\n\n"
+               "exit codes: 0 done; 2 a usage error or a cache that cannot be read or written "
+               "(the message says what to do).\n")
+    csub = sp.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    csub.add_parser("info", help="location, size, cap, entries and bytes by kind")
+    pp = csub.add_parser("prune", help="remove orphaned temps, then least recently used entries down to a size")
+    g = pp.add_mutually_exclusive_group()
+    g.add_argument("--all", action="store_true", help="remove every build (rebuilt on demand)")
+    g.add_argument("--max-size", metavar="SIZE",
+                   help="prune down to SIZE (500M, 2G; a plain number is megabytes); default: the cap")
+    sp.set_defaults(handler=cmd_cache)
+
+
+# ---------------------------------------------------------------------------------------------
 # Argument parser
 # ---------------------------------------------------------------------------------------------
 _SELECTION_HELP = """\
@@ -613,7 +702,8 @@ kernel selection:
 
 _EXIT_HELP = """\
 exit codes: 0 ok; 1 mismatch, emulator error or bisheng failure; 2 user error (usage, file,
-kernel selection, a kernel the compiler rejects, with file:line); 3 internal compiler error.
+kernel selection, a kernel the compiler rejects, with file:line; an environment fault: no C++
+compiler, an unusable cache directory, a full disk); 3 internal compiler error.
 """
 
 
@@ -733,6 +823,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-v", "--verbose", action="store_true",
                     help="also print the kernels found, paths explored and analysis notes (stderr)")
     sp.set_defaults(handler=cmd_check)
+    add_cache_parser(sub, fmt)
     return p
 
 
@@ -756,6 +847,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(out)
         return EXIT_USAGE
+    from ascend_backend.buildcache import BuildEnvironmentError
     from ascend_backend.errors import AscendCompileError, InternalCompilerError
 
     try:
@@ -763,6 +855,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         err.write(f"{exc}\n")
         return exc.code
+    except BuildEnvironmentError as exc:  # compiler, cache directory, disk: one line saying what to do
+        err.write(f"{exc}\n")
+        return EXIT_USAGE
     except AscendCompileError as exc:
         err.write(f"{exc}\n")
         return EXIT_USAGE

@@ -1,37 +1,115 @@
-"""Render the final kernel IR as Ascend C with the Jinja templates in ascend_backend.templates.
+"""Render the final Program as Ascend C with the Jinja templates in ascend_backend.templates.
 
-The walk over the IR (loops, indentation, which macro) is here; what each op looks like is in
-templates/ops.j2, one macro per op kind; the kernel frame is templates/kernel.cpp.j2.
+This module and the templates are the only places that spell C++. The walk over the IR (loops,
+ifs, indentation) is here; each op kind has one function that turns its typed fields into the
+strings its template macro prints (``_PARAMS``), and one macro in templates/ops.j2 that prints
+them; the kernel frame is templates/kernel.cpp.j2.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 
 import jinja2
 
-from .cexpr import cexpr, cname
-from .errors import InternalCompilerError
-from .ir import CTYPE, AscOp, Kernel, Loop, Sync
+from .cexpr import LOAD, cexpr, cname, float_literal
+from .dtypes import DType
+from .errors import InternalCompilerError, UnsupportedError
+from .ir import (
+    AscOp,
+    AtomicOp,
+    BufferKind,
+    CopyForm,
+    CopyGmToL1,
+    CopyGmToUb,
+    CopyUbToGm,
+    CopyUbToPeerL1,
+    Core,
+    CrossCoreSetOp,
+    CrossCoreWaitOp,
+    Direction,
+    FirstIteration,
+    FixpipeToGmArch3510,
+    FixpipeToGmV220,
+    FixpipeToPeerUb,
+    GmWindow,
+    If,
+    Kernel,
+    KFractals,
+    Launch,
+    LoadData2D,
+    LoadData2DV2,
+    Loop,
+    LoopKind,
+    Mmad,
+    PipeBarrier,
+    Print,
+    Program,
+    QuantMode,
+    Rounding,
+    ScalarConv,
+    ScalarExpr,
+    ScalarLit,
+    ScalarNeg,
+    ScalarStore,
+    Scope,
+    SetFlag,
+    Valid,
+    VecBinary,
+    VecBinaryBcast,
+    VecBinaryBcastRows,
+    VecBinaryOp,
+    VecBrcb,
+    VecCast,
+    VecCompare,
+    VecCopy,
+    VecDiagFill,
+    VecDuplicate,
+    VecFold,
+    VecFoldInit,
+    VecFoldLoop,
+    VecFoldRows,
+    VecIndex,
+    VecMaskLogic,
+    VecScalar,
+    VecScalarOp,
+    VecScanRows,
+    VecSelect,
+    VecUnary,
+    VecUnaryOp,
+    VecWholeReduce,
+    WaitFlag,
+)
 
-POSITION = {"UB": "VECCALC", "L1": "A1", "L0A": "A2", "L0B": "B2", "L0C": "CO1"}
-SCALAR_CTYPE = {"float32": "float", "float16": "half", "int32": "int32_t", "int64": "int64_t", "uint32": "uint32_t",
-                "bool": "bool", "bfloat16": "bfloat16_t"}
+# The TPosition each memory is declared with.
+POSITION = {Scope.UB: "VECCALC", Scope.L1: "A1", Scope.L0A: "A2", Scope.L0B: "B2", Scope.L0C: "CO1"}
+QUANT = {QuantMode.NONE: "QuantMode_t::NoQuant", QuantMode.F32_TO_F16: "QuantMode_t::F322F16",
+         QuantMode.F32_TO_BF16: "QuantMode_t::F322BF16"}
+ROUND = {Rounding.NONE: "RoundMode::CAST_NONE", Rounding.RINT: "RoundMode::CAST_RINT",
+         Rounding.TRUNC: "RoundMode::CAST_TRUNC", Rounding.FLOOR: "RoundMode::CAST_FLOOR",
+         Rounding.CEIL: "RoundMode::CAST_CEIL", Rounding.ROUND: "RoundMode::CAST_ROUND",
+         Rounding.ODD: "RoundMode::CAST_ODD"}
+VEC_BINARY = {VecBinary.ADD: "Add", VecBinary.SUB: "Sub", VecBinary.MUL: "Mul", VecBinary.DIV: "Div",
+              VecBinary.MAX: "Max", VecBinary.MIN: "Min"}
+VEC_UNARY = {VecUnary.EXP: "Exp", VecUnary.LN: "Ln", VecUnary.ABS: "Abs", VecUnary.SQRT: "Sqrt",
+             VecUnary.RSQRT: "Rsqrt", VecUnary.RECIPROCAL: "Reciprocal"}
+VEC_SCALAR = {VecScalarOp.ADDS: "Adds", VecScalarOp.MULS: "Muls", VecScalarOp.MAXS: "Maxs",
+              VecScalarOp.MINS: "Mins"}
 
 
 @functools.lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
     from ascend_backend import templates
 
-    env = jinja2.Environment(
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.dirname(templates.__file__)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
     )
-    return env
 
 
 @functools.lru_cache(maxsize=1)
@@ -39,157 +117,498 @@ def _ops():
     return _env().get_template("ops.j2").module
 
 
-def _render_op(kind: str, params: dict) -> str:
-    macro = getattr(_ops(), kind, None)
-    if macro is None:
-        raise InternalCompilerError(f"no template macro for op kind '{kind}'", stage="codegen")
-    return str(macro(params))
+def _render(macro: str, params) -> str:
+    fn = getattr(_ops(), macro, None)
+    if fn is None:
+        raise InternalCompilerError(f"no template macro '{macro}'", stage="codegen")
+    return str(fn(params))
+
+
+# ---------------------------------------------------------------- values as C++ text
+
+
+def gm_tensor(name: str) -> str:
+    """The GlobalTensor variable of a GM buffer."""
+    return f"{name}_gm"
+
+
+def _at(name: str, off: str) -> str:
+    return name if off in ("0", "") else f"{name}[{off}]"
+
+
+def window_offset(w: GmWindow) -> str:
+    """The element offset of a GM window: sum of start index x stride over its dimensions."""
+    terms = []
+    for b, stride in zip(w.base, w.strides, strict=True):
+        txt = cexpr(b)
+        if txt != "0":
+            terms.append(txt if stride == 1 else f"{txt} * {stride}")
+    return " + ".join(terms) if terms else "0"
+
+
+def valid(v: Valid) -> str:
+    """A valid extent: its static size, or min(n, size - base) at a tail of the global shape."""
+    return str(v.n) if not v.tail else f"min_i({v.n}, {v.size} - ({cexpr(v.base)}))"
+
+
+def valid_k(v: Valid) -> str:
+    """A gemm K extent (parenthesized when it is a runtime tail)."""
+    return str(v.n) if not v.tail else f"({valid(v)})"
+
+
+def scalar(v) -> str:
+    """A scalar operand of a vector op."""
+    if isinstance(v, ScalarLit):
+        if v.dtype == DType.FLOAT32:
+            return float_literal(v.value)
+        if v.dtype.is_int:
+            return str(int(v.value))
+        return f"({v.dtype.ctype})({float_literal(v.value)})"
+    if isinstance(v, ScalarExpr):
+        return f"({v.dtype.ctype})({cexpr(v.expr)})"
+    if isinstance(v, ScalarConv):
+        return f"({v.dtype.ctype})({scalar(v.inner)})"
+    if isinstance(v, ScalarNeg):
+        return f"-({scalar(v.inner)})"
+    raise InternalCompilerError(f"cannot render scalar {v!r}", stage="codegen")
+
+
+def local_ctype(b) -> str:
+    return "float" if b.scope is Scope.L0C else b.dtype.ctype
+
+
+def _flat(b, indices) -> str:
+    """The element offset of ``indices`` in buffer ``b`` (UB rows are ``pitch`` apart)."""
+    shape = list(b.shape)
+    if b.scope is Scope.UB and len(shape) == 2 and b.pitch:
+        shape[-1] = b.pitch
+    if len(indices) != len(shape):
+        raise UnsupportedError(f"'{b.name}' is indexed with {len(indices)} indices but has {len(shape)} dimensions")
+    terms = []
+    stride = 1
+    for i, n in reversed(list(zip(indices, shape, strict=True))):
+        txt = cexpr(i)
+        if txt != "0":
+            terms.append(txt if stride == 1 else f"({txt}) * {stride}")
+        stride *= int(n)
+    return " + ".join(reversed(terms)) if terms else "0"
+
+
+def scalar_access(kernel: Kernel, tvm_buffer, indices) -> tuple:
+    """(buffer, C++ lvalue-ish text) of one element read or written by the scalar unit."""
+    b = kernel.buffer_of(tvm_buffer)
+    flat = _flat(b, indices)
+    if b.scope is Scope.LOCAL:
+        return b, f"{b.name}[{flat}]"
+    if b.scope is Scope.UB:
+        return b, f"{b.name}.GetValue({flat})"
+    if b.scope is Scope.GM:
+        return b, f"{gm_tensor(b.name)}.GetValue({flat})"
+    raise UnsupportedError(f"the scalar unit cannot read '{b.name}' in {b.scope}; only scalar locals, vector tiles "
+                           "(UB) and global tensors", hint="copy the values into a T.alloc_fragment tile first")
+
+
+def _store(kernel: Kernel, s: ScalarStore) -> str:
+    b = kernel.buffers[s.buffer]
+    flat = _flat(b, s.indices)
+    value = cexpr(s.value)
+    if b.scope is Scope.LOCAL:
+        return f"{b.name}[{flat}] = {value};"
+    if b.scope is Scope.UB:
+        return f"{b.name}.SetValue({flat}, ({b.dtype.ctype})({value}));"
+    if b.scope is Scope.GM:
+        return f"{gm_tensor(b.name)}.SetValue({flat}, ({b.dtype.ctype})({value}));"
+    raise UnsupportedError(f"the scalar unit cannot write '{b.name}' in {b.scope}", loc=s.loc,
+                           hint="write element-wise code inside `for i, j in T.Parallel(...)`")
+
+
+# ---------------------------------------------------------------- one function per op kind
+
+
+def _gm_ub(op: CopyGmToUb | CopyUbToGm, to_ub: bool) -> dict:
+    w = op.window
+    esz = op.dtype.bytes
+    gm = _at(gm_tensor(op.gm), window_offset(w))
+    p = {"dst": op.ub if to_ub else gm, "src": gm if to_ub else op.ub, "ctype": op.dtype.ctype,
+         "form": op.form.value}
+    if op.form is CopyForm.COUNT:
+        p["count"] = f"{valid(w.valid_rows)} * {w.cols}" if w.valid_rows.tail else str(w.rows * w.cols)
+    else:
+        vc = valid(w.valid_cols)
+        gm_gap = f"({w.row_stride} - ({vc})) * {esz}"
+        ub_gap = f"({op.ub_pitch * esz} - (({vc}) * {esz} + 31) / 32 * 32) / 32"
+        p.update(block_count=valid(w.valid_rows), block_len=f"({vc}) * {esz}",
+                 src_stride=gm_gap if to_ub else ub_gap, dst_stride=ub_gap if to_ub else gm_gap)
+    return p
+
+
+ATOMIC = {AtomicOp.ADD: "SetAtomicAdd", AtomicOp.MAX: "SetAtomicMax", AtomicOp.MIN: "SetAtomicMin"}
+
+
+def _copy_ub_to_gm(op: CopyUbToGm) -> dict:
+    p = _gm_ub(op, False)
+    # A DMA-atomic store: the copy adds (max, min) into GM; the mode is set around it on the scalar
+    # unit, whose order with the copy the hardware keeps for the atomic-mode calls.
+    p["atomic"] = f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None
+    return p
+
+
+def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
+    w = op.window
+    return {"dst": op.l1, "src": _at(gm_tensor(op.gm), window_offset(w)), "n_value": valid(w.valid_rows),
+            "d_value": valid(w.valid_cols), "src_d_value": str(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
+
+
+def _load_data_2d(op: LoadData2D) -> dict:
+    kv = valid_k(op.k)
+    src = _at(op.src, str(op.src_offset))
+    if op.operand == "A":
+        # one fractal row of A per call: ZZ in L0A
+        return {"dst": op.dst, "src": src, "count": str(op.mn // 16), "dst_step": f"{kv} * 16",
+                "src_step": f"{op.src_rows // 16} * 256" if op.trans else "256",
+                "repeat": f"(uint8_t)({kv} / 16)", "src_stride": "1" if op.trans else str(op.src_rows // 16),
+                "trans": "true" if op.trans else "false",
+                "note": "A stored K x M: transpose each fractal into ZZ" if op.trans else
+                "one fractal row of A per call: ZZ in L0A"}
+    return {"dst": op.dst, "src": src, "count": f"{kv} / 16", "dst_step": str(op.mn * 16),
+            "src_step": f"{op.mn // 16} * 256" if op.trans else "256", "repeat": str(op.mn // 16),
+            "src_stride": "1" if op.trans else str(op.src_rows // 16), "trans": "false" if op.trans else "true",
+            "note": "B stored N x K: its NZ fractals are already ZN" if op.trans else
+            "one fractal row of B per call, each fractal transposed: ZN in L0B"}
+
+
+def _steps(x) -> str:
+    return f"{valid_k(x.k)} / 16" if isinstance(x, KFractals) else str(x)
+
+
+def _load_data_2d_v2(op: LoadData2DV2) -> dict:
+    return {"dst": op.dst, "src": _at(op.src, str(op.src_offset)), "m_step": _steps(op.m_step),
+            "k_step": _steps(op.k_step), "src_stride": op.src_stride, "dst_stride": op.dst_stride,
+            "trans": "true" if op.trans else "false", "note": op.note}
+
+
+def _mmad(op: Mmad) -> dict:
+    if isinstance(op.init, FirstIteration):
+        init = " && ".join(f"({cname(v)} == 0)" for v in op.init.loop_vars)
+    else:
+        init = "true" if op.init else "false"
+    return {"dst": op.dst, "a": op.a, "b": op.b, "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init}
+
+
+def _fixpipe_to_gm(op) -> dict:
+    w = op.window
+    return {"dst": _at(gm_tensor(op.gm), window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
+            "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
+            "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
+            "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None}
+
+
+def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
+    return {"src": op.src, "dst": f"{op.target}_peer", "half": op.half, "rows": op.rows, "cols": op.cols,
+            "pitch": op.pitch, "sub": op.sub}
+
+
+def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
+    return {"dst": f"{op.target}_l1_peer", "src": op.src, "offset": f"{cexpr(op.sub_var)} * {op.src_rows * op.c0}",
+            "n_value": op.src_rows, "d_value": op.src_cols, "src_d_value": op.src_pitch,
+            "dst_c0_stride": op.dst_c0_stride, "rows": op.rows}
+
+
+def _cross_core(op: CrossCoreSetOp | CrossCoreWaitOp) -> dict:
+    return {"mode": op.mode, "pipe": op.pipe.value, "hw_id": op.hw_id, "reason": op.reason}
+
+
+def _as(name: str, dt) -> str:
+    """A UB tensor seen as elements of ``dt`` (LocalTensor::ReinterpretCast), or itself."""
+    return f"{name}.ReinterpretCast<{dt.ctype}>()" if dt is not None else name
+
+
+def _select(op: VecSelect) -> dict:
+    return {"dst": _as(op.dst, op.as_dtype), "mask": op.mask, "src0": _as(op.src0, op.as_dtype),
+            "src1": _as(op.src1, op.as_dtype) if op.src1 is not None else None,
+            "scalar": scalar(op.scalar) if op.scalar is not None else None, "ctype": op.dtype.ctype,
+            "count": op.count}
+
+
+def _scan_rows(op: VecScanRows) -> dict:
+    first = op.rows - 1 if op.reverse else 0
+    return {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "rows": op.rows, "cols": op.cols,
+            "pitch": op.pitch, "reverse": op.reverse, "barrier": op.barrier, "first": first,
+            "copy_first": op.dst != op.src}
+
+
+def _repeat(o) -> dict:
+    return {"name": o.buffer, "row": o.row, "chunk": o.chunk, "blk": o.blk, "rep": o.rep}
+
+
+_PARAMS: dict[type, Callable[[AscOp], dict]] = {
+    CopyGmToUb: lambda op: _gm_ub(op, True),
+    CopyUbToGm: _copy_ub_to_gm,
+    CopyGmToL1: _copy_gm_to_l1,
+    LoadData2D: _load_data_2d,
+    LoadData2DV2: _load_data_2d_v2,
+    Mmad: _mmad,
+    FixpipeToGmV220: _fixpipe_to_gm,
+    FixpipeToGmArch3510: _fixpipe_to_gm,
+    FixpipeToPeerUb: _fixpipe_to_peer_ub,
+    CopyUbToPeerL1: _copy_ub_to_peer_l1,
+    VecCopy: lambda op: {"dst": op.dst, "src": op.src, "count": op.count},
+    VecDuplicate: lambda op: {"dst": op.dst, "value": scalar(op.value), "count": op.count},
+    VecScalar: lambda op: {"op": VEC_SCALAR[op.op], "dst": op.dst, "src": op.src, "scalar": scalar(op.scalar),
+                           "count": op.count},
+    VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": op.dst, "src": op.src, "count": op.count},
+    VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src0": op.src0, "src1": op.src1,
+                             "count": op.count},
+    # bool tiles hold one byte per element: the Cast reads / writes them as uint8
+    VecCast: lambda op: {"dst": _as(op.dst, DType.UINT8 if op.dst_dtype is DType.BOOL else None),
+                         "src": _as(op.src, DType.UINT8 if op.src_dtype is DType.BOOL else None),
+                         "mode": ROUND[op.mode], "count": op.count},
+    VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
+    VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
+                                "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,
+                                "chunks": op.chunks},
+    VecBinaryBcastRows: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0),
+                                    "s1": _repeat(op.s1), "rows": op.rows, "lanes": op.lanes, "dst_row": op.dst_row,
+                                    "full": op.cols // op.lanes, "tail": op.cols % op.lanes},
+    VecWholeReduce: lambda op: {"kind": op.kind.value, "dst": op.dst, "src": op.src, "mask": op.mask,
+                                "repeat": op.repeat, "src_rep": op.src_rep},
+    VecFoldInit: lambda op: {"dst": op.dst, "src": op.src, "lanes": op.lanes, "repeat": op.repeat,
+                             "src_rep": op.src_rep, "zero": scalar(op.zero)},
+    VecFold: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "offset": op.offset,
+                         "mask": op.mask, "repeat": op.repeat, "src_rep": op.src_rep},
+    VecFoldLoop: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "lanes": op.lanes,
+                             "repeat": op.repeat, "src_rep": op.src_rep, "chunks": op.chunks,
+                             "valid": valid(op.valid), "barrier": op.barrier},
+    VecDiagFill: lambda op: {"dst": op.dst, "rows": op.rows, "cols": op.cols, "pitch": op.pitch,
+                             "prefix": f"({cexpr(op.prefix.c0)}) + 1" if op.prefix.plus_one
+                             else f"-({cexpr(op.prefix.c0)})",
+                             "first": scalar(op.first), "rest": scalar(op.rest), "barrier": op.barrier},
+    VecIndex: lambda op: {"dst": op.dst, "first": scalar(op.first), "ctype": op.dtype.ctype, "count": op.count},
+    VecCompare: lambda op: {"dst": op.dst, "src0": op.src0, "src1": op.src1, "mode": op.mode.value,
+                            "scalar": scalar(op.scalar) if op.scalar is not None else None,
+                            "ctype": op.dtype.ctype, "count": op.count},
+    VecMaskLogic: lambda op: {"op": op.op.value, "dst": op.dst, "src0": op.src0, "src1": op.src1, "count": op.count},
+    VecSelect: _select,
+    VecFoldRows: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "lanes": op.lanes,
+                             "rows": op.rows, "pitch": op.pitch, "chunks": op.chunks, "tail": op.tail,
+                             "barrier": op.barrier},
+    VecScanRows: _scan_rows,
+    CrossCoreSetOp: _cross_core,
+    CrossCoreWaitOp: _cross_core,
+}
+
+
+def render_op(op: AscOp) -> str:
+    fn = _PARAMS.get(type(op))
+    if fn is None:
+        raise InternalCompilerError(f"no codegen rule for op {type(op).__name__}", stage="codegen")
+    return _render(op.macro, fn(op))
+
+
+def _sync(s) -> str:
+    if isinstance(s, PipeBarrier):
+        return _render("pipe_barrier", {"pipe": s.pipe.value, "reason": s.reason})
+    phase = s.phase.value
+    return _render("set_flag" if isinstance(s, SetFlag) else "wait_flag",
+                   {"event": str(s.event), "event_id": _event_id(s.event_id), "reason": s.reason, "phase": phase})
+
+
+def _event_id(e) -> str:
+    if e.slot_var is None:
+        return str(e.base)
+    idx = f"{cname(e.slot_var)} % {e.slots}"
+    return f"{e.base} + {idx}" if e.base else idx
+
+
+# ---------------------------------------------------------------- bodies
+
+
+def _short_loc(loc) -> str:
+    return f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
 
 
 def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
     pad = "    " * indent
-    arch = kernel.arch.name
     for s in items:
-        if isinstance(s, Loop):
-            v = cname(s.var)
-            note = f"  // {s.loc}" if s.loc else ""
-            stages = f" (pipelined, {s.num_stages} stages)" if s.kind == "pipelined" else ""
-            out.append(f"{pad}for (int32_t {v} = 0; {v} < {cexpr(s.extent)}; ++{v}) {{{note}{stages}")
-            for name, n in s.slots.items():
-                b = kernel.buffers[name]
-                ctype = CTYPE[b.dtype] if b.scope != "L0C" else "float"
-                out.append(f"{pad}    LocalTensor<{ctype}> {name} = {name}_slots[({v} % {n}) * {b.slot_elems}];"
-                           f"  // slot {v} % {n} of {b.slots}")
+        if isinstance(s, Loop) and s.kind is LoopKind.WHILE:
+            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+            out.append(f"{pad}while ({cexpr(s.cond)}) {{{note}")
             _body(s.body, indent + 1, kernel, out)
             out.append(f"{pad}}}")
+        elif isinstance(s, Loop):
+            v = cname(s.var)
+            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+            stages = f" (pipelined, {s.num_stages} stages)" if s.kind is LoopKind.PIPELINED else ""
+            if isinstance(s.start, int) and s.start == 0 and s.step == 1:
+                head = f"for (int32_t {v} = 0; {v} < {cexpr(s.extent)}; ++{v}) {{"
+            else:
+                start, step = cexpr(s.start), cexpr(s.step)
+                head = (f"for (int32_t {v} = {start}; {v} < {start} + ({cexpr(s.extent)}) * {step}; {v} += {step}) "
+                        "{")
+            out.append(f"{pad}{head}{note}{stages}")
+            for name, n in s.slots.items():
+                b = kernel.buffers[name]
+                out.append(f"{pad}    LocalTensor<{local_ctype(b)}> {name} = {name}_slots[({v} % {n}) * "
+                           f"{b.slot_elems}];  // slot {v} % {n} of {b.slots}")
+            _body(s.body, indent + 1, kernel, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, If):
+            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+            out.append(f"{pad}if ({cexpr(s.cond)}) {{{note}")
+            _body(s.then_body, indent + 1, kernel, out)
+            if s.else_body:
+                out.append(f"{pad}}} else {{")
+                _body(s.else_body, indent + 1, kernel, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, ScalarStore):
+            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+            out.append(f"{pad}{_store(kernel, s)}{note}")
+        elif isinstance(s, Print):
+            value = cexpr(s.value)
+            fmt = "%lld" if "int" in str(s.value.dtype) else "%f"
+            cast = "(long long)" if fmt == "%lld" else "(double)"
+            label = s.label.replace('"', "'")
+            out.append(f'{pad}printf("{label} = {fmt}\\n", {cast}({value}));  // T.print'
+                       + (f", {_short_loc(s.loc)}" if s.loc else ""))
         elif isinstance(s, AscOp):
-            text = _render_op(s.kind, {**s.params, "arch": arch})
-            lines = text.splitlines()
+            lines = render_op(s).splitlines()
             if s.loc:
-                lines[0] += f"  // {s.loc.file.rsplit('/', 1)[-1]}:{s.loc.line}"
+                lines[0] += f"  // {_short_loc(s.loc)}"
             out.extend(pad + ln for ln in lines)
-        elif isinstance(s, Sync):
-            macro = {"set": "set_flag", "wait": "wait_flag", "barrier": "pipe_barrier"}[s.action]
-            out.append(pad + _render_op(macro, s))
+        elif isinstance(s, SetFlag | WaitFlag | PipeBarrier):
+            out.append(pad + _sync(s))
         else:
             raise InternalCompilerError(f"cannot render {type(s).__name__}", stage="codegen")
 
 
-def _section(kernel: Kernel, indent: int, block_expr: str) -> dict:
+def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str) -> dict:
     """Memories, local tensors, block indices and body of one core's program."""
-    used = kernel.attrs.get("memory_used", {})
     memories = []
-    for mem in ("L1", "L0A", "L0B", "L0C", "UB"):
-        if used.get(mem):
-            memories.append({"name": mem, "position": POSITION[mem], "var": f"{mem.lower()}_buf",
-                             "used": used[mem], "capacity": kernel.arch.capacity[mem]})
+    for mem in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C, Scope.UB):
+        if kernel.memory_used.get(mem):
+            memories.append({"name": mem.value, "position": POSITION[mem], "var": f"{mem.value.lower()}_buf",
+                             "used": kernel.memory_used[mem], "capacity": arch.capacity[mem]})
     locals_ = []
+    scalars = []
     for b in kernel.buffers.values():
-        if b.scope == "GM":
+        if b.scope is Scope.LOCAL:
+            where = f", {_short_loc(b.loc)}" if b.loc else ""
+            scalars.append({"name": b.name, "ctype": b.dtype.ctype, "count": b.numel,
+                            "desc": f"scalar local {b.name}{where}"})
+            continue
+        if b.scope is Scope.GM:
             continue
         if b.offset is None:
             raise InternalCompilerError(f"buffer {b.name} has no offset", stage="codegen")
-        where = f", {b.loc.file.rsplit('/', 1)[-1]}:{b.loc.line}" if b.loc else ""
-        locals_.append({"name": f"{b.name}_slots" if b.slots > 1 else b.name,
-                        "ctype": CTYPE[b.dtype] if b.scope != "L0C" else "float",
-                        "mem_var": f"{b.scope.lower()}_buf", "count": b.slot_elems * b.slots,
+        where = f", {_short_loc(b.loc)}" if b.loc else ""
+        locals_.append({"name": f"{b.name}_slots" if b.slots > 1 else b.name, "ctype": local_ctype(b),
+                        "mem_var": f"{b.scope.value.lower()}_buf", "count": b.slot_elems * b.slots,
                         "offset": b.offset, "desc": f"{b.describe()}{where}"})
     block_index = []
     stride = 1
-    grid = kernel.grid
-    for n, (var, ext, *_rest) in enumerate(grid):
-        v = cname(var)
+    grid = launch.grid
+    for n, ax in enumerate(grid):
+        v = cname(ax.var)
         expr = block_expr if stride == 1 else f"({block_expr} / {stride})"
         if n < len(grid) - 1:
-            expr = f"{expr} % {ext}"
+            expr = f"{expr} % {ax.extent}"
         block_index.append(f"const int32_t {v} = {expr};")
-        stride *= int(ext)
-    if kernel.attrs.get("sub_var") is not None:
-        block_index.append(f"const int32_t {cname(kernel.attrs['sub_var'])} = GetSubBlockIdx();  "
-                           f"// this AIV's half of the rows: [{cname(kernel.attrs['sub_var'])} * "
-                           f"{kernel.attrs['row_split']}, +{kernel.attrs['row_split']})")
+        stride *= int(ax.extent)
+    rs = kernel.row_split
+    if rs is not None:
+        v = cname(rs.var)
+        half = rs.rows if rs.rows is not None else "rows/2"
+        block_index.append(f"const int32_t {v} = GetSubBlockIdx();  // this AIV's half of the rows: [{v} * {half}, "
+                           f"+{half})")
     body: list = []
-    _body(kernel.body, indent, kernel, body)
-    return {"memories": memories, "locals": locals_, "block_index": block_index, "body": "\n".join(body)}
+    token = LOAD.set(lambda e: scalar_access(kernel, e.buffer, list(e.indices))[1])
+    try:
+        _body(kernel.body, indent, kernel, body)
+    finally:
+        LOAD.reset(token)
+    return {"memories": memories, "locals": locals_, "scalars": scalars, "block_index": block_index,
+            "body": "\n".join(body)}
 
 
-def _globals(kernel: Kernel) -> list:
+def _globals(program: Program, launch: Launch) -> list:
+    """One GlobalTensor per GM buffer: the tensor arguments, then the workspace windows."""
+    seen: dict = {}
+    for k in launch.kernels.values():
+        for b in k.buffers.values():
+            if b.scope is Scope.GM and b.name not in seen:
+                seen[b.name] = b
     out = []
-    for b in kernel.buffers.values():
-        if b.scope != "GM":
-            continue
-        g = {"name": b.name, "ctype": CTYPE[b.dtype], "numel": b.numel, "dtype": b.dtype,
+    for b in seen.values():
+        g = {"name": b.name, "var": gm_tensor(b.name), "ctype": b.dtype.ctype, "numel": b.numel, "dtype": str(b.dtype),
              "shape": "x".join(map(str, b.shape)), "ptr": b.name}
-        if b.kind == "workspace":
-            g["ptr"] = f"(workspace + {kernel.attrs['workspace'][b.name]})"
+        if b.kind is BufferKind.WORKSPACE:
+            g["ptr"] = f"(workspace + {launch.workspace.offsets[b.name]})"
         out.append(g)
     return out
 
 
-def _params(kernel: Kernel) -> list:
+def kernel_params(program: Program) -> list:
+    """The C parameter list of the kernel entry: the PrimFunc's arguments, then the workspace."""
     params = []
-    for p in kernel.params:
-        if p.kind == "tensor":
+    for p in program.params:
+        if p.is_tensor:
             params.append(f"GM_ADDR {p.name}")
         else:
-            params.append(f"{SCALAR_CTYPE.get(p.dtype, 'float')} {cname(p.name)}")
-    if kernel.attrs.get("workspace_bytes"):
+            params.append(f"{p.dtype.ctype} {cname(p.name)}")
+    if program.workspace_bytes:
         params.append("GM_ADDR workspace")
     return params
 
 
-def generate(kernel: Kernel) -> str:
-    """Ascend C source of a single-core-kind ``kernel`` (after every pass)."""
-    from ascend_backend import __version__
-
-    src = kernel.source_file.rsplit("/", 1)[-1] if kernel.source_file else None
-    return _env().get_template("kernel.cpp.j2").render(
-        version=__version__, arch=kernel.arch.name, source=src, name=kernel.name, kernel_type=kernel.kernel_type,
-        block_dim=kernel.block_dim, params=_params(kernel), globals=_globals(kernel),
-        sections=[{"guard": None, **_section(kernel, 1, "GetBlockIdx()")}], workspace_bytes=0, peer_ub=False,
-    )
-
-
-def _peer_memory(sec: dict, owner: Kernel, targets, scope: str, label: str, position: str, var: str, suffix: str,
-                 desc: str) -> None:
+def _peer_memory(sec: dict, owner: Kernel, targets, arch, scope: Scope, label: str, position: str, var: str,
+                 suffix: str, desc: str) -> None:
     """Let one core of a group address tiles in its peer's memory (3510 on-chip routes), at the
     offsets the peer's memory plan gave them."""
-    used = owner.attrs.get("memory_used", {}).get(scope, 0)
-    sec["memories"].append({"name": label, "position": position, "var": var, "used": used,
-                            "capacity": owner.arch.capacity[scope]})
+    sec["memories"].append({"name": label, "position": position, "var": var, "used": owner.memory_used.get(scope, 0),
+                            "capacity": arch.capacity[scope]})
     for target in targets:
         b = owner.buffers[target]
-        sec["locals"].append({"name": f"{target}{suffix}", "ctype": CTYPE[b.dtype], "mem_var": var,
+        sec["locals"].append({"name": f"{target}{suffix}", "ctype": b.dtype.ctype, "mem_var": var,
                               "count": b.slot_elems, "offset": b.offset,
                               "desc": desc.format(target=target, layout=b.layout)})
 
 
-def generate_mix(aic: Kernel, aiv: Kernel) -> str:
-    """Ascend C of a kernel split into an AIC part and an AIV part (KERNEL_TYPE_MIX_AIC_1_2)."""
-    from ascend_backend import __version__
-
-    src = aic.source_file.rsplit("/", 1)[-1] if aic.source_file else None
-    merged = dict(aic.buffers)
-    merged.update({n: b for n, b in aiv.buffers.items() if b.scope == "GM"})
-    gl = _globals(aic.replace(buffers={n: b for n, b in merged.items() if b.scope == "GM"}))
-    aic_sec = _section(aic, 2, "GetBlockIdx()")
-    aiv_sec = _section(aiv, 2, "(GetBlockIdx() / GetTaskRation())")
-    peers = aic.attrs.get("peer_ub", {})
-    if peers:
-        _peer_memory(aic_sec, aiv, peers, "UB", "UB of the AIVs (written by Fixpipe)", "VECCALC", "peer_ub", "_peer",
-                     "{target} in each AIV's UB")
-    peers_l1 = aic.attrs.get("peer_l1", {})
+def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
+    """The kernel entry of one launch: its name, type, grid, parameters, GM tensors and sections."""
+    arch = program.arch
+    frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value, "block_dim": launch.block_dim,
+             "params": kernel_params(program), "globals": _globals(program, launch), "peer_ub": False}
+    if not launch.mixed:
+        (kernel,) = launch.kernels.values()
+        return {**frame, "sections": [{"guard": None, **_section(kernel, launch, arch, 1, "GetBlockIdx()")}]}
+    aic, aiv = launch.kernels[Core.AIC], launch.kernels[Core.AIV]
+    aic_sec = _section(aic, launch, arch, 2, "GetBlockIdx()")
+    aiv_sec = _section(aiv, launch, arch, 2, "(GetBlockIdx() / GetTaskRation())")
+    peers_ub = launch.peer_targets(Direction.C2V)
+    if peers_ub:
+        _peer_memory(aic_sec, aiv, peers_ub, arch, Scope.UB, "UB of the AIVs (written by Fixpipe)", "VECCALC",
+                     "peer_ub", "_peer", "{target} in each AIV's UB")
+    peers_l1 = launch.peer_targets(Direction.V2C)
     if peers_l1:
         for target in peers_l1:
             if aic.buffers[target].slots != 1:
                 raise InternalCompilerError(f"L1 tile {target} written by the AIVs has {aic.buffers[target].slots} "
                                             "slots", stage="codegen")
-        _peer_memory(aiv_sec, aic, peers_l1, "L1", "L1 of the AIC (written by DataCopy UB -> L1)", "A1", "peer_l1",
-                     "_l1_peer", "{target} in the AIC's L1 ({layout})")
+        _peer_memory(aiv_sec, aic, peers_l1, arch, Scope.L1, "L1 of the AIC (written by DataCopy UB -> L1)", "A1",
+                     "peer_l1", "_l1_peer", "{target} in the AIC's L1 ({layout})")
+    return {**frame, "peer_ub": bool(peers_ub),
+            "sections": [{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}]}
+
+
+def generate(program: Program) -> str:
+    """Ascend C source of a compiled Program: one kernel entry per launch, launched in order."""
+    from ascend_backend import __version__
+
+    src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
+    kernels = [_launch_frame(program, n, lc) for n, lc in enumerate(program.launches)]
     return _env().get_template("kernel.cpp.j2").render(
-        version=__version__, arch=aic.arch.name, source=src, name=aic.name, kernel_type="MIX_AIC_1_2",
-        block_dim=aic.block_dim, params=_params(aic), globals=gl, peer_ub=bool(peers),
-        sections=[{"guard": "ASCEND_IS_AIC", **aic_sec},
-                  {"guard": "ASCEND_IS_AIV", **aiv_sec}],
-        workspace_bytes=aic.attrs.get("workspace_bytes", 0),
-    )
+        version=__version__, arch=program.arch.name, source=src, kernels=kernels,
+        workspace_bytes=program.workspace_bytes, peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
+
+
+__all__ = ["generate", "kernel_params", "render_op", "POSITION"]

@@ -27,9 +27,10 @@ class AscendCompileError(Exception):
     kind = "error"
 
     def __init__(self, what: str, *, loc: SrcLoc | None = None, hint: str | None = None) -> None:
-        self.what = what
-        self.loc = loc
-        self.hint = hint
+        # plain str/int only: TVM strings in a message would make the error unpicklable
+        self.what = "".join(str(what))
+        self.loc = SrcLoc("".join(str(loc.file)), int(loc.line)) if loc is not None else None
+        self.hint = "".join(str(hint)) if hint is not None else None
         super().__init__(self.format())
 
     def format(self) -> str:

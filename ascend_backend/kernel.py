@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import AscendCompileError, RuntimeUnavailableError
-from .ir import Kernel
+from .ir import Program
 from .pipeline import CompileResult, compile_kernel
 from .target import parse_target
 
@@ -23,13 +23,14 @@ class AscendKernel:
     def __init__(self, result: CompileResult, runtime: str, out_idx: Sequence[int] | None = None,
                  strict: bool = True) -> None:
         self.result = result
-        self.kernel: Kernel = result.kernel
-        self.arch = result.kernel.arch
+        self.program: Program = result.program
+        self.arch = result.program.arch
         self.runtime = runtime
         self.strict = strict
-        n = len(self.kernel.params)
+        n = len(self.program.params)
         self.out_idx = sorted(i % n for i in (out_idx or []))
         self.last_report = None
+        self.reports: list = []  # one emulator report per launch of the last call
         self._npu = None
 
     # -- what was generated
@@ -41,11 +42,20 @@ class AscendKernel:
 
     @property
     def name(self) -> str:
-        return self.kernel.name
+        return self.program.name
+
+    @property
+    def params(self) -> list:
+        return self.program.params
 
     @property
     def block_dim(self) -> int:
-        return self.kernel.block_dim
+        """Blocks of the (first) launch; ``block_dims`` has one per launch."""
+        return self.program.launches[0].block_dim
+
+    @property
+    def block_dims(self) -> list[int]:
+        return [lc.block_dim for lc in self.program.launches]
 
     def get_kernel_source(self) -> str:
         return self.result.source
@@ -53,18 +63,18 @@ class AscendKernel:
     def memory_map(self) -> list[dict]:
         from .reports import memory_map
 
-        return memory_map(self.kernel)
+        return memory_map(self.program)
 
     def sync_table(self) -> list[dict]:
         from .reports import sync_table
 
-        return sync_table(self.kernel)
+        return sync_table(self.program)
 
     # -- running
     def __call__(self, *args: Any) -> Any:
         import torch
 
-        params = self.kernel.params
+        params = self.program.params
         n_in = len(params) - len(self.out_idx)
         if len(args) not in (len(params), n_in):
             raise TypeError(f"kernel '{self.name}' takes {len(params)} arguments "
@@ -77,25 +87,27 @@ class AscendKernel:
         outputs = []
         for i, p in enumerate(params):
             if allocate and i in self.out_idx:
-                buf = self.kernel.buffers[p.buffer]
-                t = torch.empty(buf.shape, dtype=_torch_dtype(buf.dtype))
+                buf = self.program.buffer(p.buffer)
+                t = torch.empty(buf.shape, dtype=buf.dtype.torch_dtype())
                 outputs.append(t)
                 full.append(t)
             else:
                 full.append(next(it))
         self._check_args(full)
-        ws_bytes = self.kernel.attrs.get("workspace_bytes", 0)
-        if ws_bytes:
-            # The GM workspace through which tiles cross between the Cube and Vector cores.
-            device = next((a.device for a in full if isinstance(a, torch.Tensor)), "cpu")
-            full = full + [torch.zeros(ws_bytes, dtype=torch.uint8, device=device)]
+        full = launch_args(self.program, full)
         if self.runtime == "npu":
             self._run_npu(full)
         else:
             from .emulator import run_source
 
-            self.last_report = run_source(self.kernel_source, self.name, full, self.block_dim,
-                                          arch=self.arch.name, strict=self.strict)
+            # The launches of the PrimFunc run one after the other, as on the device's stream.
+            # Generated code carries every sync it needs and is built with --cce-auto-sync=off on
+            # the NPU (npu.py), so it is checked without bisheng's automatic syncs.
+            self.reports = []
+            for n, lc in enumerate(self.program.launches):
+                self.reports.append(run_source(self.kernel_source, self.program.entry_name(n), full, lc.block_dim,
+                                               arch=self.arch.name, strict=self.strict, auto_sync=False))
+            self.last_report = self.reports[-1]
         if allocate:
             return outputs[0] if len(outputs) == 1 else outputs
         return None
@@ -103,17 +115,17 @@ class AscendKernel:
     def _check_args(self, args: list) -> None:
         import torch
 
-        for p, a in zip(self.kernel.params, args, strict=True):
-            if p.kind == "scalar":
+        for p, a in zip(self.program.params, args, strict=True):
+            if not p.is_tensor:
                 if not isinstance(a, int | float):
                     raise TypeError(f"argument '{p.name}' of kernel '{self.name}' is a scalar ({p.dtype}); "
                                     f"got {type(a).__name__}")
                 continue
-            buf = self.kernel.buffers[p.buffer]
+            buf = self.program.buffer(p.buffer)
             if not isinstance(a, torch.Tensor):
                 raise TypeError(f"argument '{p.name}' of kernel '{self.name}' must be a torch tensor of shape "
                                 f"{list(buf.shape)} and dtype {buf.dtype}; got {type(a).__name__}")
-            if tuple(a.shape) != tuple(buf.shape) or a.dtype != _torch_dtype(buf.dtype):
+            if tuple(a.shape) != tuple(buf.shape) or a.dtype != buf.dtype.torch_dtype():
                 raise TypeError(f"argument '{p.name}' of kernel '{self.name}' must have shape {list(buf.shape)} and "
                                 f"dtype {buf.dtype}; got shape {list(a.shape)} and dtype {a.dtype}")
             if not a.is_contiguous():
@@ -125,21 +137,25 @@ class AscendKernel:
         from .npu import NpuLauncher
 
         if self._npu is None:
-            self._npu = NpuLauncher(self.kernel_source, self.name, self.kernel.params, self.arch,
-                                    workspace=bool(self.kernel.attrs.get("workspace_bytes")))
-        self._npu(self.block_dim, args)
+            self._npu = NpuLauncher(self.kernel_source, self.program)
+        self._npu(args)
 
     def __repr__(self) -> str:
-        return (f"<AscendKernel {self.name} arch={self.arch.name} type={self.kernel.kernel_type} "
-                f"block_dim={self.block_dim} runtime={self.runtime}>")
+        types = ", ".join(lc.kernel_type.value for lc in self.program.launches)
+        return (f"<AscendKernel {self.name} arch={self.arch.name} type={types} "
+                f"block_dim={self.block_dims if len(self.block_dims) > 1 else self.block_dim} "
+                f"runtime={self.runtime}>")
 
 
-def _torch_dtype(dtype: str):
+def launch_args(program: Program, args: list) -> list:
+    """The kernel entry's arguments: the PrimFunc's, then (when tiles cross between the Cube and the
+    Vector cores through GM) a zeroed workspace of ``program.workspace_bytes``."""
     import torch
 
-    return {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "int32": torch.int32,
-            "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16, "int64": torch.int64,
-            "bool": torch.bool}[dtype]
+    if not program.workspace_bytes:
+        return list(args)
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), "cpu")
+    return [*args, torch.zeros(program.workspace_bytes, dtype=torch.uint8, device=device)]
 
 
 def resolve_runtime(runtime: str) -> str:

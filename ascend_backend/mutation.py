@@ -7,10 +7,9 @@ either a blind spot in the checker or a flag the compiler never needed; both are
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
-from .ir import Kernel, Loop, Sync
+from .ir import CrossCoreSetOp, CrossCoreWaitOp, Kernel, PipeBarrier, Program, SetFlag, WaitFlag, map_body, walk
 
 
 @dataclass
@@ -27,70 +26,43 @@ class MutationResult:
                 f"{len(self.unneeded)} unneeded")
 
 
-def _without(body: list, keep) -> list:
-    out = []
-    for s in body:
-        if isinstance(s, Loop):
-            out.append(dataclasses.replace(s, body=_without(s.body, keep)))
-        elif isinstance(s, Sync) and not keep(s):
-            continue
-        else:
-            out.append(s)
-    return out
-
-
-def _barriers(body: list) -> list:
-    found = []
-    for s in body:
-        if isinstance(s, Loop):
-            found.extend(_barriers(s.body))
-        elif isinstance(s, Sync) and s.action == "barrier":
-            found.append(s)
-    return found
+def _without(body: list, drop) -> list:
+    return map_body(body, lambda s: [] if drop(s) else [s])
 
 
 def mutants(kernel: Kernel):
     """(description, mutated kernel) for every flag and every barrier of ``kernel``."""
     for f in kernel.flags:
         desc = f"flag #{f.index} {f.event}({f.event_id}) on {f.buffer}: {f.producer} -> {f.consumer}"
-        yield desc, kernel.replace(body=_without(kernel.body, lambda s, n=f.index: s.flag != n))
-    for n, b in enumerate(_barriers(kernel.body)):
-        desc = f"PipeBarrier<PIPE_{b.src}> #{n}"
-        yield desc, kernel.replace(body=_without(kernel.body, lambda s, b=b: s is not b))
+        yield desc, kernel.replace(body=_without(kernel.body, lambda s, n=f.index: isinstance(s, SetFlag | WaitFlag)
+                                                 and s.flag == n))
+    barriers = [s for s in walk(kernel.body) if isinstance(s, PipeBarrier)]
+    for n, b in enumerate(barriers):
+        yield f"PipeBarrier<PIPE_{b.pipe}> #{n}", kernel.replace(body=_without(kernel.body, lambda s, b=b: s is b))
 
 
-def _without_cross_core(body: list, flag_id: int) -> list:
-    from .ir import AscOp
-
-    out = []
-    for s in body:
-        if isinstance(s, Loop):
-            out.append(dataclasses.replace(s, body=_without_cross_core(s.body, flag_id)))
-        elif isinstance(s, AscOp) and s.kind.startswith("cross_core") and s.params["id"] == flag_id:
-            continue
-        else:
-            out.append(s)
-    return out
-
-
-def mix_mutants(cores: dict):
-    """Mutants of a split kernel: each intra-core flag/barrier of either core, and each cross-core
-    flag id (its sets and waits on both cores, prime and drain included)."""
-    from .codegen import generate_mix
-
-    aic, aiv = cores["AIC"], cores["AIV"]
-    for core in ("AIC", "AIV"):
-        for desc, mk in mutants(cores[core]):
-            pair = {**cores, core: mk}
-            yield f"{core}: {desc}", generate_mix(pair["AIC"], pair["AIV"])
-    for t in aic.attrs.get("cross_core", []):
+def program_mutants(program: Program):
+    """(description, mutated program) for every intra-core flag and barrier of each core, and in a
+    mixed launch every cross-core flag id (its sets and waits on both cores, prime and drain too)."""
+    lc = program.launch
+    for core, k in lc.kernels.items():
+        prefix = f"{core.value}: " if lc.mixed else ""
+        for desc, mk in mutants(k):
+            yield prefix + desc, program.replace(launches=[lc.replace(kernels={**lc.kernels, core: mk})])
+    seen: set = set()
+    for t in lc.transfers:
         for kind in ("ready", "free"):
-            fid = t[kind]
-            if fid is None:
+            fid = getattr(t, kind)
+            if fid is None or fid in seen:  # transfers may share a "ready" id: delete it once
                 continue
-            yield (f"cross-core flag {fid} ({kind}, {t['name']}, {t['direction']})",
-                   generate_mix(aic.replace(body=_without_cross_core(aic.body, fid)),
-                                aiv.replace(body=_without_cross_core(aiv.body, fid))))
+            seen.add(fid)
+
+            def drop(s, fid=fid):
+                return isinstance(s, CrossCoreSetOp | CrossCoreWaitOp) and s.flag == fid
+
+            kernels = {c: k.replace(body=_without(k.body, drop)) for c, k in lc.kernels.items()}
+            yield (f"cross-core flag {fid} ({kind}, {t.tile}, {t.direction})",
+                   program.replace(launches=[lc.replace(kernels=kernels)]))
 
 
 def run_mutations(case, arch: str) -> MutationResult:
@@ -99,24 +71,22 @@ def run_mutations(case, arch: str) -> MutationResult:
 
     from .codegen import generate
     from .emulator import EmulatorError, run_source
+    from .kernel import launch_args
     from .pipeline import compile_kernel
     from .target import parse_target
 
     base = compile_kernel(case.func, parse_target({"kind": "ascendc", "arch": arch}))
+    program = base.program
     expected = case.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs])
-    res = MutationResult(kernel=base.kernel.name, arch=arch)
-    ws = base.kernel.attrs.get("workspace_bytes", 0)
-    if "AIC" in base.cores:
-        sources = list(mix_mutants(base.cores))
-    else:
-        sources = [(desc, generate(mk)) for desc, mk in mutants(base.kernel)]
+    res = MutationResult(kernel=program.name, arch=arch)
+    sources = [(desc, generate(mp)) for desc, mp in program_mutants(program)]
     for desc, source in sources:
         res.deleted += 1
-        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
-        if ws:
-            args.append(torch.zeros(ws, dtype=torch.uint8))
+        args = launch_args(program, [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs])
         try:
-            run_source(source, base.kernel.name, args, base.kernel.block_dim, arch=arch, strict=True)
+            # auto_sync off: the NPU build runs generated code with --cce-auto-sync=off
+            run_source(source, program.name, args, program.launch.block_dim, arch=arch, strict=True,
+                       auto_sync=False)
         except EmulatorError as exc:
             res.caught += 1
             res.how[desc] = str(exc).splitlines()[0][:160]

@@ -14,7 +14,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+from . import buildcache
 from .errors import RuntimeUnavailableError
 
 
@@ -44,66 +48,103 @@ def bisheng_command(source_path: str, out_path: str, arch) -> list[str]:
     inc = [f"-I{cann}/include", f"-I{cann}/compiler/tikcpp/tikcfw",
            f"-I{cann}/compiler/tikcpp/tikcfw/impl", f"-I{cann}/compiler/tikcpp/tikcfw/interface"] if cann else []
     libs = [f"-L{cann}/lib64"] if cann else []
-    return ["bisheng", "-O2", "-std=c++17", f"--npu-arch={arch.bisheng_arch}", "-xasc", "-shared", "-fPIC",
+    # --cce-auto-sync=off: the device runs exactly the syncs the generated code carries, which
+    # are what the emulator checked (run_source(auto_sync=False)); bisheng's default is on.
+    return ["bisheng", "-O2", "-std=c++17", f"--npu-arch={arch.bisheng_arch}", "-xasc", "--cce-auto-sync=off",
+            "-shared", "-fPIC",
             *inc, source_path, "-o", out_path, *libs, "-lascendcl", "-lruntime"]
 
 
-def host_wrapper(name: str, params: list, workspace: bool = False) -> str:
+def host_wrapper(program) -> str:
+    """A C entry ``launch_<name>(stream, args...)`` that launches the program's kernels in order with
+    <<<>>> (each with its own block count): tensors as device pointers, scalars of their own C type
+    (16-bit floats as float, converted by the call), then the GM workspace when the program has one."""
     decl, call = [], []
-    for p in params:
-        if p.kind == "tensor":
-            decl.append(f"uint8_t* {p.name}")
-        else:
-            decl.append(f"{'float' if 'float' in p.dtype else 'int32_t'} {p.name}")
+    for p in program.params:
+        decl.append(f"uint8_t* {p.name}" if p.is_tensor else f"{p.dtype.host_ctype} {p.name}")
         call.append(p.name)
-    if workspace:
+    if program.workspace_bytes:
         decl.append("uint8_t* workspace")
         call.append("workspace")
-    return (f'\nextern "C" void launch_{name}(uint32_t block_dim, void* stream{", " if decl else ""}'
-            f'{", ".join(decl)}) {{\n    {name}<<<block_dim, nullptr, stream>>>({", ".join(call)});\n}}\n')
+    launches = "".join(f"    {program.entry_name(n)}<<<{lc.block_dim}, nullptr, stream>>>({', '.join(call)});\n"
+                       for n, lc in enumerate(program.launches))
+    return (f'\nextern "C" void launch_{program.name}(void* stream{", " if decl else ""}{", ".join(decl)}) '
+            f'{{\n{launches}}}\n')
+
+
+def _ctype_arg(dtype, value):
+    """A ctypes value for a scalar argument passed as ``dtype.host_ctype``."""
+    table = {"float": ctypes.c_float, "double": ctypes.c_double, "int8_t": ctypes.c_int8, "int16_t": ctypes.c_int16,
+             "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64, "uint8_t": ctypes.c_uint8,
+             "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
+             "bool": ctypes.c_bool}
+    return table[dtype.host_ctype](value)
+
+
+def _bisheng_build(source_path: str, out_path: str, arch) -> None:
+    proc = subprocess.run(bisheng_command(source_path, out_path, arch), capture_output=True, text=True)
+    if proc.returncode:
+        if buildcache.no_space_in(proc.stderr):
+            raise buildcache.BuildEnvironmentError(
+                f"error: bisheng ran out of disk space (cache {buildcache.cache_root()}): free disk space, run "
+                "`tl-ascend cache prune`, or set TL_ASCEND_CACHE_DIR to another disk")
+        raise RuntimeUnavailableError(f"bisheng failed for kernel {Path(source_path).stem}:\n{proc.stderr[-4000:]}")
+
+
+def npu_library(full_source: str, name: str, arch, build: Callable[[str, str, Any], None] | None = None) -> Path:
+    """The bisheng-built library of ``full_source`` from the NPU build cache
+    (``$TL_ASCEND_CACHE_DIR/npu``), building it when missing or when the entry fails its check:
+    like the emulator's entries (ascend_backend/buildcache.py) it is loaded only when its meta
+    names this kernel's key and fields, its SHA-256 matches, and the library carries its key.
+    ``build(source_path, out_path, arch)`` builds (default: bisheng)."""
+    digest = hashlib.sha256((full_source + arch.name).encode()).hexdigest()[:16]
+    root = buildcache.ensure_dir(buildcache.cache_root() / "npu")
+    lib = root / f"{name}-{digest}.so"
+    ident = buildcache.identity("npu", lib.stem, name=name, arch=arch.name,
+                                source_sha256=hashlib.sha256(full_source.encode()).hexdigest())
+    if buildcache.verify(lib, ident):
+        return lib
+    with buildcache.guard(root, f"building {lib.name}"):
+        tmp = Path(tempfile.mkdtemp(dir=root, prefix=buildcache.temp_prefix("npu")))
+        try:
+            src = tmp / f"{name}.cpp"
+            # host-side string naming the entry, so that the library identifies itself
+            src.write_text(full_source + buildcache.id_definition("__tl_ascend_cache_id_npu", lib.stem))
+            out = tmp / "k.so"
+            (build or _bisheng_build)(str(src), str(out), arch)
+            buildcache.publish(out, lib, ident)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    buildcache.auto_prune()
+    if not buildcache.verify(lib, ident):
+        raise RuntimeUnavailableError(f"the NPU build of {name} does not carry its cache key; it was not loaded")
+    return lib
 
 
 class NpuLauncher:
     """Builds a kernel with bisheng once and launches it on the current NPU stream."""
 
-    def __init__(self, source: str, name: str, params: list, arch, workspace: bool = False) -> None:
+    def __init__(self, source: str, program) -> None:
         reason = npu_unavailable_reason()
         if reason:
             raise RuntimeUnavailableError(f"cannot run on an NPU: {reason}", hint="use runtime='emulator'")
-        self.name, self.params, self.arch = name, params, arch
-        self.workspace = workspace
-        full = source + host_wrapper(name, params, workspace)
-        digest = hashlib.sha256((full + arch.name).encode()).hexdigest()[:16]
-        root = os.path.join(os.path.expanduser(os.environ.get("TL_ASCEND_CACHE_DIR", "~/.cache/tilelang-ascendc")),
-                            "npu")
-        os.makedirs(root, exist_ok=True)
-        lib = os.path.join(root, f"{name}-{digest}.so")
-        if not os.path.exists(lib):
-            with tempfile.TemporaryDirectory() as tmp:
-                src = os.path.join(tmp, f"{name}.cpp")
-                with open(src, "w") as f:
-                    f.write(full)
-                out = os.path.join(tmp, "k.so")
-                proc = subprocess.run(bisheng_command(src, out, arch), capture_output=True, text=True)
-                if proc.returncode:
-                    raise RuntimeUnavailableError(f"bisheng failed for kernel {name}:\n{proc.stderr[-4000:]}")
-                os.replace(out, lib)
-        self.lib = ctypes.CDLL(lib)
+        self.program = program
+        name, arch = program.name, program.arch
+        lib = npu_library(source + host_wrapper(program), name, arch)
+        self.lib = ctypes.CDLL(str(lib))
         self.fn = getattr(self.lib, f"launch_{name}")
 
-    def __call__(self, block_dim: int, args: list) -> None:
+    def __call__(self, args: list) -> None:
+        """Launch on the current stream; ``args`` are the kernel's arguments, workspace last."""
         import torch
 
         stream = torch.npu.current_stream().npu_stream
-        cargs = [ctypes.c_uint32(block_dim), ctypes.c_void_p(stream)]
-        if self.workspace:
-            params = [*self.params, type("P", (), {"kind": "tensor"})()]
-        else:
-            params = self.params
-        for p, a in zip(params, args, strict=True):
-            if p.kind == "tensor":
+        cargs = [ctypes.c_void_p(stream)]
+        for n, a in enumerate(args):
+            p = self.program.params[n] if n < len(self.program.params) else None
+            if p is None or p.is_tensor:  # a tensor, or the workspace after the parameters
                 cargs.append(ctypes.c_void_p(a.data_ptr()))
             else:
-                cargs.append(ctypes.c_float(a) if "float" in p.dtype else ctypes.c_int32(a))
+                cargs.append(_ctype_arg(p.dtype, a))
         self.fn(*cargs)
         torch.npu.synchronize()

@@ -30,11 +30,11 @@ def lower_module(mod, target):
         result = compile_kernel(func, arch, name=str(gv.name_hint))
         stub = tirx.PrimFunc(func.params, tirx.Evaluate(0), buffer_map=func.buffer_map)
         stub = stub.with_attrs({
-            "global_symbol": result.kernel.name,
+            "global_symbol": result.program.name,
             "calling_conv": int(CallingConv.DEVICE_KERNEL_LAUNCH),
             "target": target,
             SOURCE_ATTR: result.source,
-            "ascendc.block_dim": result.kernel.block_dim,
+            "ascendc.block_dim": result.program.launch.block_dim,
             "ascendc.arch": arch.name,
             "tir.noalias": True,
         })

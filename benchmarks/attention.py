@@ -48,6 +48,7 @@ import ascend_backend  # noqa: E402
 from ascend_backend.emulator import run_source  # noqa: E402
 from ascend_backend.emulator.timing import ASSUMPTIONS  # noqa: E402
 from ascend_backend.errors import AscendCompileError  # noqa: E402
+from ascend_backend.kernel import launch_args  # noqa: E402
 from examples.attention import flashattn  # noqa: E402
 
 ARCHS = ("dav-3510", "dav-c220")
@@ -105,14 +106,12 @@ def run_one(arch: str, seq: int, causal: bool, block: tuple[int, int]) -> Run:
         return r
     assert kernel.block_dim == r.grid, (kernel.block_dim, r.grid)
     shape = (1, r.heads, seq, DIM)
-    args: list = [torch.zeros(shape, dtype=torch.float16) for _ in range(4)]
-    ws = kernel.kernel.attrs.get("workspace_bytes", 0)
-    if ws:  # the Cube <-> Vector GM workspace, appended as AscendKernel.__call__ does
-        args.append(torch.zeros(ws, dtype=torch.uint8))
+    # the Cube <-> Vector GM workspace, if any, appended as AscendKernel.__call__ does
+    args: list = launch_args(kernel.program, [torch.zeros(shape, dtype=torch.float16) for _ in range(4)])
     r.emulated = r.grid if causal else min(r.grid, groups)
     t0 = time.perf_counter()
     rep = run_source(kernel.kernel_source, kernel.name, args, block_dim=r.emulated, arch=arch,
-                     strict=False, checks=False)
+                     strict=False, checks=False, auto_sync=False)
     r.wall = time.perf_counter() - t0
     t = rep.timing
     assert t["modelled"]

@@ -150,7 +150,7 @@ def run_one(arch: str, dtype: str, shape: tuple[int, int, int], tile: tuple[int,
     args = [torch.zeros(M, K, dtype=td), torch.zeros(K, N, dtype=td), torch.zeros(M, N, dtype=td)]
     t0 = time.perf_counter()
     rep = run_source(kernel.kernel_source, kernel.name, args, block_dim=r.wave_blocks, arch=arch,
-                     strict=False, checks=False)
+                     strict=False, checks=False, auto_sync=False)
     r.wall = time.perf_counter() - t0
     # L2: the emulated first wave reads its operand panels once per block; over the whole launch
     # every element of A and B is read from HBM once and then from L2 (docs/timing-model.md).

@@ -10,30 +10,31 @@ aligned and tiles of different dtypes share one element pitch. The L0A/L0B layou
 
 from __future__ import annotations
 
+from ascend_backend.dtypes import DType
 from ascend_backend.errors import AlignmentError, InternalCompilerError, UnsupportedError
-from ascend_backend.ir import Kernel
+from ascend_backend.ir import Kernel, Layout, Program, Scope
 
 UB_PITCH_ELEMS = 16
-CUBE_DTYPES = ("float16", "bfloat16")
-VECTOR_DTYPES = ("float16", "bfloat16", "float32", "int32")
+CUBE_DTYPES = (DType.FLOAT16, DType.BFLOAT16)
+VECTOR_DTYPES = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.INT32, DType.INT16, DType.UINT16, DType.UINT8,
+                 DType.INT8, DType.BOOL)
 
 
-def assign_layout(kernel: Kernel) -> Kernel:
-    """Pick ND/NZ layouts and UB row pitches."""
+def assign_kernel_layouts(kernel: Kernel) -> Kernel:
     buffers = kernel.copy_buffers()
     for b in buffers.values():
-        if b.scope == "GM":
-            b.layout = "ND"
-        elif b.scope in ("L1", "L0C"):
+        if b.scope in (Scope.GM, Scope.LOCAL):
+            b.layout = Layout.ND
+        elif b.scope in (Scope.L1, Scope.L0C):
             if len(b.shape) != 2:
                 raise UnsupportedError(f"gemm tile '{b.name}' must be 2-D, it has shape {list(b.shape)}", loc=b.loc)
-            if b.scope == "L1" and b.dtype not in CUBE_DTYPES:
+            if b.scope is Scope.L1 and b.dtype not in CUBE_DTYPES:
                 raise UnsupportedError(
                     f"gemm operand '{b.name}' has dtype {b.dtype}; the Cube core takes float16 or bfloat16 here",
                     loc=b.loc,
                     hint="cast the operand to float16/bfloat16 before the gemm",
                 )
-            if b.scope == "L0C" and b.dtype != "float32":
+            if b.scope is Scope.L0C and b.dtype != DType.FLOAT32:
                 raise UnsupportedError(
                     f"gemm accumulator '{b.name}' has dtype {b.dtype}; the Cube core accumulates in float32",
                     loc=b.loc,
@@ -48,11 +49,11 @@ def assign_layout(kernel: Kernel) -> Kernel:
                         hint=f"use a block size that is a multiple of 16 (e.g. {max(16, (size + 15) // 16 * 16)}); "
                         "tails of the global shape are handled, tile sizes must be aligned",
                     )
-            b.layout = "NZ"
-        elif b.scope == "UB":
+            b.layout = Layout.NZ
+        elif b.scope is Scope.UB:
             if b.dtype not in VECTOR_DTYPES:
                 raise UnsupportedError(
-                    f"tile '{b.name}' has dtype {b.dtype}; vector tiles take {', '.join(VECTOR_DTYPES)}",
+                    f"tile '{b.name}' has dtype {b.dtype}; vector tiles take {', '.join(map(str, VECTOR_DTYPES))}",
                     loc=b.loc,
                 )
             if len(b.shape) > 2:
@@ -61,22 +62,37 @@ def assign_layout(kernel: Kernel) -> Kernel:
                     loc=b.loc,
                     hint="flatten the leading dimensions into the row dimension",
                 )
-            b.layout = "ND"
+            b.layout = Layout.ND
             b.pitch = (b.cols + UB_PITCH_ELEMS - 1) // UB_PITCH_ELEMS * UB_PITCH_ELEMS
+            if b.elem_bytes == 1 and b.pitch % 32:
+                # 8-bit rows are padded to 32 elements (32 B); a 2-D such tile would no longer share
+                # the element pitch of the other tiles, so it needs whole 32-column rows.
+                if b.rows > 1:
+                    raise UnsupportedError(
+                        f"tile '{b.name}' ({b.dtype}) has {b.cols} columns; 2-D 8-bit vector tiles take a multiple "
+                        "of 32 columns", loc=b.loc, hint="use a 1-D tile, or 32, 64, ... columns")
+                b.pitch = (b.cols + 31) // 32 * 32
         else:
             raise InternalCompilerError(f"buffer {b.name} in scope {b.scope} before lowering", stage="assign_layout")
-    out = kernel.replace(buffers=buffers)
+    return kernel.replace(buffers=buffers)
+
+
+def assign_layout(program: Program) -> Program:
+    """Pick ND/NZ layouts and UB row pitches."""
+    out = program.map_kernels(lambda k, lc, p: assign_kernel_layouts(k))
     verify_layout(out)
     return out
 
 
-def verify_layout(kernel: Kernel) -> None:
+def verify_layout(program: Program) -> None:
     """UB rows start 32 B aligned; fractal buffers are 16-aligned."""
-    for b in kernel.buffers.values():
-        if b.scope == "UB" and (b.pitch * b.elem_bytes) % 32:
-            raise InternalCompilerError(f"UB tile {b.name} pitch {b.pitch} is not 32 B aligned", stage="assign_layout")
-        if b.layout == "NZ" and any(s % 16 for s in b.shape):
-            raise InternalCompilerError(f"NZ tile {b.name} is not 16-aligned", stage="assign_layout")
+    for _, _, k in program.kernels():
+        for b in k.buffers.values():
+            if b.scope is Scope.UB and (b.pitch * b.elem_bytes) % 32:
+                raise InternalCompilerError(f"UB tile {b.name} pitch {b.pitch} is not 32 B aligned",
+                                            stage="assign_layout")
+            if b.layout is Layout.NZ and any(s % 16 for s in b.shape):
+                raise InternalCompilerError(f"NZ tile {b.name} is not 16-aligned", stage="assign_layout")
 
 
 __all__ = ["assign_layout", "verify_layout", "AlignmentError"]

@@ -1,99 +1,69 @@
 """infer_scope: give every tile buffer its home in the Ascend memory hierarchy.
 
-Needs: a kernel fresh from the frontend (buffers without scope, except GM parameters).
-Establishes: every buffer has exactly one scope among GM, L1, L0C and UB (L0A/L0B buffers are
-created later, by lower_tile_ops): a gemm operand lives in L1 (loaded into L0A/L0B per gemm),
-a gemm accumulator in L0C, anything a T.Parallel, reduce, fill or vector copy touches in UB.
-A buffer claimed by both the Cube and the Vector side is rejected with both uses named.
+Needs: partitioned kernels (each runs on one core kind) with their tile ops.
+Establishes: every buffer has exactly one scope. GM for parameters and workspaces; on the AIC a
+gemm accumulator lives in L0C and a gemm operand in L1 (loaded into L0A/L0B per gemm: those
+buffers are created by lower_tile_ops); on the AIVs every tile is in UB; a scalar local
+(T.alloc_local / T.alloc_var) in LOCAL.
 """
 
 from __future__ import annotations
 
-from ascend_backend.errors import UnsupportedError
-from ascend_backend.ir import Kernel, TileOp, walk
+from ascend_backend.errors import InternalCompilerError, UnsupportedError
+from ascend_backend.ir import BufferKind, Core, Kernel, Loop, Program, Scope, TileGemm, walk
+
+from .partition import tile_buffers
 
 
-def _uses(kernel: Kernel) -> dict:
-    uses: dict[str, list] = {n: [] for n in kernel.buffers}
-    for s in walk(kernel.body):
-        if not isinstance(s, TileOp):
-            continue
-        a = s.args
-        if s.op == "gemm":
-            uses[a["A"]["buffer"]].append(("cube-operand", s))
-            uses[a["B"]["buffer"]].append(("cube-operand", s))
-            uses[a["C"]["buffer"]].append(("accumulator", s))
-        elif s.op == "copy":
-            uses[a["src"]["buffer"]].append(("copy-src", s))
-            uses[a["dst"]["buffer"]].append(("copy-dst", s))
-        elif s.op == "fill":
-            uses[a["dst"]["buffer"]].append(("fill", s))
-        elif s.op == "reduce":
-            uses[a["src"]["buffer"]].append(("vector", s))
-            uses[a["dst"]["buffer"]].append(("vector", s))
-        elif s.op == "copy_to_peer_l1":
-            uses[a["src"]["buffer"]].append(("vector", s))
-        elif s.op == "accumulate":
-            uses[a["src"]].append(("vector", s))
-            uses[a["dst"]].append(("vector", s))
-        elif s.op == "parallel":
-            from tvm import tirx
-
-            names = {b: b for b in kernel.buffers}
-            for st, _ in a["stores"]:
-                touched = {st.buffer.name}
-
-                def visit(n, touched=touched):
-                    if isinstance(n, tirx.BufferLoad):
-                        touched.add(n.buffer.name)
-
-                tirx.stmt_functor.post_order_visit(st.value, visit)
-                for t in touched:
-                    if t in names:
-                        uses[t].append(("vector", s))
-    return uses
-
-
-def infer_scope(kernel: Kernel) -> Kernel:
-    """Assign GM/L1/L0C/UB to every buffer by how it is used."""
+def infer_kernel_scopes(kernel: Kernel) -> Kernel:
     buffers = kernel.copy_buffers()
-    uses = _uses(kernel)
+    operands: dict = {}
+    accs: dict = {}
+    for s in walk(kernel.body):
+        if isinstance(s, TileGemm):
+            operands.setdefault(s.a.buffer, s)
+            operands.setdefault(s.b.buffer, s)
+            accs.setdefault(s.c.buffer, s)
+    used = {n for s in walk(kernel.body) if not isinstance(s, Loop) for n in tile_buffers(s)}
     for name, buf in buffers.items():
-        if buf.kind == "param":
-            buf.scope, buf.role = "GM", "kernel argument"
-            continue
-        if buf.kind == "workspace":
-            buf.scope = "GM"
-            continue
-        kinds = {u for u, _ in uses[name]}
-        cube = kinds & {"cube-operand", "accumulator"}
-        vector = kinds & {"vector", "fill"} if "accumulator" not in kinds else kinds & {"vector"}
-        if cube and vector:
-            cube_op = next(s for u, s in uses[name] if u in cube)
-            vec_op = next(s for u, s in uses[name] if u in vector)
-            raise UnsupportedError(
-                f"buffer '{name}' is used by the Cube core ({cube_op.op} at {cube_op.loc}) and by the Vector "
-                f"cores ({vec_op.op} at {vec_op.loc}); mixing Cube and Vector work on one tile is not supported yet",
-                loc=buf.loc,
-                hint="copy the gemm result to global memory and run the element-wise part as a second kernel, "
-                "until the automatic Cube/Vector split lands",
-            )
-        if "accumulator" in kinds:
-            buf.scope, buf.role = "L0C", "gemm accumulator"
-        elif "cube-operand" in kinds:
-            buf.scope, buf.role = "L1", "gemm operand"
+        if buf.kind is BufferKind.PARAM:
+            buf.scope, buf.role = Scope.GM, "kernel argument"
+        elif buf.kind is BufferKind.WORKSPACE:
+            buf.scope = Scope.GM
+        elif buf.kind is BufferKind.LOCAL:
+            buf.scope, buf.role = Scope.LOCAL, "scalar local"
+        elif kernel.core is Core.AIC:
+            if name in accs:
+                buf.scope, buf.role = Scope.L0C, "gemm accumulator"
+            elif name in operands:
+                buf.scope, buf.role = Scope.L1, "gemm operand"
+            elif name in used:
+                raise UnsupportedError(f"tile '{name}' is used on the Cube core but is neither a gemm operand nor a "
+                                       "gemm accumulator", loc=buf.loc,
+                                       hint="Cube code moves gemm operands in and accumulators out; element-wise work "
+                                       "belongs to T.Parallel")
+            else:
+                buf.scope, buf.role = Scope.UB, "vector tile"
         else:
-            buf.scope, buf.role = "UB", "vector tile"
+            buf.scope, buf.role = Scope.UB, "vector tile"
     out = kernel.replace(buffers=buffers)
+    return out
+
+
+def infer_scope(program: Program) -> Program:
+    """Assign GM/L1/L0C/UB/LOCAL to every buffer by the core kind that uses it and how."""
+    out = program.map_kernels(lambda k, lc, p: infer_kernel_scopes(k))
     verify_scope(out)
     return out
 
 
-def verify_scope(kernel: Kernel) -> None:
-    """Every buffer has exactly one known scope."""
-    from ascend_backend.errors import InternalCompilerError
-    from ascend_backend.ir import SCOPES
-
-    for b in kernel.buffers.values():
-        if b.scope not in SCOPES:
-            raise InternalCompilerError(f"buffer {b.name} has no scope after infer_scope", stage="infer_scope")
+def verify_scope(program: Program) -> None:
+    """Every buffer has exactly one scope, and on-chip ones belong to their kernel's core kind."""
+    for _, core, k in program.kernels():
+        for b in k.buffers.values():
+            if not isinstance(b.scope, Scope):
+                raise InternalCompilerError(f"buffer {b.name} has no scope after infer_scope", stage="infer_scope")
+            owner = b.scope.core
+            used = any(b.name in tile_buffers(s) for s in walk(k.body) if not isinstance(s, Loop))
+            if owner is not None and core is not None and owner is not core and used:
+                raise InternalCompilerError(f"buffer {b.name} in {b.scope} is used on the {core}", stage="infer_scope")

@@ -16,6 +16,10 @@ pair, or by a chain of such pairs already placed. Rules:
   in order (dav-c220); no PIPE_ALL is ever emitted.
 * Event ids are allocated per event type within 0-5 so that flags alive at the same time never
   share an id.
+* An ``If`` is one item, like a loop without a next iteration: its branches are synced inside.
+* A cross-core round trip on the AIC (it sets "ready" for a tile, the AIVs derive the next
+  crossing tile from it and only then set "ready" for that one, which the AIC waits for) orders
+  the set's pipe before the wait's pipe like a flag would; the analysis reads the AIV program.
 Every flag records its producer, consumer and buffer in ``kernel.flags`` (the sync table).
 """
 
@@ -25,14 +29,41 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ascend_backend.errors import InternalCompilerError
-from ascend_backend.ir import AscOp, FlagRecord, Kernel, Loop, Sync, walk
+from ascend_backend.ir import (
+    AscOp,
+    CopyGmToUb,
+    CopyUbToGm,
+    CopyUbToPeerL1,
+    Core,
+    CrossCoreSetOp,
+    CrossCoreWaitOp,
+    Direction,
+    Event,
+    EventId,
+    FlagRecord,
+    If,
+    Kernel,
+    Launch,
+    Loop,
+    Pipe,
+    PipeBarrier,
+    Print,
+    Program,
+    ScalarStore,
+    Scope,
+    SetFlag,
+    SyncPhase,
+    WaitFlag,
+    walk,
+)
+from ascend_backend.ir.nodes import loaded_buffers
 
 MAX_EVENT_ID = 5
 
 
 @dataclass
 class _Event:
-    pipe: str
+    pipe: Pipe
     reads: frozenset
     writes: frozenset
     op: AscOp
@@ -51,22 +82,35 @@ class _Flag:
     hazard: str
     record: FlagRecord | None = None
     syncs: list = field(default_factory=list)
-    slots: int = 1  # >1: one event id per slot of a pipelined loop, indexed by ``index``
-    index: str = ""  # C++ expression of the slot (e.g. "k % 2")
+    slots: int = 1  # >1: one event id per slot of a pipelined loop, selected by ``slot_var`` % slots
+    slot_var: object = None
     base: int = 0  # first event id
     virtual: bool = False  # a cross-core round trip: used for coverage, never emitted
 
+    @property
+    def event(self) -> Event:
+        return Event(self.src, self.dst)
 
-def _key(acc) -> str:
-    return acc.buffer if acc.slot is None else f"{acc.buffer}#{acc.slot}"
 
-
-def _events(item) -> list:
-    if isinstance(item, AscOp):
-        return [_Event(item.pipe, frozenset(_key(a) for a in item.reads), frozenset(_key(a) for a in item.writes),
-                       item)]
+def _events(item, skip: frozenset = frozenset()) -> list:
+    """The accesses of a statement per pipe: an op's own, plus the scalar unit's reads of the
+    buffers its addresses are computed from (a data-dependent window reads its index on S, when
+    the op is issued). ``skip``: buffers no flag ever orders (scalar locals live in registers)."""
+    if isinstance(item, AscOp | ScalarStore | Print):
+        out = [_Event(item.pipe, frozenset(item.reads) - skip, frozenset(item.writes) - skip, item)]
+        idx = frozenset(getattr(item, "index_reads", ())) - skip
+        if idx:
+            out.insert(0, _Event(Pipe.S, idx, frozenset(), item))
+        return out
     if isinstance(item, Loop):
-        return [e for s in item.body if isinstance(s, AscOp | Loop) for e in _events(s)]
+        # the scalar unit evaluates the bounds (and a while loop's condition) before each trip
+        bounds = frozenset(loaded_buffers(item.extent, item.start, item.cond)) - skip
+        return [e for s in item.body for e in _events(s, skip)] + (
+            [_Event(Pipe.S, bounds, frozenset(), item)] if bounds else [])
+    if isinstance(item, If):
+        cond = frozenset(loaded_buffers(item.cond)) - skip
+        return [e for s in (*item.then_body, *item.else_body) for e in _events(s, skip)] + (
+            [_Event(Pipe.S, cond, frozenset(), item)] if cond else [])
     return []
 
 
@@ -81,20 +125,19 @@ def _conflict(p: _Event, c: _Event) -> tuple[str, str] | None:
     return None
 
 
-def _bare(name: str) -> str:
-    return name.split("#", 1)[0]
-
-
 class _IdsExhausted(Exception):
     def __init__(self, event: str) -> None:
         self.event = event
 
 
 class _SyncInserter:
-    def __init__(self, kernel: Kernel, merge: frozenset = frozenset()) -> None:
+    def __init__(self, kernel: Kernel, arch, trips: set, merge: frozenset = frozenset()) -> None:
         self.kernel = kernel
+        self.trips = trips
         self.merge = merge  # event types whose flags in pipelined loops are merged to save ids
-        self.vector_barrier = kernel.arch.needs_vector_barrier
+        self.vector_barrier = arch.needs_vector_barrier
+        # scalar locals live in the scalar unit's registers: the S pipe's program order orders them
+        self.skip = frozenset(n for n, b in kernel.buffers.items() if b.scope is Scope.LOCAL)
         self.flags: list[_Flag] = []
         self.loop_primes: dict[int, list] = {}  # id(new Loop) -> carried flags primed around it
 
@@ -106,8 +149,8 @@ class _SyncInserter:
             kind = "loop-carried" if f.carried else "in order"
             if f.slots > 1:
                 kind += f", {f.slots} slots"
-            ev_id = f.base if f.slots == 1 else f"{f.base}..{f.base + f.slots - 1} by {f.index}"
-            rec = FlagRecord(index=n, event=f"{f.src}_{f.dst}", event_id=ev_id,
+            ev_id = f.base if f.slots == 1 else f"{f.base}..{f.base + f.slots - 1} by {f.slot_var} % {f.slots}"
+            rec = FlagRecord(index=n, event=str(f.event), event_id=ev_id,
                              producer=f.producer.text, consumer=f.consumer.text, buffer=f.buffer,
                              kind=f"{kind} {f.hazard}", producer_loc=f.producer.loc, consumer_loc=f.consumer.loc)
             for s in f.syncs:
@@ -126,6 +169,9 @@ class _SyncInserter:
                 nl = dataclasses.replace(s, body=inner)
                 self.loop_primes[id(nl)] = primes
                 new_items.append(nl)
+            elif isinstance(s, If):
+                new_items.append(dataclasses.replace(s, then_body=self.block(s.then_body, None),
+                                                     else_body=self.block(s.else_body, None)))
             else:
                 new_items.append(s)
         if loop is not None:
@@ -140,15 +186,13 @@ class _SyncInserter:
             primes_here = self.loop_primes.get(id(s), []) if isinstance(s, Loop) else []
             for f in primes_here:
                 for n in range(f.slots):
-                    ps = Sync(action="set", src=f.src, dst=f.dst, phase="prime", loc=s.loc,
-                              slot=n if f.slots > 1 else None)
+                    ps = SetFlag(event=f.event, phase=SyncPhase.PRIME, loc=s.loc, slot=n if f.slots > 1 else None)
                     f.syncs.append(ps)
                     out.append(ps)
             out.append(s)
             for f in primes_here:
                 for n in range(f.slots):
-                    ds = Sync(action="wait", src=f.src, dst=f.dst, phase="drain", loc=s.loc,
-                              slot=n if f.slots > 1 else None)
+                    ds = WaitFlag(event=f.event, phase=SyncPhase.DRAIN, loc=s.loc, slot=n if f.slots > 1 else None)
                     f.syncs.append(ds)
                     out.append(ds)
         return out, primes
@@ -161,10 +205,14 @@ class _SyncInserter:
         def visit(items):
             for s in items:
                 counter[0] += 1
-                if isinstance(s, Sync):
+                if isinstance(s, SetFlag | WaitFlag):
                     pos[id(s)] = counter[0]
                 if isinstance(s, Loop):
                     visit(s.body)
+                    counter[0] += 1
+                if isinstance(s, If):
+                    visit(s.then_body)
+                    visit(s.else_body)
                     counter[0] += 1
 
         visit(body)
@@ -176,30 +224,27 @@ class _SyncInserter:
             spans.append((min(ps), max(ps), f))
         busy: dict[str, list] = {}
         for start, end, f in sorted(spans, key=lambda t: t[0]):
-            live = busy.setdefault(f"{f.src}_{f.dst}", [])
+            live = busy.setdefault(str(f.event), [])
             live[:] = [(e, k) for e, k in live if e >= start]
             used = {k for _, k in live}
             bases = [b for b in range(MAX_EVENT_ID + 2 - f.slots) if not used & set(range(b, b + f.slots))]
             if not bases:
-                raise _IdsExhausted(f"{f.src}_{f.dst}")
+                raise _IdsExhausted(str(f.event))
             base = bases[0]
             f.base = base
             live.extend((end, k) for k in range(base, base + f.slots))
             for s in f.syncs:
                 if f.slots == 1:
-                    s.event_id = base
+                    s.event_id = EventId(base)
                 elif s.slot is not None:
-                    s.event_id = base + s.slot
+                    s.event_id = EventId(base + s.slot)
                 else:
-                    s.event_id = f"{base} + {f.index}" if base else f.index
+                    s.event_id = EventId(base, f.slot_var, f.slots)
 
 
 def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
-    from ascend_backend.cexpr import cname
-
     rotating = dict(loop.slots) if loop is not None else {}
     stages = max(rotating.values(), default=1)
-    var = cname(loop.var) if loop is not None else ""
 
     def slotted(f: _Flag) -> _Flag:
         # Pipes run up to `stages` iterations apart once buffers rotate: a flag set inside the loop
@@ -207,10 +252,10 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
         # A carried dependency on a non-rotating buffer keeps distance 1 and one id.
         n = rotating.get(f.buffer, 1) if f.carried else stages
         if n > 1:
-            f.slots, f.index = n, f"{var} % {n}"
+            f.slots, f.slot_var = n, loop.var
         return f
 
-    evs = [_events(s) for s in items]
+    evs = [_events(s, self.skip) for s in items]
     n = len(items)
     placed: list[_Flag] = []
     barriers: set[int] = set()
@@ -247,13 +292,11 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
     # A cross-core round trip (this core sets "ready" for a tile, the other core consumes it and
     # only then sets "ready" for a tile it derives from it, which this core waits for) orders the
     # set's pipe before the wait's pipe like a flag would: record it for the coverage checks.
-    trips = {tuple(t) for t in self.kernel.attrs.get("round_trips", ())}
     for a, x in enumerate(items):
-        if isinstance(x, AscOp) and x.kind == "cross_core_set":
+        if isinstance(x, CrossCoreSetOp):
             for b in range(a + 1, n):
                 y = items[b]
-                if (isinstance(y, AscOp) and y.kind == "cross_core_wait"
-                        and (x.params["id"], y.params["id"]) in trips):
+                if isinstance(y, CrossCoreWaitOp) and (x.transfer, y.transfer) in self.trips:
                     v = _Flag(x.pipe, y.pipe, a, b, False, x, y, "", "round trip")
                     v.virtual = True
                     placed.append(v)
@@ -263,7 +306,7 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 continue
             if covered(sp, i, dp, j):
                 continue
-            f = slotted(_Flag(sp, dp, i, j, False, p.op, c.op, _bare(buf), hazard))
+            f = slotted(_Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard))
             placed.append(f)
             sets[i].append(f)
             waits[j].append(f)
@@ -274,9 +317,9 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 if any(i < b <= j for b in barriers):
                     break
                 hit = next((p for p in evs[i] for c in evs[j]
-                            if p.pipe == c.pipe == "V" and _conflict(p, c) is not None
+                            if p.pipe == c.pipe == Pipe.V and _conflict(p, c) is not None
                             and not _barrier_inside(items[i], c, last=True) and not _barrier_inside(items[j], p)
-                            and not covered("V", i, "V", j)),
+                            and not covered(Pipe.V, i, Pipe.V, j)),
                            None)
                 if hit is not None:
                     barriers.add(j)
@@ -285,19 +328,19 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
         for j in range(n):
             for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j, n), j).items(), key=lambda kv: -kv[1][0]):
                 if sp == dp:
-                    if sp == "V" and self.vector_barrier and not (any(b <= j for b in barriers)
+                    if sp is Pipe.V and self.vector_barrier and not (any(b <= j for b in barriers)
                                                                    or any(b > i for b in barriers)):
                         barriers.add(j)
                     continue
-                if (dp != "V" or not self.vector_barrier) and covered(sp, i, dp, n):
+                if (dp is not Pipe.V or not self.vector_barrier) and covered(sp, i, dp, n):
                     continue  # ordered within the iteration already; dp keeps its order into the next one
-                need = rotating.get(_bare(buf), 1)
+                need = rotating.get(buf, 1)
                 if need > 1 and _static(loop.extent) is not None and _static(loop.extent) <= need:
                     continue  # every iteration has its own slot: the dependency never happens
                 if any(f.carried and f.src == sp and f.dst == dp and f.i >= i and f.j <= j
                        and f.slots in (1, need) for f in placed):
                     continue
-                f = slotted(_Flag(sp, dp, i, j, True, p.op, c.op, _bare(buf), hazard))
+                f = slotted(_Flag(sp, dp, i, j, True, p.op, c.op, buf, hazard))
                 placed.append(f)
                 primes.append(f)
                 sets[i].append(f)
@@ -312,15 +355,15 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
     out: list = []
     for j, item in enumerate(items):
         if j in barriers:
-            out.append(Sync(action="barrier", src="V", dst="V",
-                            reason="dependent vector ops: the vector pipe does not order them on this arch"))
+            out.append(PipeBarrier(pipe=Pipe.V,
+                                   reason="dependent vector ops: the vector pipe does not order them on this arch"))
         for f in waits[j]:
-            s = Sync(action="wait", src=f.src, dst=f.dst, loc=f.consumer.loc)
+            s = WaitFlag(event=f.event, loc=f.consumer.loc)
             f.syncs.append(s)
             out.append(s)
         out.append(item)
         for f in sets[j]:
-            s = Sync(action="set", src=f.src, dst=f.dst, loc=f.producer.loc)
+            s = SetFlag(event=f.event, loc=f.producer.loc)
             f.syncs.append(s)
             out.append(s)
     return out, primes
@@ -340,11 +383,11 @@ def _barrier_inside(item, other: _Event, last: bool = False) -> bool:
         return False
     seq = list(reversed(item.body)) if last else list(item.body)
     for s in seq:
-        if isinstance(s, Sync) and s.action == "barrier" and s.src == "V":
+        if isinstance(s, PipeBarrier) and s.pipe is Pipe.V:
             return True
-        evs = _events(s) if isinstance(s, AscOp | Loop) else []
+        evs = _events(s)
         for e in evs:
-            if e.pipe == "V" and (_conflict(other, e) if not last else _conflict(e, other)):
+            if e.pipe is Pipe.V and (_conflict(other, e) if not last else _conflict(e, other)):
                 return False
     return False
 
@@ -356,7 +399,7 @@ def _merge(placed: list, sets: dict, waits: dict, primes: list, events: frozense
     out = []
     for (src, dst, carried, _), fs in groups.items():
         i, j = max(f.i for f in fs), min(f.j for f in fs)
-        if len(fs) == 1 or (not carried and i >= j) or f"{src}_{dst}" not in events:
+        if len(fs) == 1 or (not carried and i >= j) or str(Event(src, dst)) not in events:
             out.extend(fs)
             continue
         first_c = min(fs, key=lambda f: f.j)
@@ -376,38 +419,87 @@ def _merge(placed: list, sets: dict, waits: dict, primes: list, events: frozense
     return out
 
 
-def insert_sync(kernel: Kernel) -> Kernel:
-    """Insert SetFlag/WaitFlag pairs and vector barriers; fill the sync table."""
+def round_trips(aiv: Kernel, transfers: list) -> set:
+    """(a Cube -> Vector transfer, a Vector -> Cube transfer) where the AIVs compute the second
+    tile from the first in the same statement list: the AIC's wait for the second then implies the
+    AIVs consumed the first."""
+    c2v = {t.index: t for t in transfers if t.direction is Direction.C2V}
+    v2c = {t.index for t in transfers if t.direction is Direction.V2C}
+    trips: set = set()
+
+    def is_ready(op, ids) -> bool:
+        return op.transfer in ids and op.flag == transfers[op.transfer].ready
+
+    def scan(body: list) -> None:
+        for s in body:
+            if isinstance(s, Loop):
+                scan(s.body)
+            elif isinstance(s, If):
+                scan(s.then_body)
+                scan(s.else_body)
+        for a, s in enumerate(body):
+            if not (isinstance(s, CrossCoreWaitOp) and is_ready(s, c2v)):
+                continue
+            nxt = body[a + 1] if a + 1 < len(body) else None
+            # the tile arrives through the workspace (the copy after the wait writes it), or in UB
+            tainted = set(nxt.writes) if isinstance(nxt, CopyGmToUb) else {c2v[s.transfer].target}
+            for k, t in enumerate(body[a + 1:], start=a + 1):
+                if isinstance(t, AscOp | ScalarStore) and not isinstance(t, CrossCoreSetOp | CrossCoreWaitOp):
+                    touched = {*t.reads, *t.writes}
+                    if touched & tainted:
+                        tainted |= touched
+                if isinstance(t, CrossCoreSetOp) and is_ready(t, v2c):
+                    prev = body[k - 1]
+                    if isinstance(prev, CopyUbToGm | CopyUbToPeerL1) and set(prev.reads) & tainted:
+                        trips.add((s.transfer, t.transfer))
+
+    scan(aiv.body)
+    return trips
+
+
+def sync_kernel(kernel: Kernel, arch, trips: set) -> Kernel:
     merge: frozenset = frozenset()
     while True:
         try:
-            out = _SyncInserter(kernel, merge).run()
-            break
+            return _SyncInserter(kernel, arch, trips, merge).run()
         except _IdsExhausted as e:
             if e.event in merge:
                 raise InternalCompilerError(f"more than {MAX_EVENT_ID + 1} event ids of {e.event} needed at once",
                                             stage="insert_sync") from None
             merge = merge | {e.event}
+
+
+def sync_launch(launch: Launch, arch) -> Launch:
+    trips = round_trips(launch.kernels[Core.AIV], launch.transfers) if launch.mixed else set()
+    kernels = {c: sync_kernel(k, arch, trips if c is Core.AIC else set()) for c, k in launch.kernels.items()}
+    return launch.replace(kernels=kernels)
+
+
+def insert_sync(program: Program) -> Program:
+    """Insert SetFlag/WaitFlag pairs and vector barriers; fill the sync table."""
+    out = program.replace(launches=[sync_launch(lc, program.arch) for lc in program.launches])
     verify_sync(out)
     return out
 
 
-def verify_sync(kernel: Kernel) -> None:
+def verify_sync(program: Program) -> None:
     """Every flag's Sets and Waits balance over the kernel (prime + per-iteration set / per-iteration
-    wait + drain for loop-carried ones); literal ids in 0-5; every flag has a reason; no PIPE_ALL."""
-    balance: dict = {}
-    for s in walk(kernel.body):
-        if not isinstance(s, Sync):
-            continue
-        if s.action == "barrier":
-            if s.src == "ALL":
-                raise InternalCompilerError("PIPE_ALL barrier emitted", stage="insert_sync")
-            continue
-        if isinstance(s.event_id, int) and not 0 <= s.event_id <= MAX_EVENT_ID:
-            raise InternalCompilerError(f"event id {s.event_id} out of 0-{MAX_EVENT_ID}", stage="insert_sync")
-        if s.flag < 0:
-            raise InternalCompilerError("a flag without a reason", stage="insert_sync")
-        balance[s.flag] = balance.get(s.flag, 0) + (1 if s.action == "set" else -1)
-    for flag, bal in balance.items():
-        if bal != 0:
-            raise InternalCompilerError(f"flag #{flag} has unmatched SetFlag/WaitFlag", stage="insert_sync")
+    wait + drain for loop-carried ones); ids in 0-5; every flag has a reason; no PIPE_ALL."""
+    for _, _, kernel in program.kernels():
+        balance: dict = {}
+        for s in walk(kernel.body):
+            if isinstance(s, PipeBarrier):
+                if s.pipe is not Pipe.V:
+                    raise InternalCompilerError(f"PipeBarrier on {s.pipe} emitted", stage="insert_sync")
+                continue
+            if not isinstance(s, SetFlag | WaitFlag):
+                continue
+            top = s.event_id.base + (s.event_id.slots - 1 if s.event_id.slot_var is not None else 0)
+            if not 0 <= s.event_id.base <= top <= MAX_EVENT_ID:
+                raise InternalCompilerError(f"event id {s.event_id} out of 0-{MAX_EVENT_ID}", stage="insert_sync")
+            if s.flag < 0:
+                raise InternalCompilerError("a flag without a reason", stage="insert_sync")
+            balance[s.flag] = balance.get(s.flag, 0) + (1 if isinstance(s, SetFlag) else -1)
+        for flag, bal in balance.items():
+            if bal != 0:
+                raise InternalCompilerError(f"flag #{flag} has unmatched SetFlag/WaitFlag", stage="insert_sync")

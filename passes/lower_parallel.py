@@ -15,9 +15,49 @@ from dataclasses import dataclass
 
 from tvm import tirx
 
-from ascend_backend.cexpr import cexpr, float_literal
+from ascend_backend.dtypes import DType, known
+from ascend_backend.dtypes import dtype as to_dtype
 from ascend_backend.errors import UnsupportedError
-from ascend_backend.ir import CTYPE, Access, AscOp, Buffer
+from ascend_backend.ir import (
+    Buffer,
+    BufferKind,
+    CmpMode,
+    DiagPrefix,
+    Layout,
+    MaskLogic,
+    ReduceKind,
+    Region,
+    RepeatOperand,
+    Rounding,
+    ScalarConv,
+    ScalarExpr,
+    ScalarLit,
+    ScalarNeg,
+    ScalarValue,
+    Scope,
+    VecBinary,
+    VecBinaryBcast,
+    VecBinaryBcastRows,
+    VecBinaryOp,
+    VecBrcb,
+    VecCast,
+    VecCompare,
+    VecCopy,
+    VecDiagFill,
+    VecDuplicate,
+    VecFold,
+    VecFoldInit,
+    VecFoldLoop,
+    VecFoldRows,
+    VecIndex,
+    VecMaskLogic,
+    VecScalar,
+    VecScalarOp,
+    VecSelect,
+    VecUnary,
+    VecUnaryOp,
+    VecWholeReduce,
+)
 
 LN2 = math.log(2.0)
 
@@ -49,13 +89,13 @@ def const_value(e) -> float | None:
     return None
 
 
-def scalar_literal(v: float, dtype: str) -> str:
-    ctype = CTYPE[dtype]
-    if dtype == "float32":
-        return float_literal(v)
-    if dtype in ("int32", "int16", "int8"):
-        return str(int(v))
-    return f"({ctype})({float_literal(v)})"
+def scalar_literal(v: float, dt) -> ScalarLit:
+    return ScalarLit(float(v), to_dtype(dt))
+
+
+def _scalar_dtype(dt: str) -> DType:
+    """The dtype a runtime scalar operand is converted to (float where TVM's is not a data type)."""
+    return to_dtype(dt) if known(dt) else DType.FLOAT32
 
 
 @dataclass
@@ -63,42 +103,51 @@ class Opnd:
     """An operand of a vector instruction.
 
     kind: "tile" (a buffer shaped like the domain), "row" (a per-row vector broadcast along
-    columns), "col" (a per-column vector broadcast along rows) or "scalar" (a C++ expression).
+    columns), "col" (a per-column vector broadcast along rows) or "scalar" (a runtime scalar).
     """
 
     kind: str
     dtype: str
     buffer: str | None = None
-    expr: str | None = None
+    expr: ScalarValue | None = None
     temp: bool = False
 
 
-_UNARY = {"exp": "Exp", "log": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "fabs": "Abs", "abs": "Abs",
-          "exp2": "exp2", "log2": "log2", "tanh": "tanh", "sigmoid": "sigmoid"}
-_BINARY = {tirx.Add: "Add", tirx.Sub: "Sub", tirx.Mul: "Mul", tirx.Div: "Div", tirx.Max: "Max", tirx.Min: "Min"}
-_SCALAR_FORM = {"Add": "Adds", "Mul": "Muls", "Max": "Maxs", "Min": "Mins"}
+# T.Parallel function name -> the vector op, or a composite built from several ("exp2", ...)
+_UNARY = {"exp": VecUnary.EXP, "log": VecUnary.LN, "sqrt": VecUnary.SQRT, "rsqrt": VecUnary.RSQRT,
+          "fabs": VecUnary.ABS, "abs": VecUnary.ABS, "exp2": "exp2", "log2": "log2", "tanh": "tanh",
+          "sigmoid": "sigmoid"}
+_BINARY = {tirx.Add: VecBinary.ADD, tirx.Sub: VecBinary.SUB, tirx.Mul: VecBinary.MUL, tirx.Div: VecBinary.DIV,
+           tirx.Max: VecBinary.MAX, tirx.Min: VecBinary.MIN}
+_SCALAR_FORM = {VecBinary.ADD: VecScalarOp.ADDS, VecBinary.MUL: VecScalarOp.MULS, VecBinary.MAX: VecScalarOp.MAXS,
+                VecBinary.MIN: VecScalarOp.MINS}
 
 
 class VectorEmitter:
-    """Builds vector AscOps and manages UB temporaries."""
+    """Builds vector ops and manages UB temporaries."""
 
-    def __init__(self, buffers: dict, arch) -> None:
+    def __init__(self, buffers: dict, arch, compact: bool = False) -> None:
         self.buffers = buffers
         self.arch = arch
+        # compact: a node's result may overwrite its operand's temporary (fewer UB temporaries);
+        # the driver asks for it when the first plan does not fit the memory budget
+        self.compact = compact
         self.free: dict[tuple, list[str]] = {}
         self.n = 0
 
     # -- temporaries
-    def temp(self, shape: tuple, dtype: str) -> Buffer:
-        key = (tuple(shape), dtype)
+    def temp(self, shape: tuple, dt) -> Buffer:
+        dt = to_dtype(dt)
+        key = (tuple(shape), dt)
         pool = self.free.get(key, [])
         if pool:
             return self.buffers[pool.pop()]
         self.n += 1
-        name = f"tmp{self.n}_{dtype}"
+        name = f"tmp{self.n}_{dt}"
         cols = shape[-1]
-        b = Buffer(name=name, shape=tuple(shape), dtype=dtype, kind="temp", scope="UB", layout="ND",
-                   pitch=(cols + 15) // 16 * 16, role="vector temporary")
+        align = 32 if dt.bytes == 1 else 16  # every row starts 32 B aligned
+        b = Buffer(name=name, shape=tuple(shape), dtype=dt, kind=BufferKind.TEMP, scope=Scope.UB, layout=Layout.ND,
+                   pitch=(cols + align - 1) // align * align, role="vector temporary")
         self.buffers[name] = b
         return b
 
@@ -106,7 +155,7 @@ class VectorEmitter:
         if b is None:
             return
         buf = self.buffers[b] if isinstance(b, str) else b
-        if buf.kind != "temp":
+        if buf.kind is not BufferKind.TEMP:
             return
         self.free.setdefault((tuple(buf.shape), buf.dtype), []).append(buf.name)
 
@@ -114,129 +163,131 @@ class VectorEmitter:
         b = self.buffers[name]
         return b.rows * b.pitch
 
-    def _op(self, kind: str, reads: list, writes: list, params: dict, text: str, loc) -> AscOp:
-        return AscOp(kind=kind, pipe="V", reads=[Access(r) for r in dict.fromkeys(reads)],
-                     writes=[Access(w) for w in writes], params=params, text=text, loc=loc)
-
     # -- simple instructions
     def duplicate(self, dst: str, value: float, loc) -> list:
         b = self.buffers[dst]
-        return [self._op("vec_duplicate", [], [dst], {"dst": dst, "value": scalar_literal(value, b.dtype),
-                                                       "count": self.count(dst)}, f"Duplicate {dst} = {value}", loc)]
+        return [VecDuplicate(dst=dst, value=scalar_literal(value, b.dtype), count=self.count(dst), loc=loc)]
 
-    def duplicate_expr(self, dst: str, expr: str, loc) -> list:
+    def duplicate_expr(self, dst: str, expr: ScalarValue, loc) -> list:
         b = self.buffers[dst]
-        return [self._op("vec_duplicate", [], [dst], {"dst": dst, "value": f"({CTYPE[b.dtype]})({expr})",
-                                                       "count": self.count(dst)}, f"Duplicate {dst} = {expr}", loc)]
+        return [VecDuplicate(dst=dst, value=ScalarConv(expr, b.dtype), count=self.count(dst), loc=loc)]
 
     def copy_or_cast(self, dst: str, src: str, loc) -> list:
         d, s = self.buffers[dst], self.buffers[src]
         if d.dtype == s.dtype:
             # A UB -> UB DataCopy runs on the vector pipe.
-            return [self._op("vec_copy", [src], [dst], {"dst": dst, "src": src, "count": self.count(dst)},
-                             f"DataCopy {src} -> {dst}", loc)]
-        half_types = ("float16", "bfloat16")
-        if s.dtype in half_types and d.dtype in half_types:
-            mid = self.temp(s.shape, "float32")
+            return [VecCopy(dst=dst, src=src, count=self.count(dst), loc=loc)]
+        half_types = (DType.FLOAT16, DType.BFLOAT16)
+        byte_ints = (DType.UINT8, DType.INT8, DType.BOOL)
+        if (s.dtype in byte_ints) != (d.dtype in byte_ints) and DType.FLOAT16 not in (s.dtype, d.dtype):
+            # 8-bit integers convert to and from float16 only: go through it (exact for them).
+            mid = self.temp(s.shape, DType.FLOAT16)
             ops = self.copy_or_cast(mid.name, src, loc) + self.copy_or_cast(dst, mid.name, loc)
             self.release(mid)
             return ops
-        mode = cast_round_mode(s.dtype, d.dtype)
-        return [self._op("vec_cast", [src], [dst], {"dst": dst, "src": src, "mode": mode, "count": self.count(dst)},
-                         f"Cast {src} ({s.dtype}) -> {dst} ({d.dtype})", loc)]
+        if s.dtype in half_types and d.dtype in half_types:
+            mid = self.temp(s.shape, DType.FLOAT32)
+            ops = self.copy_or_cast(mid.name, src, loc) + self.copy_or_cast(dst, mid.name, loc)
+            self.release(mid)
+            return ops
+        return [VecCast(dst=dst, src=src, mode=cast_round_mode(s.dtype, d.dtype), count=self.count(dst),
+                        src_dtype=s.dtype, dst_dtype=d.dtype, loc=loc)]
 
-    def unary(self, fn: str, dst: str, src: str, loc) -> list:
+    def unary(self, fn, dst: str, src: str, loc) -> list:
         b = self.buffers[dst]
+        lit = lambda v: scalar_literal(v, b.dtype)  # noqa: E731
         if fn == "exp2":  # 2^x = e^(x ln 2)
-            return (self.scalar_op("Muls", dst, src, scalar_literal(LN2, b.dtype), loc)
-                    + self.unary("Exp", dst, dst, loc))
+            return self.scalar_op(VecScalarOp.MULS, dst, src, lit(LN2), loc) + self.unary(VecUnary.EXP, dst, dst, loc)
         if fn == "tanh":  # tanh(x) = 1 - 2 / (e^(2x) + 1): saturates to +-1 without overflow trouble
-            return (self.scalar_op("Muls", dst, src, scalar_literal(2.0, b.dtype), loc)
-                    + self.unary("Exp", dst, dst, loc)
-                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc)
-                    + self.unary("Reciprocal", dst, dst, loc)
-                    + self.scalar_op("Muls", dst, dst, scalar_literal(-2.0, b.dtype), loc)
-                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc))
+            return (self.scalar_op(VecScalarOp.MULS, dst, src, lit(2.0), loc)
+                    + self.unary(VecUnary.EXP, dst, dst, loc)
+                    + self.scalar_op(VecScalarOp.ADDS, dst, dst, lit(1.0), loc)
+                    + self.unary(VecUnary.RECIPROCAL, dst, dst, loc)
+                    + self.scalar_op(VecScalarOp.MULS, dst, dst, lit(-2.0), loc)
+                    + self.scalar_op(VecScalarOp.ADDS, dst, dst, lit(1.0), loc))
         if fn == "sigmoid":  # 1 / (1 + e^-x)
-            return (self.scalar_op("Muls", dst, src, scalar_literal(-1.0, b.dtype), loc)
-                    + self.unary("Exp", dst, dst, loc)
-                    + self.scalar_op("Adds", dst, dst, scalar_literal(1.0, b.dtype), loc)
-                    + self.unary("Reciprocal", dst, dst, loc))
+            return (self.scalar_op(VecScalarOp.MULS, dst, src, lit(-1.0), loc)
+                    + self.unary(VecUnary.EXP, dst, dst, loc)
+                    + self.scalar_op(VecScalarOp.ADDS, dst, dst, lit(1.0), loc)
+                    + self.unary(VecUnary.RECIPROCAL, dst, dst, loc))
         if fn == "log2":
-            return (self.unary("Ln", dst, src, loc)
-                    + self.scalar_op("Muls", dst, dst, scalar_literal(1 / LN2, b.dtype), loc))
-        return [self._op("vec_unary", [src], [dst], {"op": fn, "dst": dst, "src": src, "count": self.count(dst)},
-                         f"{fn} {src} -> {dst}", loc)]
+            return (self.unary(VecUnary.LN, dst, src, loc)
+                    + self.scalar_op(VecScalarOp.MULS, dst, dst, lit(1 / LN2), loc))
+        return [VecUnaryOp(op=fn, dst=dst, src=src, count=self.count(dst), loc=loc)]
 
-    def scalar_op(self, op: str, dst: str, src: str, scalar: str, loc) -> list:
-        return [self._op("vec_scalar", [src], [dst], {"op": op, "dst": dst, "src": src, "scalar": scalar,
-                                                      "count": self.count(dst)}, f"{op} {src}, {scalar} -> {dst}", loc)]
+    def scalar_op(self, op: VecScalarOp, dst: str, src: str, scalar: ScalarValue, loc) -> list:
+        return [VecScalar(op=op, dst=dst, src=src, scalar=scalar, count=self.count(dst), loc=loc)]
 
-    def binary(self, op: str, dst: str, a: str, b: str, loc) -> list:
-        return [self._op("vec_binary", [a, b], [dst], {"op": op, "dst": dst, "src0": a, "src1": b,
-                                                       "count": self.count(dst)}, f"{op} {a}, {b} -> {dst}", loc)]
+    def binary(self, op: VecBinary, dst: str, a: str, b: str, loc) -> list:
+        return [VecBinaryOp(op=op, dst=dst, src0=a, src1=b, count=self.count(dst), loc=loc)]
 
-    def lanes(self, dtype: str) -> int:
-        return 256 // self.buffers_dtype_bytes(dtype)
-
-    @staticmethod
-    def buffers_dtype_bytes(dtype: str) -> int:
-        from ascend_backend.ir import dtype_bytes
-
-        return dtype_bytes(dtype)
-
-    def broadcast_binary(self, op: str, dst: str, a: Opnd, b: Opnd, rows: int, cols: int, loc) -> list:
+    def broadcast_binary(self, op: VecBinary, dst: str, a: Opnd, b: Opnd, rows: int, cols: int, loc) -> list:
         """dst[r, c] = a op b where a/b are tiles, per-row vectors or per-column vectors."""
         d = self.buffers[dst]
-        esz = self.buffers_dtype_bytes(d.dtype)
+        esz = d.dtype.bytes
         blk = 32 // esz
         ops: list = []
         srcs = []
         temps = []
-        for o in (a, b):
+        long_rows = d.pitch * esz // 32 > 255 and rows > 1
+        for n, o in enumerate((a, b)):
             if o.kind == "tile":
-                srcs.append({"name": o.buffer, "row": d.pitch, "chunk": 1, "blk": 1, "rep": d.pitch * esz // 32})
+                srcs.append(RepeatOperand(o.buffer, row=d.pitch, chunk=1, blk=1, rep=d.pitch * esz // 32))
             elif o.kind == "col":
-                srcs.append({"name": o.buffer, "row": 0, "chunk": 1, "blk": 1, "rep": 0})
+                srcs.append(RepeatOperand(o.buffer, row=0, chunk=1, blk=1, rep=0))
             elif o.kind == "row":
+                if n == 1 and a.kind == "row" and a.buffer == b.buffer:
+                    srcs.append(srcs[0])  # the same per-row vector twice: one Brcb
+                    continue
                 # Brcb writes each per-row value into its own 32 B block.
                 rows8 = (rows + 7) // 8 * 8
                 t = self.temp((rows8 * blk,), d.dtype)
                 temps.append(t)
-                ops.append(self._op("vec_brcb", [o.buffer], [t.name],
-                                    {"dst": t.name, "src": o.buffer, "repeat": rows8 // 8},
-                                    f"Brcb {o.buffer} -> {t.name} (one 32 B block per row)", loc))
-                srcs.append({"name": t.name, "row": blk, "chunk": 0, "blk": 0, "rep": 1})
+                ops.append(VecBrcb(dst=t.name, src=o.buffer, repeat=rows8 // 8, loc=loc))
+                srcs.append(RepeatOperand(t.name, row=blk, chunk=0, blk=0, rep=1))
             else:
                 raise UnsupportedError("internal: scalar operand in broadcast op")
-        dst_rep = d.pitch * esz // 32
-        if dst_rep > 255:
-            raise UnsupportedError(f"tile '{dst}' rows are {d.pitch * esz} bytes; row-broadcast vector ops take rows "
-                                   "of at most 8160 bytes", loc=loc, hint="use a narrower tile")
         lanes = 256 // esz
-        ops.append(self._op(
-            "vec_binary_bcast", [s["name"] for s in srcs], [dst],
-            {"op": op, "dst": dst, "s0": srcs[0], "s1": srcs[1], "rows": rows, "cols": cols, "lanes": lanes,
-             "dst_row": d.pitch, "dst_rep": dst_rep, "chunks": (cols + lanes - 1) // lanes},
-            f"{op} {a.buffer}({a.kind}), {b.buffer}({b.kind}) -> {dst}", loc))
+        what = f"{a.buffer}({a.kind}), {b.buffer}({b.kind})"
+        if long_rows:
+            # Rows over 8160 bytes: a repeat stride cannot step from one row to the next, so each
+            # row is one call whose column chunks are the repeats.
+            ops.append(VecBinaryBcastRows(op=op, dst=dst, s0=srcs[0], s1=srcs[1], rows=rows, cols=cols, lanes=lanes,
+                                          dst_row=d.pitch, dst_rep=8, chunks=(cols + lanes - 1) // lanes, what=what,
+                                          loc=loc))
+        else:
+            dst_rep = d.pitch * esz // 32
+            if dst_rep > 255:
+                # One row: the repeat strides are never used, so a row longer than they reach is fine.
+                dst_rep = 0
+                srcs = [RepeatOperand(x.buffer, x.row, x.chunk, x.blk, 0) for x in srcs]
+            ops.append(VecBinaryBcast(op=op, dst=dst, s0=srcs[0], s1=srcs[1], rows=rows, cols=cols, lanes=lanes,
+                                      dst_row=d.pitch, dst_rep=dst_rep, chunks=(cols + lanes - 1) // lanes,
+                                      what=what, loc=loc))
         for t in temps:
             self.release(t)
         return ops
 
-    def row_reduce(self, kind: str, dst: str, src: str, clear: bool, loc, valid_cols: str | None = None) -> list:
+    def expand(self, dst: str, o: Opnd, rows: int, cols: int, loc) -> list:
+        """A per-row or per-column vector repeated into a whole tile (max(v, v) = v, exactly)."""
+        return self.broadcast_binary(VecBinary.MAX, dst, o, o, rows, cols, loc)
+
+    def row_reduce(self, kind: ReduceKind, dst: str, src: str, clear: bool, loc, valid_cols=None) -> list:
         s = self.buffers[src]
         d = self.buffers[dst]
-        esz = self.buffers_dtype_bytes(s.dtype)
+        esz = s.dtype.bytes
         lanes = 256 // esz
         rows, cols = s.rows, s.cols
         if rows > 255:
             raise UnsupportedError(f"reduction over {rows} rows of '{src}'; at most 255 rows per tile",
                                    loc=loc, hint="use a block of at most 255 rows")
         src_rep = s.pitch * esz // 32
-        if src_rep > 255:
-            raise UnsupportedError(f"rows of '{src}' are {s.pitch * esz} bytes, over the 8160 bytes a reduction "
-                                   "repeat can stride", loc=loc)
-        vop = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
+        long_rows = src_rep > 255
+        if long_rows and valid_cols is not None and rows > 1:
+            raise UnsupportedError(f"rows of '{src}' are {s.pitch * esz} bytes and end at a runtime column tail; "
+                                   "a reduction over such rows takes one row per tile", loc=loc,
+                                   hint="use a block of one row, or a block width that divides the global width")
+        vop = {ReduceKind.SUM: VecBinary.ADD, ReduceKind.MAX: VecBinary.MAX, ReduceKind.MIN: VecBinary.MIN}[kind]
         ops: list = []
         out = dst if clear else self.temp(d.shape, d.dtype).name
         if valid_cols is not None:
@@ -244,51 +295,118 @@ class VectorEmitter:
             # the valid ones, chunk by chunk with a runtime mask, into an accumulator that starts
             # at the reduction's identity.
             acc = self.temp((rows * lanes,), s.dtype)
-            identity = {"sum": 0.0, "max": -math.inf, "min": math.inf}[kind]
-            ops.extend(self.duplicate(acc.name, identity, loc))
-            ops.append(self._op("vec_fold_loop", [acc.name, src], [acc.name],
-                                {"op": vop, "dst": acc.name, "src": src, "lanes": lanes, "repeat": rows,
-                                 "src_rep": src_rep, "chunks": (cols + lanes - 1) // lanes, "valid": valid_cols,
-                                 "barrier": self.arch.needs_vector_barrier},
-                                f"{vop} the valid columns of {src} into {acc.name}", loc))
-            ops.append(self._op("vec_whole_reduce", [acc.name], [out],
-                                {"kind": kind, "dst": out, "src": acc.name, "mask": lanes, "repeat": rows,
-                                 "src_rep": 8}, f"WholeReduce{kind.capitalize()} {acc.name} -> {out}", loc))
+            ops.extend(self.duplicate(acc.name, identity(kind, s.dtype), loc))
+            ops.append(VecFoldLoop(op=vop, dst=acc.name, src=src, lanes=lanes, repeat=rows,
+                                   src_rep=0 if long_rows else src_rep, chunks=(cols + lanes - 1) // lanes,
+                                   valid=valid_cols, barrier=self.arch.needs_vector_barrier, loc=loc))
+            ops.append(VecWholeReduce(kind=kind, dst=out, src=acc.name, mask=lanes, repeat=rows, src_rep=8, loc=loc))
+            self.release(acc)
+        elif long_rows:
+            # Rows over 8160 bytes (a repeat stride's reach): each row's column chunks are the
+            # repeats of one call, accumulated into the row's lanes, then one WholeReduce.
+            acc = self.temp((rows * lanes,), s.dtype)
+            ops.extend(self.duplicate(acc.name, identity(kind, s.dtype), loc))
+            ops.append(VecFoldRows(op=vop, dst=acc.name, src=src, lanes=lanes, rows=rows, pitch=s.pitch,
+                                   chunks=cols // lanes, tail=cols % lanes, barrier=self.arch.needs_vector_barrier,
+                                   loc=loc))
+            ops.append(VecWholeReduce(kind=kind, dst=out, src=acc.name, mask=lanes, repeat=rows, src_rep=8, loc=loc))
             self.release(acc)
         elif cols <= lanes:
-            ops.append(self._op("vec_whole_reduce", [src], [out],
-                                {"kind": kind, "dst": out, "src": src, "mask": cols, "repeat": rows,
-                                 "src_rep": src_rep}, f"WholeReduce{kind.capitalize()} {src} -> {out}", loc))
+            ops.append(VecWholeReduce(kind=kind, dst=out, src=src, mask=cols, repeat=rows, src_rep=src_rep, loc=loc))
         else:
             acc = self.temp((rows * lanes,), s.dtype)
-            ops.append(self._op("vec_fold_init", [src], [acc.name],
-                                {"dst": acc.name, "src": src, "lanes": lanes, "repeat": rows, "src_rep": src_rep,
-                                 "zero": scalar_literal(0, s.dtype)},
-                                f"copy first {lanes} columns of {src} -> {acc.name}", loc))
+            ops.append(VecFoldInit(dst=acc.name, src=src, lanes=lanes, repeat=rows, src_rep=src_rep,
+                                   zero=scalar_literal(0, s.dtype), loc=loc))
             nchunks = (cols + lanes - 1) // lanes
             for c in range(1, nchunks):
-                ops.append(self._op("vec_fold", [acc.name, src], [acc.name],
-                                    {"op": vop, "dst": acc.name, "src": src, "offset": c * lanes,
-                                     "mask": min(lanes, cols - c * lanes), "repeat": rows, "src_rep": src_rep},
-                                    f"{vop} columns {c * lanes}.. of {src} into {acc.name}", loc))
-            ops.append(self._op("vec_whole_reduce", [acc.name], [out],
-                                {"kind": kind, "dst": out, "src": acc.name, "mask": lanes, "repeat": rows,
-                                 "src_rep": 8}, f"WholeReduce{kind.capitalize()} {acc.name} -> {out}", loc))
+                ops.append(VecFold(op=vop, dst=acc.name, src=src, offset=c * lanes, mask=min(lanes, cols - c * lanes),
+                                   repeat=rows, src_rep=src_rep, loc=loc))
+            ops.append(VecWholeReduce(kind=kind, dst=out, src=acc.name, mask=lanes, repeat=rows, src_rep=8, loc=loc))
             self.release(acc)
         if not clear:
             ops.extend(self.binary(vop, dst, dst, out, loc))
             self.release(out)
         return ops
 
+    def col_reduce(self, kind: ReduceKind, dst: str, src: str, clear: bool, loc) -> list:
+        """dst[c] = reduce over the rows r of src[r, c] (a reduction over dim 0): each row is one
+        repeat that combines into the same lanes of dst (dst is also the second source, with
+        repeat stride 0: the overlap the vector unit allows for Add/Max/Min)."""
+        s = self.buffers[src]
+        d = self.buffers[dst]
+        esz = s.dtype.bytes
+        rows, cols = s.rows, s.cols
+        src_rep = s.pitch * esz // 32
+        if rows > 255 or src_rep > 255:
+            raise UnsupportedError(f"reduction over the {rows} rows of '{src}' (rows of {s.pitch * esz} bytes): a "
+                                   "reduction over dim 0 takes at most 255 rows of at most 8160 bytes", loc=loc,
+                                   hint="reduce a smaller block, or accumulate blocks in a loop")
+        if d.numel != cols:
+            raise UnsupportedError(f"reduce output '{dst}' has {d.numel} elements for the {cols} columns of '{src}'",
+                                   loc=loc)
+        vop = {ReduceKind.SUM: VecBinary.ADD, ReduceKind.MAX: VecBinary.MAX, ReduceKind.MIN: VecBinary.MIN}[kind]
+        ops: list = []
+        if clear:
+            ops.extend(self.duplicate(dst, identity(kind, d.dtype), loc))
+        lanes = 256 // esz
+        ops.append(VecBinaryBcast(op=vop, dst=dst, s0=RepeatOperand(src, row=s.pitch, chunk=1, blk=1, rep=src_rep),
+                                  s1=RepeatOperand(dst, row=0, chunk=1, blk=1, rep=0), rows=rows, cols=cols,
+                                  lanes=lanes, dst_row=0, dst_rep=0, chunks=(cols + lanes - 1) // lanes,
+                                  what=f"every row of {src} into {dst}", loc=loc))
+        return ops
 
-def cast_round_mode(src: str, dst: str) -> str:
-    if dst in ("int32", "int16", "int8"):
-        return "RoundMode::CAST_TRUNC"
-    if src == "float32" and dst in ("float16", "bfloat16"):
-        return "RoundMode::CAST_RINT"
-    if src in ("int32",) and dst in ("float16", "bfloat16"):
-        return "RoundMode::CAST_RINT"
-    return "RoundMode::CAST_NONE"
+
+_CONDITIONS = (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE, tirx.And, tirx.Or, tirx.Not)
+# Element types CreateVecIndex takes on both arches.
+_INDEX_DTYPES = (DType.INT32, DType.FLOAT32, DType.FLOAT16, DType.INT16)
+
+
+def _round_up(x: int, m: int) -> int:
+    return (x + m - 1) // m * m
+
+
+def _to_f32(e, lw: ParallelLowerer):
+    """An integer (or bfloat16) expression as float32: casts pushed to its leaves, so that index
+    arithmetic runs on float32 vectors (exact for integers up to 2^24)."""
+    f32 = "float32"
+    if str(e.dtype) == f32:
+        return e
+    if not lw._uses_domain(e):
+        return tirx.Cast(f32, e)
+    if isinstance(e, tirx.IntImm):
+        return tirx.FloatImm(f32, float(e.value))
+    if isinstance(e, tirx.Add | tirx.Sub | tirx.Mul | tirx.Max | tirx.Min):
+        return type(e)(_to_f32(e.a, lw), _to_f32(e.b, lw))
+    if isinstance(e, tirx.Var | tirx.BufferLoad | tirx.Cast):
+        return tirx.Cast(f32, e)
+    if isinstance(e, tirx.Select):
+        return tirx.Select(e.condition, _to_f32(e.true_value, lw), _to_f32(e.false_value, lw))
+    if isinstance(e, tirx.Call) and str(e.op.name).endswith("if_then_else"):
+        c, a, b = e.args
+        return tirx.Call(f32, e.op, [c, _to_f32(a, lw), _to_f32(b, lw)])
+    raise UnsupportedError(f"'{e}' ({e.dtype}) in a condition inside T.Parallel: integer division and modulo of "
+                           "the loop indices are not supported", loc=lw.loc,
+                           hint="compare affine expressions of the indices (i, j, block indices, loop variables)")
+
+
+def identity(kind: ReduceKind, dt: DType) -> float:
+    """The value a reduction starts from, in ``dt``."""
+    if kind is ReduceKind.SUM:
+        return 0.0
+    if dt.is_int:
+        lo, hi = dt.int_range
+        return float(lo if kind is ReduceKind.MAX else hi)
+    return -math.inf if kind is ReduceKind.MAX else math.inf
+
+
+def cast_round_mode(src: DType, dst: DType) -> Rounding:
+    if dst in (DType.INT32, DType.INT16, DType.INT8, DType.UINT8, DType.BOOL):
+        return Rounding.TRUNC
+    if src == DType.FLOAT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
+        return Rounding.RINT
+    if src == DType.INT32 and dst in (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32):
+        return Rounding.RINT  # the Cast page lists no CAST_NONE for int32 -> float on dav-3510
+    return Rounding.NONE
 
 
 def promote_bf16(e):
@@ -311,6 +429,8 @@ def promote_bf16(e):
         for cls in _BINARY:
             if isinstance(x, cls):
                 return cls(go(x.a), go(x.b))
+        if isinstance(x, tirx.Select):
+            return tirx.Select(x.condition, go(x.true_value), go(x.false_value))
         if isinstance(x, tirx.Call) and dt == bf:
             return tirx.Call(f32, x.op, [go(a) for a in x.args])
         if isinstance(x, tirx.Call):
@@ -337,13 +457,15 @@ def _has_bf16(e) -> bool:
 class ParallelLowerer:
     """Lower one T.Parallel nest (a list of assignments) to vector ops."""
 
-    def __init__(self, vec: VectorEmitter, buffers: dict, op, gm_ub_op, ub_gm_op, gm_window) -> None:
+    def __init__(self, vec: VectorEmitter, buffers: dict, op, gm_ub_op, ub_gm_op, gm_window, columns=None) -> None:
         self.vec = vec
+        # (column_of, column_to_ub, column_to_gm) of the TileLowerer: strided GM columns
+        self.columns = columns
         self.buffers = buffers
         self.op = op
         self.loc = op.loc
-        self.vars = list(op.args["vars"])
-        self.extents = list(op.args["extents"])
+        self.vars = list(op.vars)
+        self.extents = list(op.extents)
         self.gm_ub_op = gm_ub_op
         self.ub_gm_op = ub_gm_op
         self.gm_window = gm_window
@@ -354,6 +476,7 @@ class ParallelLowerer:
         self.rows = self.shape[0] if len(self.shape) == 2 else 1
         self.cols = self.shape[-1]
         self.pre: list = []
+        self.index_cache: dict = {}  # (loop index position, dtype) -> UB vector of its values
 
     # -- access patterns
     def _pattern(self, load) -> str:
@@ -377,12 +500,15 @@ class ParallelLowerer:
         )
 
     def _uses_domain(self, e) -> bool:
+        """Does ``e`` vary over the T.Parallel domain? A load at indices that do not (a scalar
+        local, one element of a tile or tensor) is a scalar the scalar unit reads."""
         found = []
 
         def visit(n):
             if isinstance(n, tirx.Var) and any(n.same_as(v) for v in self.vars):
                 found.append(n)
-            if isinstance(n, tirx.BufferLoad):
+            if isinstance(n, tirx.BufferLoad) and self.buffers[n.buffer.name].scope is not Scope.LOCAL and \
+                    any(self._uses_domain(i) for i in n.indices):
                 found.append(n)
 
         tirx.stmt_functor.post_order_visit(e, visit)
@@ -422,7 +548,7 @@ class ParallelLowerer:
             pattern, shape = "col", (self.cols,)
         else:
             raise UnsupportedError(f"access to '{buf.name}' does not use the parallel loop variables", loc=self.loc)
-        return {"buffer": buf.name, "base": base, "extents": ext}, shape, pattern
+        return Region(buf.name, tuple(base), tuple(ext)), shape, pattern
 
     # -- expressions
     def expr(self, e, out: str | None = None) -> Opnd:
@@ -432,25 +558,43 @@ class ParallelLowerer:
             cv = const_value(e)
             if cv is not None:
                 return Opnd("scalar", dtype, expr=scalar_literal(cv, dtype))
-            return Opnd("scalar", dtype, expr=f"({CTYPE.get(dtype, 'float')})({cexpr(e)})")
+            return Opnd("scalar", dtype, expr=ScalarExpr(e, _scalar_dtype(dtype)))
         if isinstance(e, tirx.BufferLoad):
             buf = self.buffers[e.buffer.name] if e.buffer.name in self.buffers else None
             if buf is None:
                 raise UnsupportedError(f"unknown buffer {e.buffer.name}", loc=self.loc)
-            if buf.scope == "GM":
+            if buf.scope is Scope.GM:
                 region, shape, pattern = self._gm_region(buf, list(e.indices))
                 t = self.vec.temp(shape, buf.dtype)
-                w = self.gm_window(buf, region, shape, self.loc)
-                self.pre.append(self.gm_ub_op(buf, t, w, self.loc))
+                column = self.columns[0](buf, region, shape) if self.columns else None
+                if column is not None:
+                    self.pre.extend(self.columns[1](buf, region, t, *column, self.loc))
+                else:
+                    w = self.gm_window(buf, region, shape, self.loc)
+                    self.pre.append(self.gm_ub_op(buf, t, w, self.loc))
                 return Opnd(pattern, buf.dtype, buffer=t.name, temp=True)
-            if buf.scope != "UB":
+            if buf.scope is not Scope.UB:
                 raise UnsupportedError(f"'{buf.name}' lives in {buf.scope}; T.Parallel reads vector tiles only",
                                        loc=self.loc)
             return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
+        if isinstance(e, tirx.Var):
+            return self._index(e, to_dtype(dtype))
+        if dtype == "bool" and isinstance(e, _CONDITIONS):
+            # a condition used as a value (stored into a bool / uint8 mask tile): 1 where it holds
+            mask = self._cond(e)
+            t = self.vec.temp(self.shape, DType.FLOAT16)
+            self.pre.extend(self.vec.duplicate(t.name, 1.0, self.loc))
+            self.pre.append(VecSelect(dst=t.name, mask=mask.name, src0=t.name, src1=None,
+                                      scalar=scalar_literal(0.0, DType.FLOAT16), count=self._n, dtype=DType.FLOAT16,
+                                      loc=self.loc))
+            self.vec.release(mask)
+            return Opnd("tile", "float16", buffer=t.name, temp=True)
+        if isinstance(e, tirx.Cast) and isinstance(e.value, tirx.Var) and to_dtype(dtype) in _INDEX_DTYPES:
+            return self._index(e.value, to_dtype(dtype))  # generated in the wanted type directly
         if isinstance(e, tirx.Cast):
             src = self.expr(e.value)
             if src.kind == "scalar":
-                return Opnd("scalar", dtype, expr=f"({CTYPE[dtype]})({src.expr})")
+                return Opnd("scalar", dtype, expr=ScalarConv(src.expr, to_dtype(dtype)))
             dst = self._dest(out, src.kind, dtype)
             self.pre.extend(self.vec.copy_or_cast(dst, src.buffer, self.loc))
             self._free(src)
@@ -468,31 +612,32 @@ class ParallelLowerer:
                 if src.kind == "scalar":
                     raise UnsupportedError(f"{fname} of a scalar inside T.Parallel", loc=self.loc,
                                            hint="compute it outside the loop")
-                dst = self._dest(out, src.kind, dtype)
+                dst = self._dest(out, src.kind, dtype, src)
                 self.pre.extend(self.vec.unary(_UNARY[fname], dst, src.buffer, self.loc))
-                self._free(src)
+                self._free(src, keep=dst)
                 return Opnd(src.kind, dtype, buffer=dst, temp=dst != out)
             raise UnsupportedError(
                 f"function T.{fname} is not supported inside T.Parallel on the ascendc target", loc=self.loc,
                 hint="supported: + - * / max min, exp, exp2, log, log2, sqrt, rsqrt, abs, tanh, sigmoid, casts, "
-                "if_then_else (diagonal masks)")
+                "T.if_then_else, the loop indices as values")
         raise UnsupportedError(f"expression '{e}' ({type(e).__name__}) is not supported inside T.Parallel",
                                loc=self.loc)
 
     def _select(self, e, dtype: str, out: str | None) -> Opnd:
-        """T.if_then_else(cond, a, b) with scalar a, b and cond linear in (i, j) with opposite unit
-        coefficients (a causal mask): each row is a prefix of one value and a rest of the other."""
+        """T.if_then_else(cond, a, b): the diagonal fill where it applies, else a general select."""
+        cond, a, b = (e.condition, e.true_value, e.false_value) if isinstance(e, tirx.Select) else e.args
+        fast = self._diag_fill(cond, a, b, dtype, out)
+        if fast is not None:
+            return fast
+        return self._general_select(cond, a, b, dtype, out)
+
+    def _diag_fill(self, cond, a, b, dtype: str, out: str | None) -> Opnd | None:
+        """Scalar a, b and cond linear in (i, j) with opposite unit coefficients (a causal mask):
+        each row is a prefix of one value and a rest of the other (one Duplicate and a row loop)."""
         from tvm import arith
 
-        cond, a, b = (e.condition, e.true_value, e.false_value) if isinstance(e, tirx.Select) else e.args
-        hint = ("supported: T.if_then_else(<i and j compared, e.g. q_idx >= k_idx>, scalar, scalar), as in a "
-                "causal mask")
-        if len(self.vars) != 2:
-            raise UnsupportedError("T.if_then_else inside a 1-D T.Parallel is not supported", loc=self.loc, hint=hint)
-        va, vb = self.expr(a), self.expr(b)
-        if va.kind != "scalar" or vb.kind != "scalar":
-            raise UnsupportedError("T.if_then_else with tile-valued branches is not supported", loc=self.loc,
-                                   hint=hint)
+        if len(self.vars) != 2 or self._uses_domain(a) or self._uses_domain(b):
+            return None
         if isinstance(cond, tirx.GE):
             diff = cond.a - cond.b
         elif isinstance(cond, tirx.GT):
@@ -502,40 +647,236 @@ class ParallelLowerer:
         elif isinstance(cond, tirx.LT):
             diff = cond.b - cond.a - 1
         else:
-            raise UnsupportedError(f"condition '{cond}' of T.if_then_else is not a comparison", loc=self.loc, hint=hint)
+            return None
+        if "int" not in str(cond.a.dtype):
+            return None
         i, j = self.vars
         coef = arith.detect_linear_equation(diff, [i, j])
         ana = arith.Analyzer()
         if len(coef) != 3 or not all(isinstance(ana.simplify(c), tirx.IntImm) for c in coef[:2]):
-            raise UnsupportedError(f"condition '{cond}' of T.if_then_else is not linear in {i} and {j}",
-                                   loc=self.loc, hint=hint)
+            return None
         ci, cj = (int(ana.simplify(c)) for c in coef[:2])
-        c0 = cexpr(ana.simplify(coef[2]))
+        c0 = ana.simplify(coef[2])
+        if self._uses_domain(c0):
+            return None
+        va, vb = self.expr(a), self.expr(b)
         if (ci, cj) == (1, -1):  # j <= i + c0: the first i + c0 + 1 columns take a
-            prefix, first, rest = f"({c0}) + 1", va.expr, vb.expr
+            prefix, first, rest = DiagPrefix(c0, plus_one=True), va.expr, vb.expr
         elif (ci, cj) == (-1, 1):  # j >= i - c0: the first i - c0 columns take b
-            prefix, first, rest = f"-({c0})", vb.expr, va.expr
+            prefix, first, rest = DiagPrefix(c0, plus_one=False), vb.expr, va.expr
         else:
-            raise UnsupportedError(f"condition '{cond}' of T.if_then_else compares {i} and {j} with coefficients "
-                                   f"{ci}, {cj}; only i - j (a diagonal mask) is supported", loc=self.loc, hint=hint)
+            return None
         dst = self._dest(out, "tile", dtype)
         d = self.buffers[dst]
-        self.pre.append(self.vec._op("vec_diag_fill", [], [dst], {
-            "dst": dst, "rows": self.rows, "cols": self.cols, "pitch": d.pitch, "prefix": prefix,
-            "first": first, "rest": rest, "barrier": self.vec.arch.needs_vector_barrier},
-            f"mask {dst}: per row, the first (row + {prefix}) columns {first}, the rest {rest}", self.loc))
+        self.pre.append(VecDiagFill(dst=dst, rows=self.rows, cols=self.cols, pitch=d.pitch, prefix=prefix, first=first,
+                                    rest=rest, barrier=self.vec.arch.needs_vector_barrier, loc=self.loc))
         return Opnd("tile", dtype, buffer=dst, temp=dst != out)
 
-    def _dest(self, out: str | None, kind: str, dtype: str) -> str:
+    # -- general masks: Compare/Compares into bit masks, And/Or/Not, Select
+    @property
+    def _n(self) -> int:
+        """Elements of a domain tile in UB (rows x padded pitch): the count of a Select."""
+        return self.rows * ((self.cols + 15) // 16 * 16)
+
+    def _mask_temp(self) -> Buffer:
+        """A bit mask over the domain tile (one bit per element of its padded rows), in 16-bit
+        words, large enough for a Compare of whole 256-byte repeats of any element type."""
+        words = -(-_round_up(self._n, 128) // 16)
+        return self.vec.temp((_round_up(words, 16),), DType.UINT16)
+
+    def _general_select(self, cond, a, b, dtype: str, out: str | None) -> Opnd:
+        dt = to_dtype(dtype)
+        if isinstance(cond, tirx.Not):  # else-branches: swap the values instead of inverting bits
+            cond, a, b = cond.a, b, a
+        mask = self._cond(cond)
+        va, vb = self.expr(a), self.expr(b)
+        dst = self._dest(out, "tile", dtype)
+        as_dt = self._select_dtype(dt)
+        # src0 is a tile; src1 a tile or a scalar (a scalar cannot be reinterpreted: make it a tile).
+        # _as_tile consumes its operand (returns it, or a new tile and frees the old one).
+        src0 = self._as_tile(va, dt, avoid=vb.buffer, prefer=dst)
+        src1 = None
+        if not (vb.kind == "scalar" and as_dt is None):
+            src1 = self._as_tile(vb, dt, avoid=src0.buffer)
+        self.pre.append(VecSelect(dst=dst, mask=mask.name, src0=src0.buffer, src1=src1.buffer if src1 else None,
+                                  scalar=vb.expr if src1 is None else None, count=self._n, dtype=dt, as_dtype=as_dt,
+                                  loc=self.loc))
+        self.vec.release(mask)
+        for o in (src0, src1):
+            if o is not None and o.buffer != dst:
+                self._free(o)
+        return Opnd("tile", dtype, buffer=dst, temp=dst != out)
+
+    def _select_dtype(self, dt: DType) -> DType | None:
+        """The type a Select of ``dt`` tiles runs in when the arch's Select does not take ``dt``
+        (its bits are moved unchanged): None when it does."""
+        if dt in (DType.FLOAT16, DType.FLOAT32):
+            return None
+        if not self.vec.arch.needs_vector_barrier and dt in (DType.INT32, DType.INT16, DType.UINT16, DType.UINT32,
+                                                             DType.INT8, DType.UINT8, DType.BFLOAT16):
+            return None  # dav-3510's Select takes these
+        if dt.bytes == 4:
+            return DType.FLOAT32
+        if dt.bytes == 2:
+            return DType.FLOAT16
+        raise UnsupportedError(f"T.if_then_else on {dt} tiles is not supported on {self.vec.arch.name}", loc=self.loc,
+                               hint="select in float16 (cast the values) and cast the result back")
+
+    def _as_tile(self, o: Opnd, dt: DType, avoid: str | None = None, prefer: str | None = None) -> Opnd:
+        """``o`` as a whole tile of ``dt`` (a scalar duplicated, a vector expanded, a tile cast)."""
+        if o.kind == "tile" and str(o.dtype) == str(dt):
+            return o
+        use_prefer = prefer is not None and prefer != avoid
+        t = prefer if use_prefer else self.vec.temp(self.shape, dt).name
+        if o.kind == "scalar":
+            self.pre.extend(self.vec.duplicate_expr(t, o.expr, self.loc))
+        elif str(o.dtype) != str(dt):
+            o = self._as_tile(o, to_dtype(o.dtype))
+            self.pre.extend(self.vec.copy_or_cast(t, o.buffer, self.loc))
+            self._free(o)
+        else:
+            self.pre.extend(self.vec.expand(t, o, self.rows, self.cols, self.loc))
+            self._free(o)
+        return Opnd("tile", str(dt), buffer=t, temp=not use_prefer)
+
+    def _cond(self, c) -> Buffer:
+        """The bit mask of a condition over the domain (a UB temp the caller releases)."""
+        if isinstance(c, tirx.And | tirx.Or):
+            m0, m1 = self._cond(c.a), self._cond(c.b)
+            op = MaskLogic.AND if isinstance(c, tirx.And) else MaskLogic.OR
+            self.pre.append(VecMaskLogic(op=op, dst=m0.name, src0=m0.name, src1=m1.name, count=m0.numel, loc=self.loc))
+            self.vec.release(m1)
+            return m0
+        if isinstance(c, tirx.Not):
+            m = self._cond(c.a)
+            self.pre.append(VecMaskLogic(op=MaskLogic.NOT, dst=m.name, src0=m.name, src1=None, count=m.numel,
+                                         loc=self.loc))
+            return m
+        if not self._uses_domain(c):
+            # the same for every element: all ones or all zeros, decided by the scalar unit
+            m = self._mask_temp()
+            value = ScalarExpr(tirx.Select(c, tirx.IntImm("int32", 0xFFFF), tirx.IntImm("int32", 0)), DType.UINT16)
+            self.pre.append(VecDuplicate(dst=m.name, value=value, count=m.numel, loc=self.loc))
+            return m
+        modes = {tirx.LT: CmpMode.LT, tirx.LE: CmpMode.LE, tirx.GT: CmpMode.GT, tirx.GE: CmpMode.GE,
+                 tirx.EQ: CmpMode.EQ, tirx.NE: CmpMode.NE}
+        for cls, mode in modes.items():
+            if isinstance(c, cls):
+                return self._compare(mode, c.a, c.b)
+        if str(c.dtype) == "bool" and isinstance(c, tirx.BufferLoad):  # a bool tile: its nonzero elements
+            return self._compare(CmpMode.NE, c, tirx.IntImm("bool", 0))
+        raise UnsupportedError(f"condition '{c}' inside T.Parallel is not supported", loc=self.loc,
+                               hint="write comparisons of expressions of the loop indices, scalars and tiles, joined "
+                               "with `and`, `or`, `not`")
+
+    def _compare(self, mode: CmpMode, ea, eb) -> Buffer:
+        """Compare two expressions element-wise into a bit mask. Integer and bfloat16 operands are
+        compared as float32 (exact for integers up to 2^24), as the Compare of both arches takes
+        float16 and float32 in every mode."""
+        dt = str(ea.dtype)
+        if "int" in dt:
+            affine = self._affine(ea - eb)
+            if affine is not None:
+                # sum(c_k * index_k) + c0 OP 0, compared as  sum(c_k * index_k) OP -c0
+                f, c0 = affine
+                ea, eb = f, _to_f32(-c0, self) if not isinstance(c0, tirx.IntImm) else tirx.FloatImm(
+                    "float32", -float(c0.value))
+        if dt not in ("float16", "float32"):
+            ea, eb = _to_f32(ea, self), _to_f32(eb, self)
+            dt = "float32"
+        a, b = self.expr(ea), self.expr(eb)
+        cdt = to_dtype(dt)
+        m = self._mask_temp()
+        ncmp = _round_up(self._n, 256 // cdt.bytes)
+        if a.kind == "scalar" or b.kind == "scalar":
+            t, sc, mode = (a, b, mode) if b.kind == "scalar" else (b, a, mode.swapped)
+            src = self._cmp_operand(t, cdt, ncmp)
+            self.pre.append(VecCompare(mode=mode, dst=m.name, src0=src, src1=None, scalar=sc.expr, count=ncmp,
+                                       dtype=cdt, loc=self.loc))
+            self.vec.release(src)
+        else:
+            s0 = self._cmp_operand(a, cdt, ncmp)
+            s1 = self._cmp_operand(b, cdt, ncmp)
+            self.pre.append(VecCompare(mode=mode, dst=m.name, src0=s0, src1=s1, scalar=None, count=ncmp, dtype=cdt,
+                                       loc=self.loc))
+            self.vec.release(s0)
+            self.vec.release(s1)
+        return m
+
+    def _affine(self, e) -> tuple | None:
+        """``e`` (an integer expression) as (f, c0): f a sum of coefficient x loop index with the
+        coefficients independent of the domain, c0 the rest; None when ``e`` is not of that form
+        (loads of tiles, division)."""
+        from tvm import arith
+
+        ana = arith.Analyzer()
+        coef = arith.detect_linear_equation(ana.simplify(e), self.vars)
+        if len(coef) != len(self.vars) + 1 or any(self._uses_domain(c) for c in coef):
+            return None
+        f = None
+        for c, v in zip(coef[:-1], self.vars, strict=True):
+            c = ana.simplify(c)
+            if isinstance(c, tirx.IntImm) and int(c.value) == 0:
+                continue
+            term = v if isinstance(c, tirx.IntImm) and int(c.value) == 1 else c * v
+            if isinstance(c, tirx.IntImm) and int(c.value) == -1 and f is not None:
+                f = f - v
+                continue
+            f = term if f is None else f + term
+        if f is None:
+            return None
+        return f, ana.simplify(coef[-1])
+
+    def _cmp_operand(self, o: Opnd, dt: DType, ncmp: int) -> str:
+        """``o`` as a tile of at least ``ncmp`` elements (a Compare reads whole 256-byte repeats):
+        copied into a padded temp when the tile itself is smaller."""
+        t = self._as_tile(o, dt)
+        if self.vec.count(t.buffer) >= ncmp:
+            return t.buffer
+        pitch = (self.cols + 15) // 16 * 16
+        shape = (-(-ncmp // pitch), self.cols) if len(self.shape) == 2 else (ncmp,)
+        padded = self.vec.temp(shape, dt)
+        self.pre.append(VecCopy(dst=padded.name, src=t.buffer, count=self._n, loc=self.loc))
+        self._free(t)
+        return padded.name
+
+    def _index(self, v, dt: DType) -> Opnd:
+        """The values of parallel index ``v``: per row (i of a 2-D domain), per column (j) or the
+        whole tile (1-D), made by CreateVecIndex."""
+        k = next((n for n, x in enumerate(self.vars) if x.same_as(v)), None)
+        if k is None:
+            raise UnsupportedError(f"'{v}' inside T.Parallel is neither a loop index nor a scalar", loc=self.loc)
+        if dt not in _INDEX_DTYPES:
+            raise UnsupportedError(f"the loop index '{v}' used as a {dt} value", loc=self.loc,
+                                   hint="cast it to int32, float32 or float16")
+        kind = "tile" if len(self.vars) == 1 else ("row" if k == 0 else "col")
+        key = (k, dt)
+        if key not in self.index_cache:  # made once per T.Parallel, freed at its end
+            t = self.vec.temp(self._kind_shape(kind), dt)
+            n = self.rows if kind == "row" else self.cols
+            self.pre.append(VecIndex(dst=t.name, first=scalar_literal(0, dt), count=n, dtype=dt, loc=self.loc))
+            self.index_cache[key] = t.name
+        return Opnd(kind, str(dt), buffer=self.index_cache[key], temp=False)
+
+    def _dest(self, out: str | None, kind: str, dtype: str, *operands: Opnd) -> str:
+        """Where a node's result goes: ``out`` when it has the result's shape and dtype; in compact
+        mode the temporary of an operand of the same kind and dtype (it is dead after this node,
+        and an element-wise instruction may write over its source); else a fresh temporary."""
         if out is not None and self.buffers[out].dtype == dtype and self._kind_shape(kind) == self.buffers[out].shape:
             return out
+        if self.vec.compact:
+            for o in operands:
+                if o.temp and o.buffer and o.kind == kind and str(o.dtype) == str(dtype) and \
+                        self.buffers[o.buffer].shape == self._kind_shape(kind):
+                    return o.buffer
         return self.vec.temp(self._kind_shape(kind), dtype).name
 
     def _kind_shape(self, kind: str) -> tuple:
         return {"tile": self.shape, "row": (self.rows,), "col": (self.cols,)}[kind]
 
-    def _free(self, o: Opnd) -> None:
-        if o.temp and o.buffer:
+    def _free(self, o: Opnd, keep: str | None = None) -> None:
+        """Release ``o``'s temporary, unless it became the result ``keep``."""
+        if o.temp and o.buffer and o.buffer != keep:
             self.vec.release(o.buffer)
 
     def _binary(self, name: str, ea, eb, dtype: str, out: str | None) -> Opnd:
@@ -546,16 +887,17 @@ class ParallelLowerer:
         # tile-with-scalar: the scalar forms Adds/Muls/Maxs/Mins.
         if b.kind == "scalar" or a.kind == "scalar":
             t, s, scalar_first = (a, b, False) if b.kind == "scalar" else (b, a, True)
-            dst = self._dest(out, t.kind, dtype)
+            dst = self._dest(out, t.kind, dtype, t)
             if name in _SCALAR_FORM:
                 self.pre.extend(self.vec.scalar_op(_SCALAR_FORM[name], dst, t.buffer, s.expr, self.loc))
-            elif name == "Sub" and not scalar_first:
-                self.pre.extend(self.vec.scalar_op("Adds", dst, t.buffer, f"-({s.expr})", self.loc))
-            elif name == "Sub":  # s - t = (-1 * t) + s
-                self.pre.extend(self.vec.scalar_op("Muls", dst, t.buffer, scalar_literal(-1, dtype), self.loc))
-                self.pre.extend(self.vec.scalar_op("Adds", dst, dst, s.expr, self.loc))
-            elif name == "Div" and not scalar_first and const_value(eb) not in (None, 0.0):
-                self.pre.extend(self.vec.scalar_op("Muls", dst, t.buffer,
+            elif name is VecBinary.SUB and not scalar_first:
+                self.pre.extend(self.vec.scalar_op(VecScalarOp.ADDS, dst, t.buffer, ScalarNeg(s.expr), self.loc))
+            elif name is VecBinary.SUB:  # s - t = (-1 * t) + s
+                self.pre.extend(self.vec.scalar_op(VecScalarOp.MULS, dst, t.buffer, scalar_literal(-1, dtype),
+                                                   self.loc))
+                self.pre.extend(self.vec.scalar_op(VecScalarOp.ADDS, dst, dst, s.expr, self.loc))
+            elif name is VecBinary.DIV and not scalar_first and const_value(eb) not in (None, 0.0):
+                self.pre.extend(self.vec.scalar_op(VecScalarOp.MULS, dst, t.buffer,
                                                    scalar_literal(1.0 / const_value(eb), dtype), self.loc))
             else:  # a division with a scalar we cannot fold: materialise the scalar
                 tmp = self.vec.temp(self._kind_shape(t.kind), dtype)
@@ -563,66 +905,117 @@ class ParallelLowerer:
                 x, y = (tmp.name, t.buffer) if scalar_first else (t.buffer, tmp.name)
                 self.pre.extend(self.vec.binary(name, dst, x, y, self.loc))
                 self.vec.release(tmp)
-            self._free(t)
+            self._free(t, keep=dst)
             return Opnd(t.kind, dtype, buffer=dst, temp=dst != out)
         if a.kind == b.kind:
-            dst = self._dest(out, a.kind, dtype)
+            dst = self._dest(out, a.kind, dtype, a, b)
             self.pre.extend(self.vec.binary(name, dst, a.buffer, b.buffer, self.loc))
-            self._free(a)
-            self._free(b)
+            self._free(a, keep=dst)
+            if b.buffer != a.buffer:
+                self._free(b, keep=dst)
             return Opnd(a.kind, dtype, buffer=dst, temp=dst != out)
-        kinds = {a.kind, b.kind}
-        if kinds == {"row", "col"}:
-            raise UnsupportedError("an operation between a per-row and a per-column vector (an outer product) is "
-                                   "not supported inside T.Parallel", loc=self.loc,
-                                   hint="broadcast one of them into a full tile first")
-        dst = self._dest(out, "tile", dtype)
+        dst = self._dest(out, "tile", dtype, a, b)
         self.pre.extend(self.vec.broadcast_binary(name, dst, a, b, self.rows, self.cols, self.loc))
-        self._free(a)
-        self._free(b)
+        self._free(a, keep=dst)
+        self._free(b, keep=dst)
         return Opnd("tile", dtype, buffer=dst, temp=dst != out)
 
     # -- statements
     def lower(self) -> list:
         ops: list = []
-        for st, sloc in self.op.args["stores"]:
+        for ps in self.op.stores:
+            st, sloc = ps.store, ps.loc
             self.loc = sloc or self.op.loc
-            ops.extend(self._store(st))
+            if ps.atomic is not None and self.buffers[st.buffer.name].scope is not Scope.GM:
+                # One vector program per block: an atomic add into a tile is a plain add.
+                st = tirx.BufferStore(st.buffer, tirx.Add(tirx.BufferLoad(st.buffer, st.indices), st.value),
+                                      st.indices)
+                ops.extend(self._store(st))
+            else:
+                ops.extend(self._store(st, atomic=ps.atomic))
+        for name in self.index_cache.values():
+            self.vec.release(name)
         return ops
 
-    def _store(self, st) -> list:
+    def _reduce_store(self, st, buf: Buffer, pattern: str) -> list:
+        """``r[i] = r[i] op e`` (or r[j]) inside a 2-D T.Parallel: a store that writes the same element
+        for every value of the other index is a reduction over that index (T.alloc_reducer, or any
+        per-row / per-column accumulator): op is +, T.max or T.min, e varies along both indices."""
+        v = st.value
+        target = tirx.BufferLoad(st.buffer, st.indices)
+        same = lambda x: isinstance(x, tirx.BufferLoad) and x.buffer.same_as(st.buffer) and all(  # noqa: E731
+            tirx.analysis.expr_deep_equal(p, q) for p, q in zip(x.indices, st.indices, strict=True))
+        kinds = {tirx.Add: ReduceKind.SUM, tirx.Max: ReduceKind.MAX, tirx.Min: ReduceKind.MIN}
+        kind = other = None
+        for cls, k in kinds.items():
+            if isinstance(v, cls):
+                if same(v.a):
+                    kind, other = k, v.b
+                elif same(v.b):
+                    kind, other = k, v.a
+        axis = "j" if pattern == "row" else "i"
+        if kind is None:
+            raise UnsupportedError(
+                f"store to {buf.name}[{', '.join(map(str, st.indices))}] inside a 2-D T.Parallel writes the same "
+                f"element for every {axis}: only a reduction over {axis} is taken (`{target} += e`, "
+                f"`{target} = T.max({target}, e)`, T.min)", loc=self.loc,
+                hint="store per-row values in a T.Parallel over rows only, or reduce with T.reduce_*")
+        if self._uses_domain(other) is False:
+            raise UnsupportedError(f"'{other}' does not vary inside T.Parallel: accumulating it into {target} adds "
+                                   f"it once per {axis}", loc=self.loc, hint="multiply it by the extent instead")
+        res = self.expr(promote_bf16(other))
+        if res.kind not in ("tile",):
+            raise UnsupportedError(f"the value accumulated into {target} does not vary along {axis}", loc=self.loc,
+                                   hint="accumulate a value of both indices, or write the per-row value directly")
+        if str(res.dtype) != str(buf.dtype):
+            t = self.vec.temp(self.shape, buf.dtype)
+            self.pre.extend(self.vec.copy_or_cast(t.name, res.buffer, self.loc))
+            self._free(res)
+            res = Opnd("tile", str(buf.dtype), buffer=t.name, temp=True)
+        if buf.dtype not in (DType.FLOAT16, DType.FLOAT32):
+            raise UnsupportedError(f"a {buf.dtype} accumulator '{buf.name}' inside T.Parallel", loc=self.loc,
+                                   hint="accumulate in a float32 or float16 fragment")
+        if pattern == "row":
+            self.pre.extend(self.vec.row_reduce(kind, buf.name, res.buffer, False, self.loc))
+        else:
+            self.pre.extend(self.vec.col_reduce(kind, buf.name, res.buffer, False, self.loc))
+        self._free(res)
+        return self.pre
+
+    def _store(self, st, atomic=None) -> list:
         self.pre = []
         buf = self.buffers[st.buffer.name]
         post: list = []
-        if buf.scope == "GM":
+        if buf.scope is Scope.GM:
             region, shape, pattern = self._gm_region(buf, list(st.indices))
             if pattern != "tile":
                 raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
             out_buf = self.vec.temp(shape, buf.dtype)
-            w = self.gm_window(buf, region, shape, self.loc)
-            post.append(self.ub_gm_op(out_buf, buf, w, self.loc))
+            column = self.columns[0](buf, region, shape) if self.columns else None
+            if column is not None:
+                post.extend(self.columns[2](out_buf, buf, region, *column, atomic, self.loc))
+            else:
+                w = self.gm_window(buf, region, shape, self.loc)
+                post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
-        elif buf.scope == "UB":
-            if self._pattern(st) != "tile":
-                raise UnsupportedError(
-                    f"store to {buf.name}[{', '.join(map(str, st.indices))}] inside a "
-                    f"{len(self.vars)}-D T.Parallel writes the same element many times",
-                    loc=self.loc, hint="store per-row values in a T.Parallel over rows only")
+        elif buf.scope is Scope.UB:
+            pattern = self._pattern(st)
+            if pattern != "tile":
+                return self._reduce_store(st, buf, pattern)
             out = buf.name
         else:
             raise UnsupportedError(f"T.Parallel cannot write '{buf.name}' in {buf.scope}", loc=self.loc,
                                    hint="element-wise work on a gemm result needs the Cube/Vector split, "
-                                   "not available yet" if buf.scope == "L0C" else None)
+                                   "not available yet" if buf.scope is Scope.L0C else None)
         res = self.expr(promote_bf16(st.value), out=out)
         if res.kind == "scalar":
             self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
         elif res.buffer != out:
-            if res.kind != "tile":
-                raise UnsupportedError(
-                    f"the value stored to '{buf.name}' varies along one dimension only; broadcasting a vector into "
-                    "a tile is written as `x[i, j] = v[i] + 0` for now", loc=self.loc)
-            self.pre.extend(self.vec.copy_or_cast(out, res.buffer, self.loc))
-            self._free(res)
-        if buf.scope == "GM":
+            if res.kind != "tile":  # a per-row or per-column value repeated over the tile
+                res = self._as_tile(res, to_dtype(res.dtype), prefer=out if str(res.dtype) == str(buf.dtype) else None)
+            if res.buffer != out:
+                self.pre.extend(self.vec.copy_or_cast(out, res.buffer, self.loc))
+                self._free(res)
+        if buf.scope is Scope.GM:
             self.vec.release(out)
         return self.pre + post

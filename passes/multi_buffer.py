@@ -15,17 +15,17 @@ from __future__ import annotations
 import dataclasses
 
 from ascend_backend.errors import InternalCompilerError, MemoryBudgetError
-from ascend_backend.ir import AscOp, Kernel, Loop, walk
+from ascend_backend.ir import AscOp, If, Kernel, Launch, Loop, LoopKind, Pipe, Program, Scope, walk
 
 from .lower_tile_ops import PINGPONG
 from .plan_memory import budget_table
 
-ROTATED = ("L1", "UB")
-DOUBLED = ("L0A", "L0B", "L0C")
+ROTATED = (Scope.L1, Scope.UB)
+DOUBLED = (Scope.L0A, Scope.L0B, Scope.L0C)
 
 
 def _touched(body) -> set:
-    return {a.buffer for s in walk(body) if isinstance(s, AscOp) for a in s.reads + s.writes}
+    return {b for s in walk(body) if isinstance(s, AscOp) for b in (*s.reads, *s.writes)}
 
 
 def _private(loop: Loop, outside: set) -> list:
@@ -34,32 +34,36 @@ def _private(loop: Loop, outside: set) -> list:
     for s in walk(loop.body):
         if not isinstance(s, AscOp):
             continue
-        reads = {a.buffer for a in s.reads}
-        for a in s.reads:
-            first.setdefault(a.buffer, "read")
-        for a in s.writes:
-            first.setdefault(a.buffer, "read" if a.buffer in reads else "write")
+        reads = set(s.reads)
+        for b in s.reads:
+            first.setdefault(b, "read")
+        for b in s.writes:
+            first.setdefault(b, "read" if b in reads else "write")
     return [b for b, kind in first.items() if kind == "write" and b not in outside]
 
 
-def multi_buffer(kernel: Kernel) -> Kernel:
-    """Give the iteration-private buffers of pipelined loops their rotating slots."""
+def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
     buffers = kernel.copy_buffers()
+    fixed = launch.fixed_tiles(kernel.core) if kernel.core is not None else set()
 
     def rewrite(body: list, outer: list) -> list:
         out = []
         for n, s in enumerate(body):
+            if isinstance(s, If):
+                out.append(dataclasses.replace(s, then_body=rewrite(s.then_body, outer + body[:n] + body[n + 1:]),
+                                               else_body=rewrite(s.else_body, outer + body[:n] + body[n + 1:])))
+                continue
             if not isinstance(s, Loop):
                 out.append(s)
                 continue
             siblings = outer + body[:n] + body[n + 1:]
             inner = rewrite(s.body, siblings)
             slots = {}
-            if s.kind == "pipelined" and s.num_stages > 1:
+            if s.kind is LoopKind.PIPELINED and s.num_stages > 1:
                 outside = _touched([x for x in siblings])
                 for name in _private(dataclasses.replace(s, body=inner), outside):
-                    if name in kernel.attrs.get("peer_targets", {}):
-                        continue  # written in place by the Cube core's Fixpipe: one fixed address
+                    if name in fixed:
+                        continue  # written in place by the other core kind: one fixed address
                     b = buffers[name]
                     if b.scope in ROTATED:
                         slots[name] = s.num_stages
@@ -71,15 +75,20 @@ def multi_buffer(kernel: Kernel) -> Kernel:
         return out
 
     body = rewrite(kernel.body, [])
-    _fit(kernel, buffers, body)
-    out = kernel.replace(body=body, buffers=buffers)
+    _fit(arch, buffers, body)
+    return kernel.replace(body=body, buffers=buffers)
+
+
+def multi_buffer(program: Program) -> Program:
+    """Give the iteration-private buffers of pipelined loops their rotating slots."""
+    out = program.map_kernels(lambda k, lc, p: multi_buffer_kernel(k, lc, p.arch))
     verify_multi_buffer(out)
     return out
 
 
-def _fit(kernel: Kernel, buffers: dict, body: list) -> None:
+def _fit(arch, buffers: dict, body: list) -> None:
     """L0 memories: fall back to one slot where two do not fit. L1/UB: fail naming the stages that fit."""
-    cap = kernel.arch.capacity
+    cap = arch.capacity
     for mem in DOUBLED:
         members = [b for b in buffers.values() if b.scope == mem]
         if sum(b.nbytes for b in members) > cap[mem]:
@@ -93,6 +102,24 @@ def _fit(kernel: Kernel, buffers: dict, body: list) -> None:
         total = sum(b.nbytes for b in members)
         if total <= cap[mem]:
             continue
+        # A buffer only the vector pipe touches (a vector temporary) gains nothing from rotating:
+        # the vector pipe runs its ops in order, so the next iteration cannot overtake this one's
+        # use of it. When memory is short those keep one slot.
+        pipes: dict[str, set] = {}
+        for op in walk(body):
+            if isinstance(op, AscOp):
+                for name in (*op.reads, *op.writes):
+                    pipes.setdefault(name, set()).add(op.pipe)
+                for name in op.index_reads:
+                    pipes.setdefault(name, set()).add(Pipe.S)
+        vector_only = [b for b in members if b.slots > 1 and pipes.get(b.name) == {Pipe.V}]
+        if vector_only and total - sum(b.nbytes - b.nbytes // b.slots for b in vector_only) <= cap[mem]:
+            for b in vector_only:
+                b.slots = 1
+            for lp in (x for x in walk(body) if isinstance(x, Loop)):
+                for b in vector_only:
+                    lp.slots.pop(b.name, None)
+            continue
         staged = [b for b in members if b.slots > 1]
         if not staged:
             continue  # plan_memory reports plain overflows
@@ -102,23 +129,24 @@ def _fit(kernel: Kernel, buffers: dict, body: list) -> None:
         stages = staged[0].slots
         raise MemoryBudgetError(
             f"{mem} cannot hold {stages} pipeline stages: it needs {total} bytes with {stages} slots per pipelined "
-            f"buffer, and holds {cap[mem]} bytes on {kernel.arch.name}",
-            table=budget_table(members, mem, cap[mem], kernel.arch.name),
+            f"buffer, and holds {cap[mem]} bytes on {arch.name}",
+            table=budget_table(members, mem, cap[mem], arch.name),
             loc=next((s.loc for s in walk(body) if isinstance(s, Loop) and s.slots), staged[0].loc),
             hint=(f"use num_stages={fits} (the largest that fits), or reduce the tile sizes" if fits >= 1 else
                   "even one stage does not fit: reduce the tile sizes"),
         )
 
 
-def verify_multi_buffer(kernel: Kernel) -> None:
+def verify_multi_buffer(program: Program) -> None:
     """Every slotted buffer belongs to exactly one pipelined loop and is touched only there."""
-    owners: dict[str, int] = {}
-    for s in walk(kernel.body):
-        if isinstance(s, Loop):
-            for name in s.slots:
-                owners[name] = owners.get(name, 0) + 1
-                if kernel.buffers[name].slots < s.slots[name]:
-                    raise InternalCompilerError(f"{name} has fewer slots than its loop uses", stage="multi_buffer")
-    for name, n in owners.items():
-        if n != 1:
-            raise InternalCompilerError(f"{name} rotates in {n} loops", stage="multi_buffer")
+    for _, _, kernel in program.kernels():
+        owners: dict[str, int] = {}
+        for s in walk(kernel.body):
+            if isinstance(s, Loop):
+                for name in s.slots:
+                    owners[name] = owners.get(name, 0) + 1
+                    if kernel.buffers[name].slots < s.slots[name]:
+                        raise InternalCompilerError(f"{name} has fewer slots than its loop uses", stage="multi_buffer")
+        for name, n in owners.items():
+            if n != 1:
+                raise InternalCompilerError(f"{name} rotates in {n} loops", stage="multi_buffer")

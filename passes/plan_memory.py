@@ -11,19 +11,18 @@ from __future__ import annotations
 
 from ascend_backend.arch import ALIGN
 from ascend_backend.errors import InternalCompilerError, MemoryBudgetError
-from ascend_backend.ir import Kernel
+from ascend_backend.ir import Kernel, Program, Scope
 
-MEMORIES = ("L1", "L0A", "L0B", "L0C", "UB")
+MEMORIES = (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C, Scope.UB)
 
 
 def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
-def plan_memory(kernel: Kernel) -> Kernel:
-    """Bump-allocate each memory in buffer order (user buffers first, then temporaries)."""
+def plan_kernel_memory(kernel: Kernel, arch) -> Kernel:
     buffers = kernel.copy_buffers()
-    used: dict[str, int] = {}
+    used: dict = {}
     for mem in MEMORIES:
         off = 0
         members = [b for b in buffers.values() if b.scope == mem]
@@ -32,15 +31,20 @@ def plan_memory(kernel: Kernel) -> Kernel:
             b.offset = off
             off += _align(b.nbytes, ALIGN[mem])
         used[mem] = off
-        cap = kernel.arch.capacity[mem]
+        cap = arch.capacity[mem]
         if off > cap:
             raise MemoryBudgetError(
-                f"{mem} needs {off} bytes but holds {cap} bytes on {kernel.arch.name}",
-                table=budget_table(members, mem, cap, kernel.arch.name),
+                f"{mem} needs {off} bytes but holds {cap} bytes on {arch.name}",
+                table=budget_table(members, mem, cap, arch.name),
                 loc=max(members, key=lambda b: b.nbytes).loc,
                 hint=_hint(mem, members),
             )
-    out = kernel.replace(buffers=buffers, attrs={**kernel.attrs, "memory_used": used})
+    return kernel.replace(buffers=buffers, memory_used=used)
+
+
+def plan_memory(program: Program) -> Program:
+    """Bump-allocate each memory in buffer order (user buffers first, then temporaries)."""
+    out = program.map_kernels(lambda k, lc, p: plan_kernel_memory(k, p.arch))
     verify_memory(out)
     return out
 
@@ -64,18 +68,19 @@ def _hint(mem: str, members: list) -> str:
     text = f"reduce the tile sizes (the largest is '{big.name}', {big.nbytes} bytes)"
     if staged:
         text += f", or use fewer pipeline stages (num_stages; '{staged[0].name}' has {staged[0].slots} slots)"
-    if mem == "UB":
+    if mem is Scope.UB:
         text += ", or compute in float16 instead of float32 where precision allows"
     return text
 
 
-def verify_memory(kernel: Kernel) -> None:
+def verify_memory(program: Program) -> None:
     """Offsets aligned, inside capacity, and no two buffers of one memory overlap."""
-    for mem in MEMORIES:
-        spans = sorted((b.offset, b.offset + b.nbytes, b.name) for b in kernel.buffers.values() if b.scope == mem)
-        for (_, e0, n0), (s1, _, n1) in zip(spans, spans[1:], strict=False):
-            if s1 < e0:
-                raise InternalCompilerError(f"{n0} and {n1} overlap in {mem}", stage="plan_memory")
-        for s, e, n in spans:
-            if s % ALIGN[mem] or e > kernel.arch.capacity[mem]:
-                raise InternalCompilerError(f"{n} misplaced in {mem}", stage="plan_memory")
+    for _, _, kernel in program.kernels():
+        for mem in MEMORIES:
+            spans = sorted((b.offset, b.offset + b.nbytes, b.name) for b in kernel.buffers.values() if b.scope == mem)
+            for (_, e0, n0), (s1, _, n1) in zip(spans, spans[1:], strict=False):
+                if s1 < e0:
+                    raise InternalCompilerError(f"{n0} and {n1} overlap in {mem}", stage="plan_memory")
+            for s, e, n in spans:
+                if s % ALIGN[mem] or e > program.arch.capacity[mem]:
+                    raise InternalCompilerError(f"{n} misplaced in {mem}", stage="plan_memory")

@@ -15,3 +15,6 @@ ARCHES = ["dav-3510", "dav-c220"]
 @pytest.fixture(params=ARCHES)
 def arch(request):
     return request.param
+
+# Every compile in the test suite runs the structural IR verifier after each stage.
+os.environ.setdefault("TL_ASCEND_VERIFY", "1")

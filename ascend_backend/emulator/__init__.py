@@ -6,7 +6,9 @@ source with g++ against the emulator headers and runs it on torch CPU tensors, r
 timing model's estimate). See docs/emulator.md.
 """
 
+from .cache import EmulatorEnvironmentError
 from .report import EmulatorCompileError, EmulatorError, Report
 from .runner import compile_source, parse_kernels, run_source
 
-__all__ = ["EmulatorCompileError", "EmulatorError", "Report", "compile_source", "parse_kernels", "run_source"]
+__all__ = ["EmulatorCompileError", "EmulatorEnvironmentError", "EmulatorError", "Report",
+           "compile_source", "parse_kernels", "run_source"]

@@ -1,43 +1,51 @@
 """Build and cache of emulator binaries.
 
-Two kinds of artefacts live in the cache directory (env ``TL_ASCEND_CACHE_DIR``, default
-``~/.cache/tilelang-ascendc``):
+Three kinds of artefacts live in the cache directory (``$TL_ASCEND_CACHE_DIR/emulator``, default
+``~/.cache/tilelang-ascendc/emulator``):
 
 * the runtime library ``libemu_<arch>_<hash>.so``: every ``src/*.cpp`` of the emulator,
-  compiled once per (arch, hash of the emulator sources, compiler flags);
+  compiled once per (arch, hash of the emulator sources, compiler and flags);
+* the precompiled ``kernel_operator.h`` per (arch, emulator hash, flags), ``pch_*/``;
 * one ``k_<key>.so`` per kernel, keyed by the kernel text (with its generated trampoline),
-  the arch, the emulator hash and the flags, linked against the runtime library.
+  the arch, the emulator hash, the compiler and the flags, linked against the runtime library.
 
-Every artefact is written to a temporary file in the same directory and published with
-``os.replace`` (atomic on POSIX), followed by a ``.meta`` file holding the SHA-256 of the
-binary. A binary is used only when its meta file exists and the hash matches, so a crash
-mid-write, a truncated file or any other corruption leads to a rebuild, never to loading a
-stale or partial binary.
+Every artefact is built in a temporary named after this process, published with
+``os.replace`` (atomic on POSIX), followed by a ``.meta`` file naming the entry (kind, key and
+the fields of the key) and holding the SHA-256 of the binary; kernels and runtimes also carry
+their key inside the binary. A binary is used only when all of that matches
+(``ascend_backend/buildcache.py``), so a crash mid-write, a truncated file, corruption or a valid
+entry of another kernel copied under this key leads to a rebuild, never to loading it. Temps
+of killed builds are removed once their process is gone, and the cache is held under a size cap
+(``TL_ASCEND_CACHE_MAX_MB``) by removing the least recently used entries after each build.
+Environment faults (no compiler, a cache path that is a file, a read-only directory, a full
+disk) raise :class:`EmulatorEnvironmentError` with a one-line message.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
-import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
+from .. import buildcache
+from ..buildcache import BuildEnvironmentError
 from .report import EmulatorCompileError, EmulatorError
 
 PKG_DIR = Path(__file__).resolve().parent
 INCLUDE_DIR = PKG_DIR / "include"
 SRC_DIR = PKG_DIR / "src"
 
-CXX = os.environ.get("TL_ASCEND_CXX", "g++")
 COMMON_FLAGS = ["-std=c++20", "-fPIC", "-pthread", "-w"]
 RUNTIME_FLAGS = ["-O2"]
 KERNEL_FLAGS = ["-O2"]
@@ -53,6 +61,42 @@ stats = {"kernel_compiles": 0, "runtime_compiles": 0, "kernel_hits": 0}
 _lock = threading.Lock()
 
 
+class EmulatorEnvironmentError(EmulatorError, BuildEnvironmentError):
+    """The environment cannot build or cache the emulator (no compiler, a cache path that is a
+    file, a read-only cache directory, a full disk). The message is one line saying what to do."""
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _env_errors(fn: _F) -> _F:
+    """Re-raise environment faults as EmulatorEnvironmentError, without a chained traceback."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EmulatorEnvironmentError:
+            raise
+        except BuildEnvironmentError as exc:
+            raise EmulatorEnvironmentError(str(exc)) from None
+    return wrapper  # type: ignore[return-value]
+
+
+def cxx() -> str:
+    """The C++ compiler: ``$TL_ASCEND_CXX`` or g++ (read on every build)."""
+    return os.environ.get("TL_ASCEND_CXX") or "g++"
+
+
+def _check_compiler() -> str:
+    c = cxx()
+    if shutil.which(c) is None:
+        how = f"TL_ASCEND_CXX={c}" if os.environ.get("TL_ASCEND_CXX") else "the default g++"
+        raise EmulatorEnvironmentError(
+            f"error: the C++ compiler {c!r} ({how}) was not found, and the emulator must build its runtime and "
+            "kernels with it: install g++ 10 or newer (C++20), or set TL_ASCEND_CXX to one")
+    return c
+
+
 def normalize_arch(arch: str) -> str:
     """Map an arch spelling to ``dav-3510`` or ``dav-c220``; raise EmulatorError otherwise."""
     a = _ARCH_ALIASES.get(str(arch).lower())
@@ -61,12 +105,10 @@ def normalize_arch(arch: str) -> str:
     return a
 
 
+@_env_errors
 def cache_dir() -> Path:
-    """The cache directory (created on demand)."""
-    d = Path(os.environ.get("TL_ASCEND_CACHE_DIR") or Path.home() / ".cache" / "tilelang-ascendc")
-    d = d / "emulator"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    """The cache directory (created on demand; a path that is a file is an EmulatorEnvironmentError)."""
+    return buildcache.ensure_dir(buildcache.cache_root() / "emulator")
 
 
 def _emulator_files() -> list[Path]:
@@ -78,54 +120,28 @@ def emulator_hash() -> str:
     h = hashlib.sha256()
     for f in _emulator_files():
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    h.update(" ".join([CXX, *COMMON_FLAGS, *RUNTIME_FLAGS]).encode())
+    h.update(" ".join([cxx(), *COMMON_FLAGS, *RUNTIME_FLAGS]).encode())
     return h.hexdigest()[:20]
 
 
-def _sha_file(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()
+def protect_current(e: buildcache.Entry) -> bool:
+    """The current emulator's runtime libraries and precompiled headers (the automatic prune keeps them)."""
+    return e.kind in ("runtime", "pch") and emulator_hash() in e.name
 
 
-_verified: dict[tuple, str] = {}  # (path, size, mtime, meta size, meta mtime) -> sha256 verified
+def _publish(tmp_binary: Path, final: Path, ident: dict[str, Any]) -> str:
+    with buildcache.guard(final.parent, f"publishing {final.name}"):
+        return buildcache.publish(tmp_binary, final, ident)
 
 
-def _valid(binary: Path) -> str:
-    """The binary's SHA-256 when its meta file vouches for its exact content, else ''.
-    A successful check is remembered while the two files' size and mtime stay the same."""
-    meta = binary.with_suffix(".meta")
-    try:
-        st, sm = binary.stat(), meta.stat()
-        key = (str(binary), st.st_size, st.st_mtime_ns, st.st_ino, sm.st_size, sm.st_mtime_ns, sm.st_ino)
-        if key in _verified:
-            return _verified[key]
-        want = json.loads(meta.read_text())["sha256"]
-        if _sha_file(binary) != want:
-            return ""
-        _verified[key] = want
-        return want
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
-
-
-def _publish(tmp_binary: Path, final: Path) -> None:
-    """Atomically publish a built binary and then its meta file."""
-    digest = _sha_file(tmp_binary)
-    meta = final.with_suffix(".meta")
-    try:
-        meta.unlink()  # never leave a meta that could vouch for a new, partial binary
-    except FileNotFoundError:
-        pass
-    os.replace(tmp_binary, final)
-    fd, tmp_meta = tempfile.mkstemp(dir=final.parent, prefix=".meta-")
-    with os.fdopen(fd, "w") as f:
-        json.dump({"sha256": digest}, f)
-    os.replace(tmp_meta, meta)
+def _housekeeping() -> None:
+    buildcache.auto_prune(protect_current)
 
 
 @contextmanager
 def _file_lock(name: str) -> Iterator[None]:
     path = cache_dir() / f".{name}.lock"
-    with open(path, "a+") as f:
+    with buildcache.guard(path.parent, "locking the cache"), open(path, "a+") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -135,76 +151,114 @@ def _file_lock(name: str) -> Iterator[None]:
 
 def _run(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    except FileNotFoundError as e:
-        raise EmulatorError(f"C++ compiler {cmd[0]!r} not found (set TL_ASCEND_CXX)") from e
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    except FileNotFoundError:
+        _check_compiler()
+        raise
+    _check_disk(r.stderr)
+    return r
 
 
+def _check_disk(stderr: str) -> None:
+    if buildcache.no_space_in(stderr):
+        raise EmulatorEnvironmentError(
+            f"error: the compiler ran out of disk space (cache {buildcache.cache_root()}, temporary files in "
+            f"{tempfile.gettempdir()}): free disk space, run `tl-ascend cache prune`, or set TL_ASCEND_CACHE_DIR / "
+            "TMPDIR to another disk")
+
+
+def _mkdtemp(kind: str) -> Path:
+    d = cache_dir()
+    with buildcache.guard(d, "creating a build directory"):
+        return Path(tempfile.mkdtemp(dir=d, prefix=buildcache.temp_prefix(kind)))
+
+
+def _runtime_ident(arch: str, final: Path) -> dict[str, Any]:
+    return buildcache.identity("runtime", final.stem, arch=arch, emulator_hash=emulator_hash(), cxx=cxx(),
+                               flags=" ".join([*COMMON_FLAGS, *RUNTIME_FLAGS]))
+
+
+@_env_errors
 def runtime_lib(arch: str) -> Path:
     """Path of the runtime library for ``arch``, building it when missing or invalid."""
     arch = normalize_arch(arch)
     final = cache_dir() / f"libemu_{arch.replace('-', '_')}_{emulator_hash()}.so"
-    if _valid(final):
+    ident = _runtime_ident(arch, final)
+    if buildcache.verify(final, ident):
         return final
     with _lock, _file_lock(final.stem):
-        if _valid(final):
+        if buildcache.verify(final, ident):
             return final
+        compiler = _check_compiler()
         srcs = sorted(SRC_DIR.glob("*.cpp"))
-        tmpdir = Path(tempfile.mkdtemp(dir=cache_dir(), prefix=".build-"))
+        tmpdir = _mkdtemp("build")
         try:
             flags = [*COMMON_FLAGS, *RUNTIME_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}"]
+            idsrc = tmpdir / "cache_id.cpp"  # the entry's key, compiled into the library
+            with buildcache.guard(tmpdir, "writing the build directory"):
+                idsrc.write_text(buildcache.id_definition("__tl_ascend_cache_id_runtime", final.stem))
             procs = []
             objs = []
-            for s in srcs:  # compile the sources in parallel
+            for s in [*srcs, idsrc]:  # compile the sources in parallel
                 o = tmpdir / (s.stem + ".o")
                 objs.append(o)
-                procs.append((s, subprocess.Popen([CXX, *flags, "-c", str(s), "-o", str(o)],
+                procs.append((s, subprocess.Popen([compiler, *flags, "-c", str(s), "-o", str(o)],
                                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
             errors = []
             for s, p in procs:
                 _, err = p.communicate()
                 if p.returncode != 0:
+                    _check_disk(err)
                     errors.append(f"{s.name}:\n{err}")
             if errors:
                 raise EmulatorError("building the emulator runtime failed:\n" + "\n".join(errors)[:20000])
             out = tmpdir / "lib.so"
-            r = _run([CXX, *COMMON_FLAGS, "-shared", *map(str, objs), "-o", str(out)])
+            r = _run([compiler, *COMMON_FLAGS, "-shared", *map(str, objs), "-o", str(out)])
             if r.returncode != 0:
                 raise EmulatorError("linking the emulator runtime failed:\n" + r.stderr[:20000])
-            _publish(out, final)
+            _publish(out, final, ident)
             stats["runtime_compiles"] += 1
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
+    _housekeeping()
     return final
 
 
 _pch_checked: dict[str, bool] = {}
 
 
+@_env_errors
 def pch_dir(arch: str) -> Path | None:
     """Directory holding a precompiled ``kernel_operator.h.gch`` for kernel compiles (built once
     per arch and emulator hash; g++ uses it when the kernel's first include is
     kernel_operator.h, and silently falls back to the header otherwise). None if it cannot be
     built."""
     arch = normalize_arch(arch)
-    flags_key = hashlib.sha256(" ".join([*COMMON_FLAGS, *KERNEL_FLAGS]).encode()).hexdigest()[:8]
+    flags = " ".join([*COMMON_FLAGS, *KERNEL_FLAGS])
+    flags_key = hashlib.sha256(flags.encode()).hexdigest()[:8]
     d = cache_dir() / f"pch_{arch.replace('-', '_')}_{emulator_hash()}_{flags_key}"
     gch = d / "kernel_operator.h.gch"
+    ident = buildcache.identity("pch", d.name, arch=arch, emulator_hash=emulator_hash(), cxx=cxx(), flags=flags)
     key = str(gch)
-    if _pch_checked.get(key) and gch.is_file():
+    if (_pch_checked.get(key) and gch.is_file()) or buildcache.verify(gch, ident, embedded=False):
+        _pch_checked[key] = True
         return d
     with _lock, _file_lock(d.name):
-        if _valid(gch):
+        if buildcache.verify(gch, ident, embedded=False):
             _pch_checked[key] = True
             return d
-        d.mkdir(exist_ok=True)
-        tmp = d / f".tmp-{os.getpid()}.gch"
-        r = _run([CXX, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}", "-x", "c++-header",
-                  str(INCLUDE_DIR / "kernel_operator.h"), "-o", str(tmp)])
-        if r.returncode != 0:
+        compiler = _check_compiler()
+        with buildcache.guard(d, "creating the precompiled-header directory"):
+            d.mkdir(exist_ok=True)
+        tmp = d / f"{buildcache.temp_prefix('tmp')}kernel_operator.h.gch"
+        try:
+            r = _run([compiler, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}", "-x", "c++-header",
+                      str(INCLUDE_DIR / "kernel_operator.h"), "-o", str(tmp)])
+            if r.returncode != 0:
+                return None
+            _publish(tmp, gch, ident)
+        finally:
             tmp.unlink(missing_ok=True)
-            return None
-        _publish(tmp, gch)
         _gc_pch(keep=d)
     _pch_checked[key] = True
     return d
@@ -261,38 +315,46 @@ def _compile_error(stderr: str, source: str, src_name: str) -> EmulatorCompileEr
     return EmulatorCompileError(text, compiler_output=stderr, line=line, source_line=src_line)
 
 
+@_env_errors
 def kernel_lib(full_source: str, arch: str, user_source: str | None = None) -> KernelBinary:
     """Compile (or fetch from the cache) a kernel translation unit linked to the runtime."""
     arch = normalize_arch(arch)
     rt = runtime_lib(arch)
-    key = hashlib.sha256(
-        "\0".join([full_source, arch, rt.name, CXX, *COMMON_FLAGS, *KERNEL_FLAGS, *KERNEL_LINK_FLAGS]).encode()
-    ).hexdigest()[:32]
+    c = cxx()
+    flags = " ".join([*COMMON_FLAGS, *KERNEL_FLAGS, *KERNEL_LINK_FLAGS])
+    key = hashlib.sha256("\0".join([full_source, arch, rt.name, c, flags]).encode()).hexdigest()[:32]
     final = cache_dir() / f"k_{key}.so"
-    sha = _valid(final)
+    ident = buildcache.identity("kernel", final.stem, source_sha256=hashlib.sha256(full_source.encode()).hexdigest(),
+                                arch=arch, runtime=rt.name, cxx=c, flags=flags)
+    sha = buildcache.verify(final, ident)
     if sha:
         stats["kernel_hits"] += 1
         return KernelBinary(final, rt, False, sha)
-    tmpdir = Path(tempfile.mkdtemp(dir=cache_dir(), prefix=".k-"))
+    compiler = _check_compiler()
+    tmpdir = _mkdtemp("k")
     try:
         src = tmpdir / "kernel.cpp"
-        src.write_text(full_source)
+        with buildcache.guard(tmpdir, "writing the kernel source"):
+            # the entry's key is compiled into the binary, after the user's code (lines unchanged)
+            src.write_text(full_source + buildcache.id_definition("__tl_ascend_cache_id_kernel", final.stem))
         out = tmpdir / "k.so"
         pch = pch_dir(arch) if os.environ.get("TL_ASCEND_EMU_PCH", "1") != "0" else None
         inc = ([f"-I{pch}"] if pch else []) + [f"-I{INCLUDE_DIR}"]
-        cmd = [CXX, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], *inc, "-shared", str(src),
+        cmd = [compiler, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], *inc, "-shared", str(src),
                "-o", str(out), f"-L{rt.parent}", *KERNEL_LINK_FLAGS, f"-l:{rt.name}", f"-Wl,-rpath,{rt.parent}"]
         r = _run(cmd)
         if r.returncode != 0:
             shown = user_source if user_source is not None else full_source
             raise _compile_error(r.stderr, shown, "kernel.cpp")
-        _publish(out, final)
+        sha = _publish(out, final, ident)
         stats["kernel_compiles"] += 1
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
-    return KernelBinary(final, rt, True, _valid(final))
+    _housekeeping()
+    return KernelBinary(final, rt, True, sha)
 
 
+@_env_errors
 def loadable_path(binary: KernelBinary, loaded: dict[str, str]) -> Path:
     """A path to dlopen for this exact binary content.
 
@@ -305,7 +367,8 @@ def loadable_path(binary: KernelBinary, loaded: dict[str, str]) -> Path:
         return binary.path
     alias = binary.path.with_name(f"{binary.path.stem}.{binary.sha256[:16]}.so")
     if not alias.exists():
-        tmp = alias.with_name(f".{alias.name}.{os.getpid()}")
-        os.link(binary.path, tmp)
-        os.replace(tmp, alias)
+        tmp = alias.with_name(f"{buildcache.temp_prefix('alias')}{alias.name}")
+        with buildcache.guard(alias.parent, "linking a kernel alias"):
+            os.link(binary.path, tmp)
+            os.replace(tmp, alias)
     return alias

@@ -55,7 +55,11 @@ def race_hint(race: dict[str, Any], arch: str) -> str:
                 f"CrossCoreWaitFlag(id) on the {b.get('core')}")
     pa, pb = a.get("pipe"), b.get("pipe")
     if pa == pb == "V" and arch == "dav-c220":
-        return "dependent vector ops on dav-c220: put PipeBarrier<PIPE_V>() between them"
+        return ("dependent vector ops on dav-c220: put PipeBarrier<PIPE_V>() between them (bisheng's default "
+                "--cce-auto-sync=on inserts it)")
+    if pa == pb and pa in ("MTE2", "MTE3") and race.get("kind") == "write-write":
+        return (f"two {pa} copies write overlapping bytes: put PipeBarrier<PIPE_{pa}>() between them "
+                "(never inserted automatically)")
     ev = f"{pa}_{pb}"
     if ev in HARD_EVENTS:
         return (f"SetFlag<HardEvent::{ev}>(id) after line {a.get('line')} and "
@@ -84,6 +88,7 @@ class Report:
     block_dim: int
     kernel_type: str
     checks: bool = True
+    auto_sync: bool = True
     races: list[dict[str, Any]] = field(default_factory=list)
     races_total: int = 0
     flag_errors: list[dict[str, Any]] = field(default_factory=list)
@@ -110,6 +115,7 @@ class Report:
             block_dim=int(d.get("block_dim", 0)),
             kernel_type=kt,
             checks=bool(d.get("checks", True)),
+            auto_sync=bool(d.get("auto_sync", True)),
             races=list(d.get("races") or []),
             races_total=int(d.get("races_total") or 0),
             flag_errors=list(d.get("flag_errors") or []),
@@ -182,6 +188,7 @@ class Report:
             "block_dim": self.block_dim,
             "kernel_type": self.kernel_type,
             "checks": self.checks,
+            "auto_sync": self.auto_sync,
             "races": self.races,
             "races_total": self.races_total,
             "flag_errors": self.flag_errors,
@@ -197,7 +204,8 @@ class Report:
         """Human-readable multi-line summary (races with both ops and lines)."""
         status = "OK" if self.ok else "FAILED"
         out = [f"Emulator report ({self.arch}, block_dim={self.block_dim}, kernel type {self.kernel_type}, "
-               f"checks {'on' if self.checks else 'off'}): {status}"]
+               f"checks {'on' if self.checks else 'off'}, auto_sync {'on' if self.auto_sync else 'off'}): "
+               f"{status}"]
         for e in self.errors:
             out.append(f"error [{e.get('kind')}] block {e.get('block')} {e.get('core')}, "
                        f"line {e.get('line')}: {e.get('message')}")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -37,8 +38,19 @@ _SCALARS: dict[str, tuple[Any, str]] = {
     "half": (ctypes.c_float, "float"), "bfloat16_t": (ctypes.c_float, "float"),
 }
 
+# A kernel entry: optional `template <...>`, then qualifiers in any order (extern "C",
+# __global__, __aicore__, __vector__, __cube__, __mix__(c, v), __schedmode__(m), inline,
+# static), `void NAME(params) {`. Only definitions that carry __global__ are kernels.
+_QUAL = (r'(?:extern\s+"C"|__global__|__aicore__|__vector__|__cube__|__mix__\s*\(\s*\d+\s*,\s*\d+\s*\)'
+         r'|__schedmode__\s*\(\s*\d+\s*\)|inline|static|__inline__)')
 _KERNEL_RE = re.compile(
-    r'(?:extern\s+"C"\s+)?(?:(?:__global__|__aicore__|inline|static)\s+)+void\s+(\w+)\s*\(([^)]*)\)\s*\{')
+    r'(?:\btemplate\s*<(?P<tparams>[^{};]*?)>\s*)?(?P<quals>(?:' + _QUAL + r'\s*)+)'
+    r'\bvoid\s+(?P<name>\w+)\s*\((?P<params>[^)]*)\)\s*\{')
+
+_TASK_TYPE_RE = re.compile(r"KERNEL_TASK_TYPE_DEFAULT\s*\(\s*(?:AscendC::)?KERNEL_TYPE_(\w+)\s*\)")
+
+# __mix__(cube, vec) ratios the docs allow, and the kernel type each one launches
+_MIX_TYPES = {(1, 0): "MIX_AIC_1_0", (0, 1): "MIX_AIV_1_0", (1, 1): "MIX_AIC_1_1", (1, 2): "MIX_AIC_1_2"}
 
 
 @dataclass
@@ -46,6 +58,13 @@ class Param:
     name: str
     ctype: str       # declared type text
     pointer: bool
+    struct: bool = False   # passed by value, not a known scalar (a tiling struct): bytes in, bytes out
+
+
+@dataclass
+class TemplateParam:
+    name: str
+    kind: str        # "type" or "value"
 
 
 @dataclass
@@ -53,6 +72,22 @@ class Signature:
     name: str
     params: list[Param]
     extern_c: bool = True
+    template: list[TemplateParam] | None = None   # None: not a template kernel
+    kernel_type: str | None = None                # from __vector__ / __cube__ / __mix__(c, v)
+    task_type: str | None = None                  # KERNEL_TASK_TYPE_DEFAULT(...) in this entry's body
+    targs: list[str] | None = None                # the instantiation asked for (template kernels)
+
+    @property
+    def entry(self) -> str:
+        """Name of the trampoline symbol (one per template instantiation)."""
+        if self.targs is None:
+            return f"__emu_entry_{self.name}"
+        h = hashlib.sha1(", ".join(self.targs).encode()).hexdigest()[:12]
+        return f"__emu_entry_{self.name}__{h}"
+
+    @property
+    def display(self) -> str:
+        return self.name + (f"<{', '.join(self.targs)}>" if self.targs is not None else "")
 
 
 def _strip_comments(src: str) -> str:
@@ -60,34 +95,88 @@ def _strip_comments(src: str) -> str:
     return re.sub(r"//[^\n]*", "", src)
 
 
-def parse_kernels(source: str) -> list[Signature]:
-    """All ``__global__`` kernel entry points of a source, with their parameters."""
-    out = []
-    for m in _KERNEL_RE.finditer(_strip_comments(source)):
-        if "__global__" not in m.group(0):
-            continue
-        params = []
-        text = m.group(2).strip()
-        if text and text != "void":
-            for i, p in enumerate(text.split(",")):
-                p = " ".join(p.split())
-                pm = re.match(r"^(.*?)(\w+)$", p)
-                if not pm or not pm.group(1).strip():
-                    raise EmulatorError(f"cannot parse kernel parameter {p!r} of {m.group(1)}")
-                ty, name = pm.group(1).strip(), pm.group(2)
-                pointer = "*" in ty or "GM_ADDR" in ty
-                if not pointer:
-                    base = re.sub(r"\b(const|volatile)\b", "", ty).strip()
-                    if base not in _SCALARS:
-                        raise EmulatorError(f"unsupported scalar parameter type {ty!r} for {name!r} "
-                                            f"(param {i})")
-                    ty = base
-                params.append(Param(name, ty, pointer))
-        out.append(Signature(m.group(1), params, m.group(0).lstrip().startswith("extern")))
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside <>, (), [], {}."""
+    out, depth, cur = [], 0, []
+    for c in text:
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
     return out
 
 
-def _kernel_type_of(source: str, given: Any) -> int:
+def _template_params(text: str) -> list[TemplateParam]:
+    out = []
+    for p in _split_top(text):
+        p = p.split("=", 1)[0].strip()
+        m = re.match(r"^(typename|class)\b\s*(?:\.\.\.)?\s*(\w+)?$", p)
+        if m:
+            out.append(TemplateParam(m.group(2) or "", "type"))
+        else:
+            nm = re.search(r"(\w+)\s*$", p)
+            out.append(TemplateParam(nm.group(1) if nm else "", "value"))
+    return out
+
+
+def _kernel_type_of_quals(quals: str) -> str | None:
+    if re.search(r"\b__vector__\b", quals):
+        return "AIV_ONLY"
+    if re.search(r"\b__cube__\b", quals):
+        return "AIC_ONLY"
+    m = re.search(r"__mix__\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)", quals)
+    if m:
+        ratio = (int(m.group(1)), int(m.group(2)))
+        if ratio not in _MIX_TYPES:
+            raise EmulatorError(f"__mix__{ratio}: the documented ratios are (1, 0), (0, 1), (1, 1), (1, 2)")
+        return _MIX_TYPES[ratio]
+    return None
+
+
+def parse_kernels(source: str) -> list[Signature]:
+    """All ``__global__`` kernel entry points of a source, with their parameters."""
+    out = []
+    stripped = _strip_comments(source)
+    entries = [m for m in _KERNEL_RE.finditer(stripped) if "__global__" in m.group("quals")]
+    for n, m in enumerate(entries):
+        quals = m.group("quals")
+        # A source with several entries (one per launch) names each entry's type in its own body.
+        body = stripped[m.end():entries[n + 1].start() if n + 1 < len(entries) else len(stripped)]
+        tm = _TASK_TYPE_RE.search(body)
+        name = m.group("name")
+        tparams = _template_params(m.group("tparams")) if m.group("tparams") is not None else None
+        params = []
+        text = m.group("params").strip()
+        if text and text != "void":
+            for p in _split_top(text):
+                p = " ".join(p.split())
+                pm = re.match(r"^(.*?)(\w+)$", p)
+                if not pm or not pm.group(1).strip():
+                    raise EmulatorError(f"cannot parse kernel parameter {p!r} of {name}")
+                ty, pname = pm.group(1).strip(), pm.group(2)
+                pointer = "*" in ty or "GM_ADDR" in ty
+                struct = False
+                if not pointer:
+                    base = re.sub(r"\b(const|volatile)\b|&", "", ty).strip()
+                    base = " ".join(base.split())
+                    if base not in _SCALARS:
+                        # a struct (tiling data) or a template-dependent type, resolved at launch
+                        struct = True
+                    ty = base
+                params.append(Param(pname, ty, pointer, struct))
+        out.append(Signature(name, params, 'extern "C"' in " ".join(quals.split()), tparams,
+                             _kernel_type_of_quals(quals), tm.group(1) if tm else None))
+    return out
+
+
+def _kernel_type_of(source: str, given: Any, sig: Signature | None = None) -> int:
     if given is not None:
         if isinstance(given, int):
             return given
@@ -96,12 +185,15 @@ def _kernel_type_of(source: str, given: Any) -> int:
         if g not in KERNEL_TYPE_IDS:
             raise EmulatorError(f"unknown kernel_type {given!r}; use one of {sorted(KERNEL_TYPE_IDS)}")
         return KERNEL_TYPE_IDS[g]
+    if sig is not None and sig.kernel_type is not None:  # the entry's own qualifier
+        return KERNEL_TYPE_IDS[sig.kernel_type]
     text = _strip_comments(source)
-    m = re.search(r"KERNEL_TASK_TYPE_DEFAULT\s*\(\s*(?:AscendC::)?KERNEL_TYPE_(\w+)\s*\)", text)
-    if m:
-        if m.group(1) not in KERNEL_TYPE_IDS:
-            raise EmulatorError(f"kernel type KERNEL_TYPE_{m.group(1)} is not emulated")
-        return KERNEL_TYPE_IDS[m.group(1)]
+    m = _TASK_TYPE_RE.search(text)
+    task_type = sig.task_type if sig is not None and sig.task_type is not None else m and m.group(1)
+    if task_type:
+        if task_type not in KERNEL_TYPE_IDS:
+            raise EmulatorError(f"kernel type KERNEL_TYPE_{task_type} is not emulated")
+        return KERNEL_TYPE_IDS[task_type]
     cube = re.search(r"\b(Mmad|LoadData|Fixpipe|ASCEND_IS_AIC)\b|TPosition::(A1|A2|B1|B2|CO1|C1)\b", text)
     vec = re.search(r"ASCEND_IS_AIV|TPosition::VEC|\b(Add|Sub|Mul|Muls|Adds|Exp|Cast|Duplicate)\s*\(", text)
     if cube and vec:
@@ -110,32 +202,39 @@ def _kernel_type_of(source: str, given: Any) -> int:
 
 
 def trampoline(sig: Signature) -> str:
-    """C++ entry `__emu_entry_<name>` that unpacks a void* array into the kernel's arguments.
+    """C++ entry `sig.entry` that unpacks a void* array into the kernel's arguments, plus
+    `<entry>_argsize(i)` (sizeof each parameter, to check by-value struct arguments).
 
     extern "C" kernels are re-declared weak, so a kernel removed by the preprocessor (e.g.
     inside `#if defined(EMU_ARCH_3510)`) leaves a null entry instead of a link error;
-    `__emu_has_<name>()` tells which."""
-    args = []
-    for i, p in enumerate(sig.params):
-        if p.pointer:
-            args.append(f"({p.ctype})a[{i}]")
-        else:
-            c = _SCALARS[p.ctype][1]
-            expr = f"*({c}*)a[{i}]"
-            args.append(f"({p.ctype})({expr})" if p.ctype in ("half", "bfloat16_t") else expr)
-    n = sig.name
+    `__emu_has_<entry>()` tells which. Template kernels are instantiated here with the
+    arguments given at launch (``run_source(src, "name<2048, float>", ...)``)."""
+    e = sig.entry
+    if sig.targs is not None:
+        fn = f"&{sig.name}<{', '.join(sig.targs)}>"
+        return (f'extern "C" int __emu_has_{e}() {{ return 1; }}\n'
+                f'extern "C" void {e}(void** a) {{ ::emu::entry_call({fn}, a); }}\n'
+                f'extern "C" size_t {e}_argsize(int i) {{ return ::emu::entry_argsize({fn}, i); }}\n')
     if not sig.extern_c:
-        return (f'extern "C" int __emu_has_{n}() {{ return 1; }}\n'
-                f'extern "C" void __emu_entry_{n}(void** a) {{ (void)a; {n}({", ".join(args)}); }}\n')
+        fn = f"&{sig.name}"
+        return (f'extern "C" int __emu_has_{e}() {{ return 1; }}\n'
+                f'extern "C" void {e}(void** a) {{ ::emu::entry_call({fn}, a); }}\n'
+                f'extern "C" size_t {e}_argsize(int i) {{ return ::emu::entry_argsize({fn}, i); }}\n')
+    n = sig.name
     decl = ", ".join(f"{p.ctype} p{i}" for i, p in enumerate(sig.params))
     return (f'extern "C" __attribute__((weak)) void {n}({decl});\n'
-            f'extern "C" int __emu_has_{n}() {{ return {n} != nullptr; }}\n'
-            f'extern "C" void __emu_entry_{n}(void** a) {{ (void)a; if ({n}) {n}({", ".join(args)}); }}\n')
+            f'extern "C" int __emu_has_{e}() {{ return {n} != nullptr; }}\n'
+            f'extern "C" void {e}(void** a) {{ if ({n}) ::emu::entry_call({n}, a); }}\n'
+            f'extern "C" size_t {e}_argsize(int i) {{ return {n} ? ::emu::entry_argsize({n}, i) : 0; }}\n')
 
 
-def full_source(source: str) -> str:
-    """The kernel source plus one trampoline per kernel: one build serves every kernel of it."""
-    tramp = "".join(trampoline(k) for k in parse_kernels(source))
+def full_source(source: str, instantiate: Signature | None = None) -> str:
+    """The kernel source plus one trampoline per non-template kernel (one build serves every
+    kernel of it) and, for a template kernel, one for the instantiation asked for."""
+    sigs = [k for k in parse_kernels(source) if k.template is None]
+    if instantiate is not None and instantiate.targs is not None:
+        sigs.append(instantiate)
+    tramp = "".join(trampoline(k) for k in sigs)
     return source + '\n#line 1 "emu_trampoline.cpp"\n' + tramp
 
 
@@ -164,22 +263,160 @@ def _runtime(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
+def _instantiate(sig: Signature, targs: list[str]) -> Signature:
+    """The signature of one instantiation: template type parameters substituted in the
+    parameter types (so `T scale` with T = float is passed as a float)."""
+    assert sig.template is not None
+    if len(targs) > len(sig.template):
+        raise EmulatorError(f"kernel {sig.name} takes {len(sig.template)} template arguments, got {len(targs)}")
+    subst = {tp.name: a for tp, a in zip(sig.template, targs, strict=False) if tp.kind == "type" and tp.name}
+    params = []
+    for p in sig.params:
+        ty = p.ctype
+        for k, v in subst.items():
+            ty = re.sub(rf"\b{re.escape(k)}\b", v, ty)
+        if p.pointer:
+            params.append(Param(p.name, ty, True))
+        else:
+            base = " ".join(re.sub(r"\b(const|volatile)\b|&", "", ty).split())
+            params.append(Param(p.name, base, False, base not in _SCALARS))
+    return replace(sig, params=params, targs=targs)
+
+
 def _select(source: str, kernel: str | None) -> Signature:
     kernels = parse_kernels(source)
     if not kernels:
-        raise EmulatorError('no `extern "C" __global__ __aicore__ void NAME(...)` kernel found in the source')
-    if kernel is None:
-        return kernels[0]
-    for k in kernels:
-        if k.name == kernel:
-            return k
-    raise EmulatorError(f"kernel {kernel!r} not found; the source defines {[k.name for k in kernels]}")
+        raise EmulatorError("no kernel entry found in the source: write `__global__ __aicore__ void NAME(...) {...}` "
+                            "(optionally extern \"C\", __vector__/__cube__/__mix__(1, 2), template <...>)")
+    targs: list[str] | None = None
+    if kernel is not None:
+        kernel = kernel.strip()
+        m = re.match(r"^(\w+)\s*(?:<(.*)>)?$", kernel, re.S)
+        if not m:
+            raise EmulatorError(f"cannot read kernel name {kernel!r}: use NAME or NAME<template args>")
+        base = m.group(1)
+        if m.group(2) is not None:
+            targs = _split_top(m.group(2))
+        for k in kernels:
+            if k.name == base:
+                sig = k
+                break
+        else:
+            raise EmulatorError(f"kernel {base!r} not found; the source defines {[k.name for k in kernels]}")
+    else:
+        sig = kernels[0]
+    if sig.template is None:
+        if targs is not None:
+            raise EmulatorError(f"kernel {sig.name} is not a template; launch it as {sig.name!r}")
+        return sig
+    if targs is None:
+        raise EmulatorError(f"kernel {sig.name} is a template (template <{', '.join(t.name for t in sig.template)}>): "
+                            f"name the instantiation, e.g. run_source(src, \"{sig.name}<...>\", ...)")
+    return _instantiate(sig, targs)
+
+
+# C type -> (ctypes type, how a dict value is stored) for struct fields given as a dict
+_FIELD_CTYPES: dict[str, Any] = {
+    "bool": ctypes.c_bool, "char": ctypes.c_char, "int8_t": ctypes.c_int8, "uint8_t": ctypes.c_uint8,
+    "int16_t": ctypes.c_int16, "uint16_t": ctypes.c_uint16, "int32_t": ctypes.c_int32,
+    "uint32_t": ctypes.c_uint32, "int": ctypes.c_int, "unsigned": ctypes.c_uint,
+    "unsigned int": ctypes.c_uint, "int64_t": ctypes.c_int64, "uint64_t": ctypes.c_uint64,
+    "long": ctypes.c_long, "size_t": ctypes.c_size_t, "float": ctypes.c_float, "double": ctypes.c_double,
+    "half": ctypes.c_uint16, "bfloat16_t": ctypes.c_uint16,
+}
+
+
+def _struct_body(source: str, name: str) -> str | None:
+    m = re.search(rf"\b(?:struct|class)\s+{re.escape(name)}\s*(?::[^{{]*)?\{{", _strip_comments(source))
+    if not m:
+        return None
+    depth, i = 0, m.end() - 1
+    text = _strip_comments(source)
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:j]
+    return None
+
+
+def struct_type(source: str, name: str, _depth: int = 0) -> type[ctypes.Structure]:
+    """A ctypes.Structure laid out like the C struct `name` of the source (plain data fields:
+    scalars, half/bfloat16_t (as raw bits), fixed arrays, nested structs of the source)."""
+    name = name.split("::")[-1]
+    body = _struct_body(source, name)
+    if body is None or _depth > 8:
+        raise EmulatorError(f"cannot find the definition of struct {name!r} in the source: pass the "
+                            f"struct's bytes (bytes or a ctypes.Structure) instead of a dict")
+    fields: list[tuple[str, Any]] = []
+    for decl in body.split(";"):
+        decl = " ".join(decl.split())
+        if not decl or "(" in decl or decl.startswith(("public", "private", "static", "using", "template")):
+            continue
+        decl = re.sub(r"\s*=.*$", "", decl)  # default member initialisers
+        m = re.match(r"^(?:const\s+)?([\w:]+(?:\s+int)?)\s+(.+)$", decl)
+        if not m:
+            raise EmulatorError(f"struct {name}: cannot read field declaration {decl!r}")
+        ty = m.group(1).split("::")[-1]
+        base = _FIELD_CTYPES.get(ty) or struct_type(source, ty, _depth + 1)
+        for var in _split_top(m.group(2)):
+            vm = re.match(r"^(\w+)((?:\s*\[[^\]]+\])*)$", var.strip())
+            if not vm:
+                raise EmulatorError(f"struct {name}: cannot read field {var!r}")
+            ct = base
+            for dim in reversed(re.findall(r"\[([^\]]+)\]", vm.group(2))):
+                try:
+                    ct = ct * int(dim, 0)
+                except ValueError as e:
+                    raise EmulatorError(f"struct {name}: array size {dim!r} of field {vm.group(1)!r} is not a "
+                                        f"literal; pass the struct's bytes instead of a dict") from e
+            fields.append((vm.group(1), ct))
+    return type(name, (ctypes.Structure,), {"_fields_": fields})
+
+
+def _fill(obj: ctypes.Structure, values: dict[str, Any], path: str) -> None:
+    names = {f[0]: f[1] for f in obj._fields_}
+    for k, v in values.items():
+        if k not in names:
+            raise EmulatorError(f"{path} has no field {k!r} (fields: {list(names)})")
+        ft = names[k]
+        if isinstance(v, dict):
+            _fill(getattr(obj, k), v, f"{path}.{k}")
+        elif isinstance(v, (list, tuple)):
+            arr = getattr(obj, k)
+            if len(v) > len(arr):
+                raise EmulatorError(f"{path}.{k} holds {len(arr)} elements, got {len(v)}")
+            for j, x in enumerate(v):
+                arr[j] = x
+        else:
+            setattr(obj, k, float(v) if ft in (ctypes.c_float, ctypes.c_double) else int(v))
+
+
+def struct_bytes(source: str, p: Param, value: Any, size: int) -> bytes:
+    """The bytes of a by-value struct argument (see run_source)."""
+    if isinstance(value, ctypes.Structure):
+        raw = bytes(value)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+    elif isinstance(value, dict):
+        obj = struct_type(source, p.ctype)()
+        _fill(obj, value, p.ctype)
+        raw = bytes(obj)
+    else:
+        raise EmulatorError(f"argument {p.name!r} is a struct ({p.ctype}) passed by value: pass its bytes "
+                            f"(bytes/bytearray), a ctypes.Structure or a dict of field values "
+                            f"(got {type(value).__name__})")
+    if size and len(raw) != size:
+        raise EmulatorError(f"argument {p.name!r} ({p.ctype}) is {size} bytes in the kernel, got {len(raw)} bytes")
+    return raw
 
 
 def compile_source(source: str, kernel: str | None = None, arch: str = "dav-3510") -> cache.KernelBinary:
     """Compile (or fetch from the cache) the kernel; raises EmulatorCompileError on g++ errors."""
-    _select(source, kernel)
-    return cache.kernel_lib(full_source(source), arch, user_source=source)
+    sig = _select(source, kernel)
+    return cache.kernel_lib(full_source(source, sig), cache.normalize_arch(arch), user_source=source)
 
 
 def run_source(
@@ -196,15 +433,23 @@ def run_source(
     pool: int | None = None,
     timeout: float | None = None,
     timing: bool = True,
+    auto_sync: bool = True,
 ) -> Report:
     """Compile ``source`` with g++ against the emulator and run ``kernel`` over ``block_dim`` blocks.
 
+    ``kernel``: the entry's name, or for a template kernel the instantiation as in C++
+    (``"add_custom<2048, float>"``); None takes the first kernel of the source.
     ``args`` follow the kernel signature: torch CPU tensors (or None) for GM pointers, written
-    in place; Python numbers for scalars. Returns a Report; raises EmulatorError (with
+    in place; Python numbers for scalars; for a struct passed by value (tiling data) the
+    struct's bytes (``bytes``/``bytearray`` of exactly its size), a ``ctypes.Structure``, or a
+    dict of field values (the struct's definition is read from the source). Returns a Report; raises EmulatorError (with
     ``.report``) on kernel errors, deadlocks and crashes, and in strict mode on any race or
     flag error. ``isolate`` (default) runs the kernel in a forked child process so a wild
     pointer cannot take Python down. ``pool``: worker threads (default: CPU count, at most 2
-    unless TL_ASCEND_EMU_POOL says otherwise).
+    unless TL_ASCEND_EMU_POOL says otherwise). ``auto_sync`` (default) models bisheng's default
+    ``--cce-auto-sync=on``: the syncs it inserts by itself (docs/emulator.md, "Automatic
+    synchronisation") are treated as present; pass False for code built with
+    ``--cce-auto-sync=off``, such as everything tilelang-ascendc generates.
     """
     arch = cache.normalize_arch(arch)
     sig = _select(source, kernel)
@@ -213,16 +458,19 @@ def run_source(
                             f"({', '.join(p.name for p in sig.params)}), got {len(args)}")
     if not isinstance(block_dim, int) or block_dim < 1:
         raise EmulatorError(f"block_dim must be a positive int, got {block_dim!r}")
-    kt = _kernel_type_of(source, kernel_type)
-    binary = cache.kernel_lib(full_source(source), arch, user_source=source)
+    kt = _kernel_type_of(source, kernel_type, sig)
+    binary = cache.kernel_lib(full_source(source, sig), arch, user_source=source)
     with _lib_lock:
         kpath = str(cache.loadable_path(binary, _loaded_sha))
         _loaded_sha.setdefault(kpath, binary.sha256)
     klib = _load(kpath)
     rt = _runtime(klib)
-    if not getattr(klib, f"__emu_has_{sig.name}")():
+    if not getattr(klib, f"__emu_has_{sig.entry}")():
         raise EmulatorError(f"kernel {sig.name} is not compiled for {arch} (removed by the preprocessor)")
-    entry = ctypes.cast(getattr(klib, f"__emu_entry_{sig.name}"), ctypes.c_void_p).value
+    entry = ctypes.cast(getattr(klib, sig.entry), ctypes.c_void_p).value
+    argsize = getattr(klib, f"{sig.entry}_argsize")
+    argsize.restype = ctypes.c_size_t
+    argsize.argtypes = [ctypes.c_int]
 
     if pool is None:
         pool = int(os.environ.get("TL_ASCEND_EMU_POOL", "0")) or min(2, os.cpu_count() or 1)
@@ -234,6 +482,7 @@ def run_source(
     keep: list[Any] = []
     ptrs = (ctypes.c_void_p * max(1, len(args)))()
     cfg = [f"block_dim {block_dim}", f"kernel_type {kt}", f"checks {int(bool(checks))}", f"pool {pool}",
+           f"auto_sync {int(bool(auto_sync))}",
            f"mode0 {int(mode0)}",
            f"trace_cap {int(os.environ.get('TL_ASCEND_EMU_TRACE_CAP', '1000000')) if timing else 0}"]
     copies: list[tuple[torch.Tensor, torch.Tensor]] = []  # (user tensor, contiguous stand-in)
@@ -257,7 +506,12 @@ def run_source(
             addr = src.data_ptr()
             ptrs[i] = addr
             if nbytes:
-                cfg.append(f"gm {addr} {addr + nbytes} {p.name}")
+                cfg.append(f"gm {addr} {addr + nbytes} {p.name} {i}")
+        elif p.struct:
+            raw = struct_bytes(source, p, a, int(argsize(i)))
+            buf = ctypes.create_string_buffer(raw, max(1, len(raw)))
+            keep.append(buf)
+            ptrs[i] = ctypes.cast(buf, ctypes.c_void_p)
         else:
             if isinstance(a, torch.Tensor):
                 a = a.item()
@@ -304,8 +558,8 @@ def run_source(
     report.compiled = binary.compiled
     if report.fatal:
         first = report.errors[0]["message"] if report.errors else report.deadlock.get("message", "deadlock")
-        raise EmulatorError(f"kernel {sig.name} failed: {first}\n{report.summary()}", report)
+        raise EmulatorError(f"kernel {sig.display} failed: {first}\n{report.summary()}", report)
     if strict and not report.ok:
-        raise EmulatorError(f"kernel {sig.name}: synchronisation problems (strict mode)\n{report.summary()}",
+        raise EmulatorError(f"kernel {sig.display}: synchronisation problems (strict mode)\n{report.summary()}",
                             report)
     return report

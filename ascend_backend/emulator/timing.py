@@ -7,8 +7,9 @@ measured on hardware.
 Model, per core: the scalar unit issues every instruction in program order
 (``issue_cycles`` each). An op on pipe P starts when it is issued, when P is free, and
 after every flag the pipe waited on; it occupies P for its busy cycles, and its result is
-visible ``gm_latency`` cycles later when it touches GM (requests are pipelined: the latency
-does not occupy the pipe). SetFlag on SRC fires when every earlier op of SRC is complete;
+visible ``gm_latency`` cycles later when it touches GM, or the path's documented
+first-instruction latency later for LoadData, Fixpipe and L1 -> BT/FB (requests are
+pipelined: the latency does not occupy the pipe). SetFlag on SRC fires when every earlier op of SRC is complete;
 WaitFlag holds the DST pipe (the scalar unit too when DST is S) until then. PipeBarrier<PIPE_ALL> holds the scalar unit
 until every pipe is idle. Cross-core sets reach the waiting core ``cross_core_latency``
 cycles after the setting pipe is idle. Blocks are list-scheduled, in index order, onto
@@ -36,17 +37,32 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "aic_cores": 24,                  # 910B2: 24 AIC + 48 AIV
         "aiv_cores": 48,
         "groups": 24,                     # physical AI-core groups that run blocks
-        "l1_to_l0a_bpc": 256,
-        "l1_to_l0b_bpc": 128,
-        "l1_to_bt_bpc": 128,
-        "l0c_to_l1_bpc": 128,
+        # L1 -> L0 (MTE1) and the Fixpipe unit: devkit tests/perf/{load_data_perf,fixpipe_perf}
+        # README (theoretical bandwidth and fixed latency per path). A transfer occupies its pipe
+        # for ceil(bytes / bandwidth); its result is visible `latency` cycles later (the
+        # first-instruction latency: a burst of back-to-back transfers pays it once).
+        "l1_to_l0a_bpc": 256,             # LoadData 2D L1 -> L0A (load_data_perf scenario 1)
+        "l1_to_l0a_latency": 28,
+        "l1_to_l0b_bpc": 128,             # LoadData 2D L1 -> L0B (scenario 2)
+        "l1_to_l0b_latency": 28,
+        "load_transpose_latency": 28,     # LoadDataWithTranspose, same bandwidth as 2D (scenarios 3, 4)
+        "load_3d_latency": 50,            # LoadData 3D v2 (img2col); bandwidth: top of 32-256 / 28.4-128
+        "l1_to_bt_bpc": 32,               # L1 -> BiasTable (scenario 8)
+        "l1_to_bt_latency": 20,
+        "l1_to_fb_bpc": 32,               # L1 -> Fixpipe buffer (scenario 9)
+        "l1_to_fb_latency": 20,
+        "fixpipe_out_elems_per_cycle": 64,  # Fixpipe: 64 output elements per cycle (fixpipe_perf)
+        "fixpipe_max_bpc": 128,           # ... at most 128 B/cycle (fp32 out: 32 elements/cycle)
+        "fixpipe_dual_dst_factor": 2,     # dual-destination L0C -> UB (both AIVs) doubles it (3510 path)
+        "fixpipe_latency": 20,            # L0C -> L1 (fixpipe_perf scenarios 1, 2)
         "ub_to_l1_bpc": 128,              # (3510-only path; kept for symmetry)
         "l1_to_ub_bpc": 128,              # (3510-only path)
-        "l0c_to_ub_bpc": 128,             # (3510-only path)
         "vector_bpc": 256,
-        "cube_macs_per_cycle_16bit": 4096,   # 16x16x16 fp16/bf16
-        "cube_macs_per_cycle_8bit": 8192,    # 16x32x16 int8
-        "cube_macs_per_cycle_32bit": 1024,   # fp32 operands: assumed a quarter of fp16
+        # Mmad: mmad_perf README, MACs/cycle by operand width (cube_k = rate / 256 per 16x16 fractal)
+        "cube_macs_per_cycle_4bit": 0,       # no 4-bit Mmad on dav-2201
+        "cube_macs_per_cycle_8bit": 8192,    # b8: 16x16x32
+        "cube_macs_per_cycle_16bit": 4096,   # b16: 16x16x16 fp16/bf16
+        "cube_macs_per_cycle_32bit": 1024,   # b32: 16x16x4
         "core_hbm_read_bpc": 32,          # one core reading HBM (L2 miss), platform config ddr_read_rate
         "core_l2_read_bpc": 110,          # one core reading L2 (hit), platform config l2_read_rate
         "core_l2_write_bpc": 86,          # one core writing GM through L2, platform config l2_write_rate
@@ -54,9 +70,9 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "l2_to_hbm_bandwidth_ratio": 3.5,  # chip L2 read bandwidth / HBM ("about 3-4x", best practices)
         "gm_op_issue": 16,                # pipe occupancy per GM op besides the transfer (assumed)
         "gm_latency": 200,                # GM access latency, not occupying the pipe (assumed)
-        "local_copy_overhead": 16,        # fixed cycles per on-chip copy
+        "local_copy_overhead": 16,        # fixed cycles per on-chip copy without a documented latency
         "vector_op_overhead": 8,          # fixed cycles per vector instruction
-        "cube_op_overhead": 16,           # fixed cycles per Mmad
+        "cube_op_overhead": 0,            # fixed cycles per Mmad (mmad_perf: first-instruction overhead 0)
         "scalar_local_cycles": 1,         # GetValue/SetValue on on-chip memory
         "scalar_gm_cycles": 200,          # GetValue/SetValue on GM
         "issue_cycles": 1,                # scalar issue cost of every instruction
@@ -68,17 +84,27 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "aic_cores": 28,                  # platform config Ascend950PR: 28 cube + 56 vector cores
         "aiv_cores": 56,
         "groups": 28,
-        "l1_to_l0a_bpc": 256,
-        "l1_to_l0b_bpc": 256,
-        "l1_to_bt_bpc": 128,
-        "l0c_to_l1_bpc": 128,
-        "ub_to_l1_bpc": 128,
-        "l1_to_ub_bpc": 128,
-        "l0c_to_ub_bpc": 128,
+        "l1_to_l0a_bpc": 256,             # LoadData 2D V2 (load_data_perf scenario 11)
+        "l1_to_l0a_latency": 30,
+        "l1_to_l0b_bpc": 256,             # scenario 12
+        "l1_to_l0b_latency": 30,
+        "load_transpose_latency": 28,     # scenario 17
+        "load_3d_latency": 50,            # scenarios 15, 16 (32-256 B/cycle)
+        "l1_to_bt_bpc": 32,               # scenario 18
+        "l1_to_bt_latency": 20,
+        "l1_to_fb_bpc": 32,               # scenario 19
+        "l1_to_fb_latency": 26,
+        "fixpipe_out_elems_per_cycle": 64,
+        "fixpipe_max_bpc": 128,           # fixpipe_perf scenario 13: fp32 to UB 128 B/cycle
+        "fixpipe_dual_dst_factor": 2,     # scenario 14: both AIVs, 256 B/cycle
+        "fixpipe_latency": 26,            # L0C -> L1 and L0C -> UB (scenarios 11-14)
+        "ub_to_l1_bpc": 128,              # (assumed; no documented rate)
+        "l1_to_ub_bpc": 128,              # (assumed)
         "vector_bpc": 256,
-        "cube_macs_per_cycle_16bit": 4096,
-        "cube_macs_per_cycle_8bit": 8192,
-        "cube_macs_per_cycle_32bit": 1024,
+        "cube_macs_per_cycle_4bit": 16384,   # mxfp4: 16x16x64
+        "cube_macs_per_cycle_8bit": 8192,    # b8 and mxfp8: 16x16x32
+        "cube_macs_per_cycle_16bit": 4096,   # b16: 16x16x16
+        "cube_macs_per_cycle_32bit": 256,    # b32: 16x16x1
         "core_hbm_read_bpc": 27,
         "core_l2_read_bpc": 100,
         "core_l2_write_bpc": 100,
@@ -88,7 +114,7 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "gm_latency": 200,
         "local_copy_overhead": 16,
         "vector_op_overhead": 8,
-        "cube_op_overhead": 16,
+        "cube_op_overhead": 0,
         "scalar_local_cycles": 1,
         "scalar_gm_cycles": 200,
         "issue_cycles": 1,
@@ -147,11 +173,63 @@ def gm_rates(arch: str, active_cores: int | None = None, miss_fraction: float = 
     return GMRates(read=read, write=min(a["core_l2_write_bpc"], l2_share), miss_fraction=f)
 
 
+_CUBE_RATE_KEY = {4: "cube_macs_per_cycle_4bit", 8: "cube_macs_per_cycle_8bit",
+                  16: "cube_macs_per_cycle_16bit", 32: "cube_macs_per_cycle_32bit"}
+
+
+def cube_cycles(arch: str, macs: int, k: int = 0, operand_bytes: int = 0, fractals: int = 0) -> int:
+    """Busy cycles of one Mmad, the mmad_perf README's theoretical formula:
+    ``fractals x ceil(k / cube_k)`` with ``fractals = ceil(m/16) x ceil(n/16)`` and
+    ``cube_k = MACs per cycle / 256`` for the operand width ``8 x operand_bytes / k`` bits
+    (b4 mxfp4, b8 int8/fp8/mxfp8, b16 fp16/bf16, b32 fp32), plus ``cube_op_overhead`` (0).
+    Without the operand record (k, bytes, fractals): ``ceil(macs / 16-bit rate)``."""
+    a = ASSUMPTIONS[arch]
+    if k and operand_bytes and fractals:
+        bits = round(8 * operand_bytes / k)
+        rate = a.get(_CUBE_RATE_KEY.get(bits, ""), 0) or a["cube_macs_per_cycle_16bit"]
+        cube_k = max(1, int(rate) // 256)
+        return int(a["cube_op_overhead"] + fractals * math.ceil(k / cube_k))
+    return int(a["cube_op_overhead"] + math.ceil(macs / a["cube_macs_per_cycle_16bit"]))
+
+
+def fixpipe_bpc(arch: str, out_elems: int, out_bytes: int, dual: bool = False) -> float:
+    """Fixpipe output bandwidth, bytes/cycle (fixpipe_perf README): 64 output elements per cycle,
+    at most 128 B/cycle, doubled for a dual-destination (both AIVs) L0C -> UB transfer. Without
+    the element count the destination type is unknown: the 128 B/cycle cap."""
+    a = ASSUMPTIONS[arch]
+    bpc = a["fixpipe_max_bpc"]
+    if out_elems and out_bytes:
+        bpc = min(bpc, a["fixpipe_out_elems_per_cycle"] * out_bytes / out_elems)
+    return bpc * (a["fixpipe_dual_dst_factor"] if dual else 1)
+
+
+def local_path(arch: str, src: str | None, dst: str | None, name: str = "") -> tuple[float, int, bool]:
+    """(bytes per cycle, fixed cycles, documented) of an on-chip copy from ``src`` to ``dst`` by op
+    ``name``. Documented paths (load_data_perf README): the fixed cycles are the path's
+    first-instruction latency, which delays the result but does not occupy the pipe. Other
+    paths: 128 B/cycle unless ``*_bpc`` says otherwise, and ``local_copy_overhead`` occupying it."""
+    a = ASSUMPTIONS[arch]
+    if src == "L1" and dst in ("L0A", "L0B"):
+        bw = a["l1_to_l0a_bpc"] if dst == "L0A" else a["l1_to_l0b_bpc"]
+        if "3D" in name:
+            return bw, int(a["load_3d_latency"]), True
+        if "Transpose" in name:
+            return bw, int(a["load_transpose_latency"]), True
+        return bw, int(a["l1_to_l0a_latency"] if dst == "L0A" else a["l1_to_l0b_latency"]), True
+    if (src, dst) == ("L1", "BT"):
+        return a["l1_to_bt_bpc"], int(a["l1_to_bt_latency"]), True
+    if (src, dst) == ("L1", "FB"):
+        return a["l1_to_fb_bpc"], int(a["l1_to_fb_latency"]), True
+    bw = {("UB", "L1"): a["ub_to_l1_bpc"], ("L1", "UB"): a["l1_to_ub_bpc"]}.get((src, dst), 128)
+    return bw, int(a["local_copy_overhead"]), False
+
+
 def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, macs: int, repeats: int,
-            rates: GMRates | None = None) -> tuple[int, int]:
+            rates: GMRates | None = None, name: str = "") -> tuple[int, int]:
     """Modelled (busy, latency) cycles of one op (see ASSUMPTIONS): the op occupies its pipe for
     `busy` cycles and its result is visible `latency` cycles after that. ``rates``: the core's
-    GM rates (default: every core of the chip busy, every read an L2 miss)."""
+    GM rates (default: every core of the chip busy, every read an L2 miss). ``name``: the op's
+    name (LoadDataWithTranspose and 3D loads have their own latency)."""
     a = ASSUMPTIONS[arch]
     p = PIPES[pipe]
     s = MEMS[src] if src < len(MEMS) else None
@@ -161,24 +239,21 @@ def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, m
     if p == "V":
         return int(a["vector_op_overhead"] + max(repeats, math.ceil(nbytes / a["vector_bpc"]))), 0
     if p == "M":
-        rate = a["cube_macs_per_cycle_16bit"]
-        if elems and nbytes:
-            esz = nbytes / elems
-            if esz <= 1:
-                rate = a["cube_macs_per_cycle_8bit"]
-            elif esz >= 4:
-                rate = a["cube_macs_per_cycle_32bit"]
-        return int(a["cube_op_overhead"] + math.ceil(macs / rate)), 0
+        return cube_cycles(arch, macs, elems, nbytes, repeats), 0
+    from_l0c = p == "FIX" and s == "L0C"
     if "GM" in (s, d):
         r = rates if rates is not None else gm_rates(arch)
         bpc = r.read if s == "GM" else r.write
+        if from_l0c:  # the Fixpipe output unit also bounds a write to GM
+            bpc = min(bpc, fixpipe_bpc(arch, elems, nbytes))
         return int(a["gm_op_issue"] + math.ceil(nbytes / bpc)), int(a["gm_latency"])
-    bw = {
-        ("L1", "L0A"): a["l1_to_l0a_bpc"], ("L1", "L0B"): a["l1_to_l0b_bpc"], ("L1", "BT"): a["l1_to_bt_bpc"],
-        ("L0C", "L1"): a["l0c_to_l1_bpc"], ("UB", "L1"): a["ub_to_l1_bpc"], ("L1", "UB"): a["l1_to_ub_bpc"],
-        ("L0C", "UB"): a["l0c_to_ub_bpc"],
-    }.get((s, d), 128)
-    return int(a["local_copy_overhead"] + math.ceil(nbytes / bw)), 0
+    if from_l0c:  # the Fixpipe unit's first-instruction latency: the result is visible after it
+        bw = fixpipe_bpc(arch, elems, nbytes, dual=repeats >= 2)
+        return int(math.ceil(nbytes / bw)), int(a["fixpipe_latency"])
+    bw, fixed, documented = local_path(arch, s, d, name)
+    if documented:  # back-to-back transfers stream at the bandwidth; the latency delays the result
+        return int(math.ceil(nbytes / bw)), fixed
+    return int(fixed + math.ceil(nbytes / bw)), 0
 
 
 def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gts: list[int],
@@ -221,10 +296,11 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
                 s = st["s"]
                 if kind == 0:
                     s += issue
-                    key = (pipe, r[4], r[5], r[6], r[7], r[8], r[9])
+                    key = (pipe, r[2], r[4], r[5], r[6], r[7], r[8], r[9])
                     cl = cost_cache.get(key)
                     if cl is None:
-                        cl = cost_cache[key] = op_cost(arch, pipe, r[4], r[5], r[6], r[7], r[8], r[9], rates)
+                        cl = cost_cache[key] = op_cost(arch, pipe, r[4], r[5], r[6], r[7], r[8], r[9], rates,
+                                                       names[r[2]])
                     c, lat = cl
                     start = max(s, free[pipe])
                     end = start + c

@@ -34,24 +34,24 @@ EARLY_TOUCH_3510 = """
     CHECK-NOT: ws_d_gm
     CHECK: if ASCEND_IS_AIC {
     CHECK: for (int32_t n = 0;
-    CHECK: CrossCoreWaitFlag<2, PIPE_FIX>(1);  // workspace of c is free
+    CHECK: CrossCoreWaitFlag<2, PIPE_FIX>(2);  // workspace of c is free
     CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_c_gm[(bx * 64) * 64], c, fp);
     CHECK: CrossCoreSetFlag<2, PIPE_FIX>(0);  // c from the Cube to the Vector cores: written
     CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(3);  // AIV 0's UB tile d is free
     CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(d_peer, d[0], fp);
-    CHECK: CrossCoreSetFlag<4, PIPE_FIX>(2);
+    CHECK: CrossCoreSetFlag<4, PIPE_FIX>(1);
     CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(19);  // AIV 1's UB tile d is free
     CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(d_peer, d[512], fp);
-    CHECK: CrossCoreSetFlag<4, PIPE_FIX>(18);
-    CHECK: CrossCoreWaitFlag<2, PIPE_FIX>(1);  // drain: the last read of c's workspace
+    CHECK: CrossCoreSetFlag<4, PIPE_FIX>(17);
+    CHECK: CrossCoreWaitFlag<2, PIPE_FIX>(2);  // drain: the last read of c's workspace
     CHECK: if ASCEND_IS_AIV {
-    CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(1);  // prime: workspace of c starts free
+    CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(2);  // prime: workspace of c starts free
     CHECK: for (int32_t n = 0;
     CHECK-NEXT: Muls(prev, c, 0.5f, 2048);
     CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(0);  // c from the Cube to the Vector cores: ready in the workspace
     CHECK: DataCopy(c, ws_c_gm[((bx * 64) + (sub_idx * 32)) * 64], 2048);
-    CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(1);  // workspace of c read
-    CHECK: CrossCoreWaitFlag<4, PIPE_V>(2);  // d from the Cube: this AIV's half is in its UB
+    CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(2);  // workspace of c read
+    CHECK: CrossCoreWaitFlag<4, PIPE_V>(1);  // d from the Cube: this AIV's half is in its UB
     CHECK: CrossCoreSetFlag<4, PIPE_V>(3);
 """
 
@@ -63,17 +63,17 @@ UNEVEN_ROWS_3510 = """
     CHECK: for (int32_t k = 0;
     CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(0);  // b from the Vector cores to the Cube: ready in the workspace
     CHECK: DataCopy(b, ws_b_gm[(bx * 32) * 64], Nd2NzParams{
-    CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(1);  // workspace of b read
+    CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(2);  // workspace of b read
     CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_c_gm[(bx * 64) * 64], c, fp);
-    CHECK: CrossCoreSetFlag<2, PIPE_FIX>(2);  // c from the Cube to the Vector cores: written
+    CHECK: CrossCoreSetFlag<2, PIPE_FIX>(1);  // c from the Cube to the Vector cores: written
     CHECK: if ASCEND_IS_AIV {
     CHECK: const int32_t sub_idx = GetSubBlockIdx();
     CHECK: for (int32_t k = 0;
     CHECK: DataCopy(b_in, B_gm[((k * 32) + (sub_idx * 16)) * 64], 1024);
-    CHECK: CrossCoreWaitFlag<2, PIPE_MTE3>(1);  // workspace of b is free
+    CHECK: CrossCoreWaitFlag<2, PIPE_MTE3>(2);  // workspace of b is free
     CHECK: DataCopy(ws_b_gm[((bx * 32) + (sub_idx * 16)) * 64], b, 1024);
     CHECK: CrossCoreSetFlag<2, PIPE_MTE3>(0);  // b from the Vector cores to the Cube: written
-    CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(2);  // c from the Cube to the Vector cores: ready in the workspace
+    CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(1);  // c from the Cube to the Vector cores: ready in the workspace
     CHECK-NEXT: DataCopy(c, ws_c_gm[((bx * 64) + (sub_idx * 32)) * 64], 2048);
     CHECK: DataCopy(Y_gm[((bx * 64) + (sub_idx * 32)) * 64], y, 2048);
     CHECK-NOT: CrossCoreSetFlag<4
@@ -115,7 +115,7 @@ def _early_touch_case():
         return [p.clamp(min=0) + 0.5 * prev, a2.float() @ b.float()]
 
     return kernels.gemm_carry_epilogue(), [a, a2, b, torch.zeros(128, 192).half(), torch.zeros(128, 192).half()], \
-        [3, 4], reference, {"c": "c2v", "d": "c2v-ub"}
+        [3, 4], reference, {"c": ("cube->vector", "workspace"), "d": ("cube->vector", "on-chip")}
 
 
 def _uneven_rows_case():
@@ -123,7 +123,7 @@ def _uneven_rows_case():
     a = torch.randn(128, 128, generator=g).half() * 0.3
     b = torch.randn(128, 64, generator=g).half() * 0.3
     return kernels.scaled_b_gemm_epilogue(), [a, b, torch.zeros(128, 64)], [2], \
-        lambda a, b: [(a.float() @ (2 * b.float())).clamp(min=0)], {"b": "v2c", "c": "c2v"}
+        lambda a, b: [(a.float() @ (2 * b.float())).clamp(min=0)], {"b": ("vector->cube", "workspace"), "c": ("cube->vector", "workspace")}
 
 
 @pytest.mark.parametrize("which", ["early_touch", "uneven_rows"])
@@ -136,25 +136,30 @@ def test_fallbacks_on_the_emulator(arch, which):
     assert rep.ok and not rep.races and not rep.flag_errors and not rep.deadlock
     for idx, exp in zip(outs, expected, strict=True):
         torch.testing.assert_close(args[idx].float(), exp, atol=2e-2, rtol=2e-2)
-    routes = {t["name"]: t["direction"] for t in k.kernel.attrs["cross_core"]}
+    routes = {t.tile: (t.direction.value, t.route.value) for t in k.program.launch.transfers}
     if arch == "dav-3510":
         assert routes == routes_3510
     else:
-        assert routes == {n: d.removesuffix("-ub") for n, d in routes_3510.items()}
+        assert routes == {n: (d, "workspace") for n, (d, _) in routes_3510.items()}
 
 
 def test_verify_split_rejects_aivs_that_share_no_rows():
     # the bug the uneven-rows kernel found: with no row split both AIVs ran every op on whole tiles
     # (duplicate workspace and output writes, a race on both arches); the verifier now refuses that
-    from ascend_backend.passes.split_cores import split_cores, verify_split
+    from ascend_backend.passes.partition import partition
+    from ascend_backend.passes.route import route
+    from ascend_backend.passes.split_rows import split_rows, verify_split_rows
 
     from ascend_backend.errors import InternalCompilerError
     from ascend_backend.frontend import import_primfunc
+    from ascend_backend.ir import Core
     from ascend_backend.target import parse_target
 
-    kernel = import_primfunc(kernels.scaled_b_gemm_epilogue(), parse_target({"kind": "ascendc", "arch": "dav-3510"}),
-                             None)
-    aic, aiv = split_cores(kernel)
-    assert aiv.attrs["row_split"] == "rows/2"
+    program = split_rows(route(partition(import_primfunc(
+        kernels.scaled_b_gemm_epilogue(), parse_target({"kind": "ascendc", "arch": "dav-3510"}), None))))
+    lc = program.launch
+    aiv = lc.kernels[Core.AIV]
+    assert aiv.row_split is not None and aiv.row_split.rows is None  # each tile height splits on its own
+    broken = program.replace(launches=[lc.replace(kernels={**lc.kernels, Core.AIV: aiv.replace(row_split=None)})])
     with pytest.raises(InternalCompilerError, match="do not share the rows"):
-        verify_split(aic, aiv.replace(attrs={**aiv.attrs, "row_split": None}))
+        verify_split_rows(broken)

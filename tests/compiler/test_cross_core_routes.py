@@ -15,6 +15,7 @@ from filecheck import filecheck
 
 import ascend_backend
 from ascend_backend.emulator import EmulatorError, run_source
+from ascend_backend.ir import Route
 from ascend_backend.testing import run_case
 
 
@@ -42,13 +43,13 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(16);  // acc_s from the Cube to AIV 1: its half is in its UB
         # P arrives in L1 from both AIVs: the AIC's MTE1 waits for each half before its LoadData
         CHECK-NOT: DataCopy(acc_s_cast
-        CHECK: CrossCoreWaitFlag<4, PIPE_MTE1>(2);  // acc_s_cast from AIV 0: its half is in L1
-        CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_MTE1>(18);  // acc_s_cast from AIV 1: its half is in L1
+        CHECK: CrossCoreWaitFlag<4, PIPE_MTE1>(1);  // acc_s_cast from AIV 0: its half is in L1
+        CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_MTE1>(17);  // acc_s_cast from AIV 1: its half is in L1
         CHECK-NOT: DataCopy(acc_s_cast
         CHECK: LoadData(acc_s_cast_l0a, acc_s_cast, LoadData2DParamsV2{
         CHECK: Mmad(acc_o, acc_s_cast_l0a, V_shared_l0b, mp);
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(4);  // acc_o from the Cube to AIV 0
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(20);  // acc_o from the Cube to AIV 1
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(2);  // acc_o from the Cube to AIV 0
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(18);  // acc_o from the Cube to AIV 1
         CHECK: if ASCEND_IS_AIV {
         CHECK: TBuf<TPosition::A1> peer_l1;
         CHECK: LocalTensor<half> acc_s_cast_l1_peer = peer_l1.GetWithOffset<half>(4096, 40960);
@@ -58,8 +59,8 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK: WaitFlag<HardEvent::V_MTE3>(k % 2);
         CHECK-NEXT: DataCopy(acc_s_cast_l1_peer[sub_idx * 512], acc_s_cast, Nd2NzParams{1, (uint16_t)(32), (uint16_t)(64), 0, (uint16_t)(64), (uint16_t)(64), 1, 0});
         CHECK-NEXT: SetFlag<HardEvent::MTE3_V>(k % 2);
-        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_MTE3>(2);  // acc_s_cast from the Vector cores: this AIV's half is in the AIC's L1
-        CHECK: CrossCoreWaitFlag<4, PIPE_V>(4);
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_MTE3>(1);  // acc_s_cast from the Vector cores: this AIV's half is in the AIC's L1
+        CHECK: CrossCoreWaitFlag<4, PIPE_V>(2);
         CHECK-NOT: CrossCoreSetFlag<2
         CHECK-NOT: CrossCoreWaitFlag<2
     """)
@@ -72,13 +73,13 @@ def test_flash_attention_c220_keeps_the_workspace_and_mode_2():
         CHECK: if ASCEND_IS_AIC {
         CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_acc_s_gm
         CHECK: CrossCoreSetFlag<2, PIPE_FIX>(0);
-        CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(2);
+        CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(1);
         CHECK-NEXT: DataCopy(acc_s_cast, ws_acc_s_cast_gm
         CHECK-SAME: Nd2NzParams{
         CHECK: if ASCEND_IS_AIV {
         CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(0);
         CHECK: DataCopy(ws_acc_s_cast_gm
-        CHECK: CrossCoreSetFlag<2, PIPE_MTE3>(2);
+        CHECK: CrossCoreSetFlag<2, PIPE_MTE3>(1);
         CHECK-NOT: CrossCoreSetFlag<4
         CHECK-NOT: CrossCoreWaitFlag<4
         CHECK-NOT: peer
@@ -133,12 +134,12 @@ def test_free_flags_3510_on_chip_per_aiv():
 def test_transfers_with_free_flags(arch, name):
     k, report, _ = run_case(kernels.free_flag_cases()[name], arch)
     assert report.ok and not report.races and not report.flag_errors and not report.deadlock
-    cc = k.kernel.attrs["cross_core"]
-    assert len(cc) == 1 and cc[0]["free"] is not None
+    cc = k.program.launch.transfers
+    assert len(cc) == 1 and cc[0].free is not None
     if arch == "dav-3510":
-        assert cc[0]["direction"] in ("c2v-ub", "v2c-l1") and not k.kernel.attrs["workspace_bytes"]
+        assert cc[0].route is Route.ON_CHIP and not k.program.workspace_bytes
     else:
-        assert cc[0]["direction"] in ("c2v", "v2c") and k.kernel.attrs["workspace_bytes"] > 0
+        assert cc[0].route is Route.WORKSPACE and k.program.workspace_bytes > 0
 
 
 def test_sync_table_3510_lists_on_chip_flags_with_mode_4():
@@ -149,7 +150,7 @@ def test_sync_table_3510_lists_on_chip_flags_with_mode_4():
     assert all(0 <= r["id"] <= 10 and "mode 4" in r["kind"] for r in cc)
     p = next(r for r in cc if r["buffer"] == "AIC:acc_s_cast")
     assert p["producer"].startswith("AIV: DataCopy acc_s_cast") and p["consumer"] == "AIC: LoadData acc_s_cast"
-    assert "AIC ids 2 / 18" in p["kind"] and p["producer_at"].endswith("attention.py:69")
+    assert "AIC ids 1 / 17" in p["kind"] and p["producer_at"].endswith("attention.py:69")
     k2 = ascend_backend.compile(kernels.scaled_a_gemm(), target={"kind": "ascendc", "arch": "dav-3510"},
                                 runtime="emulator")
     free = [r for r in k2.sync_table() if r["event"] == "CrossCore (free)"]
@@ -163,9 +164,9 @@ def test_removed_3510_cross_core_flags_fail_with_a_report_not_a_hang(which):
     assert "CrossCoreSetFlag<4, PIPE_MTE3>" in k.kernel_source
     stripped = "\n".join(line for line in k.kernel_source.splitlines() if "CrossCore" not in line)
     args = [a.clone() for a in case.inputs]
-    assert not k.kernel.attrs["workspace_bytes"]  # everything crosses on chip: no workspace argument
+    assert not k.program.workspace_bytes  # everything crosses on chip: no workspace argument
     with pytest.raises(EmulatorError) as info:
-        run_source(stripped, k.name, args, k.block_dim, arch="dav-3510", timeout=120)
+        run_source(stripped, k.name, args, k.block_dim, arch="dav-3510", timeout=120, auto_sync=False)
     rep = info.value.report
     assert rep is not None and rep.races and not rep.deadlock
     text = rep.summary()
@@ -173,28 +174,22 @@ def test_removed_3510_cross_core_flags_fail_with_a_report_not_a_hang(which):
     assert "race" in text.lower() and ("AIC L1" in text or "UB" in text) and "CrossCoreSetFlag" in text
 
 
-def test_verify_split_rejects_a_wait_nobody_sets():
-    import dataclasses
-
-    from ascend_backend.passes.split_cores import split_cores, verify_split
+def test_verify_route_rejects_a_wait_nobody_sets():
+    from ascend_backend.passes.partition import partition
+    from ascend_backend.passes.route import route, verify_route
 
     from ascend_backend.errors import InternalCompilerError
     from ascend_backend.frontend import import_primfunc
-    from ascend_backend.ir import Loop, TileOp
+    from ascend_backend.ir import Core, CrossCoreSet, map_body
     from ascend_backend.target import parse_target
 
-    kernel = import_primfunc(kernels.scaled_a_gemm(), parse_target({"kind": "ascendc", "arch": "dav-3510"}), None)
-    aic, aiv = split_cores(kernel)
-    verify_split(aic, aiv)
-
-    def drop_sub1_sets(body):  # the AIC forgets to free the L1 tile for AIV 1
-        out = []
-        for s in body:
-            if isinstance(s, Loop):
-                out.append(dataclasses.replace(s, body=drop_sub1_sets(s.body)))
-            elif not (isinstance(s, TileOp) and s.op == "cc_set" and s.args.get("sub") == 1):
-                out.append(s)
-        return out
-
+    program = route(partition(import_primfunc(kernels.scaled_a_gemm(),
+                                              parse_target({"kind": "ascendc", "arch": "dav-3510"}), None)))
+    verify_route(program)
+    lc = program.launch
+    aic = lc.kernels[Core.AIC]
+    # the AIC forgets to free the L1 tile for AIV 1
+    body = map_body(aic.body, lambda s: [] if isinstance(s, CrossCoreSet) and s.sub == 1 else [s])
+    broken = program.replace(launches=[lc.replace(kernels={**lc.kernels, Core.AIC: aic.replace(body=body)})])
     with pytest.raises(InternalCompilerError, match="never sets"):
-        verify_split(aic.replace(body=drop_sub1_sets(aic.body)), aiv)
+        verify_route(broken)

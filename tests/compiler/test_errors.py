@@ -16,6 +16,7 @@ from ascend_backend import (
     TargetError,
     UnsupportedError,
 )
+from ascend_backend.reports import memory_map
 
 
 def line_of(marker: str) -> int:
@@ -57,12 +58,12 @@ def test_unsupported_function_names_it_and_its_line():
 
 def unsupported_reduce():
     @T.prim_func
-    def k(A: T.Tensor((16, 64), "float32"), B: T.Tensor((16,), "float32")):
+    def k(A: T.Tensor((16, 64), "int32"), B: T.Tensor((16,), "int32")):
         with T.Kernel(1, threads=128) as _:
-            a = T.alloc_fragment((16, 64), "float32")
-            r = T.alloc_fragment((16,), "float32")
+            a = T.alloc_fragment((16, 64), "int32")
+            r = T.alloc_fragment((16,), "int32")
             T.copy(A[0, 0], a)
-            T.reduce_abssum(a, r, dim=1)  # marker:abssum
+            T.reduce_bitand(a, r, dim=1)  # marker:bitand
             T.copy(r, B[0])
 
     return k
@@ -70,7 +71,7 @@ def unsupported_reduce():
 
 def test_unsupported_reduce_kind():
     err = compile_err(unsupported_reduce())
-    assert "abssum" in err.what and err.loc.line == line_of("marker:abssum")
+    assert "bitand" in err.what and err.loc.line == line_of("marker:bitand")
 
 
 def gemm_kernel(dtype="float16", bM=64, K=64, bK=64, M=64):
@@ -161,9 +162,10 @@ def mixed():
 def test_cube_and_vector_on_one_tile_is_split_not_rejected():
     # Once rejected; now split between the Cube and the Vector cores (tests/compiler/test_mix.py runs it).
     result = ascend_backend.lower(mixed(), {"kind": "ascendc", "arch": "dav-c220"})
-    assert set(result.cores) == {"AIC", "AIV"}
+    assert {c.value for c in result.program.launch.kernels} == {"AIC", "AIV"}
     assert "KERNEL_TYPE_MIX_AIC_1_2" in result.source
-    assert result.kernel.buffers["AIV:c"].loc.line == line_of("marker:mixed_c")
+    rows = {r["buffer"]: r for r in memory_map(result.program)}
+    assert rows["AIV:c"]["defined_at"].endswith(f":{line_of('marker:mixed_c')}")
 
 
 def test_unknown_arch_and_target():
@@ -195,7 +197,7 @@ def test_compiler_bug_says_it_is_one(monkeypatch):
     def broken(kernel):
         raise KeyError("oops")
 
-    monkeypatch.setattr(pipeline, "_stages", lambda: [("assign_layout", broken)])
+    monkeypatch.setattr(pipeline, "passes", lambda: [("assign_layout", broken)])
     with pytest.raises(InternalCompilerError) as info:
         ascend_backend.lower(unsupported_function(), "ascendc")
     assert "internal compiler error in stage 'assign_layout'" in str(info.value)

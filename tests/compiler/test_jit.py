@@ -67,7 +67,7 @@ def test_eager_add_returns_output(compiles):
     (prim,) = compiles
     assert [list(buf.shape) for buf in prim.buffer_map.values()] == [[64, 256]] * 3
     kernel = add.compile(a, b)
-    assert kernel.out_idx == [2] and len(kernel.kernel.params) == 3
+    assert kernel.out_idx == [2] and len(kernel.params) == 3
 
 
 def test_eager_add_new_shapes_and_kwargs(compiles):

@@ -12,3 +12,5 @@ def test_kernel_on_emulator(arch, name):
     kernel, report, errors = run_case(CASES[name](), arch, runtime="emulator")
     assert report is not None and report.ok
     assert not report.races and not report.flag_errors
+    # checked as built for the device: bisheng --cce-auto-sync=off, every sync explicit
+    assert report.auto_sync is False

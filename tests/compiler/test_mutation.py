@@ -10,6 +10,9 @@ import softmax
 
 from ascend_backend.mutation import run_mutations
 
+# Mutation sweeps compile and run one kernel per deleted flag: the slow tier.
+pytestmark = pytest.mark.slow
+
 CASES = {"elementwise": elementwise.example, "gemm": gemm.example, "rmsnorm": rmsnorm.example,
          "softmax": softmax.example}
 

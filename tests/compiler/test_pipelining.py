@@ -26,8 +26,12 @@ def run(func, args, arch):
     return k
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3])
-@pytest.mark.parametrize("loops", [1, 2, 3, 7])
+# (stages, loops): a few in the fast tier, the whole sweep in the slow one.
+SWEEP = [pytest.param(s, n, marks=() if (s, n) in ((1, 1), (2, 3), (3, 7)) else pytest.mark.slow)
+         for s in (1, 2, 3) for n in (1, 2, 3, 7)]
+
+
+@pytest.mark.parametrize("stages,loops", SWEEP)
 def test_gemm_k_loop_matches_serial_twin(arch, stages, loops):
     K = 32 * loops
     g = torch.Generator().manual_seed(loops)
@@ -42,8 +46,7 @@ def test_gemm_k_loop_matches_serial_twin(arch, stages, loops):
     assert l1 == {"a": stages, "b": stages}
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3])
-@pytest.mark.parametrize("loops", [1, 2, 3, 7])
+@pytest.mark.parametrize("stages,loops", SWEEP)
 def test_k_stepped_gemm_matches_serial_twin(arch, stages, loops):
     # A 128x256 fp16 A tile (64 KB) does not fit L0A twice: the gemm steps through K in two
     # 128-wide chunks, alternating ping/pong L0 buffers when pipelined, one buffer otherwise.
@@ -89,8 +92,7 @@ def test_k_stepped_gemm_with_partial_tiles(arch):
     torch.testing.assert_close(c.float(), reference(a, b).float(), atol=2e-2, rtol=1e-2)
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3])
-@pytest.mark.parametrize("loops", [1, 2, 3, 7])
+@pytest.mark.parametrize("stages,loops", SWEEP)
 def test_vector_stream_matches_serial_twin(arch, stages, loops):
     N = 64 * loops - 8  # a column tail on the last chunk
     g = torch.Generator().manual_seed(loops)

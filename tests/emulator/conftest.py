@@ -23,11 +23,11 @@ def line_of(src: str, marker: str) -> int:
     raise AssertionError(f"marker {marker!r} not in source")
 
 
-def run(src: str, args: list[Any], block_dim: int = 1, **kw: Any) -> Report:
+def run(src: str, args: list[Any], block_dim: int = 1, kernel: str | None = None, **kw: Any) -> Report:
     """run_source in non-strict mode; returns the report also when the run raised."""
     kw.setdefault("strict", False)
     try:
-        return run_source(src, None, args, block_dim, **kw)
+        return run_source(src, kernel, args, block_dim, **kw)
     except EmulatorError as e:
         if e.report is None:
             raise

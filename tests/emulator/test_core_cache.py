@@ -1,7 +1,9 @@
-"""Compile cache: reuse, integrity (never a stale or partial binary), compile errors."""
+"""Compile cache: reuse, integrity (never a stale, partial or foreign binary), compile errors."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import torch
 from conftest import HEADER, line_of
 
 from ascend_backend.emulator import EmulatorCompileError, cache, run_source
+from ascend_backend.emulator.runner import full_source
 
 SRC = HEADER + r"""
 extern "C" __global__ __aicore__ void fill(GM_ADDR out, float v) {
@@ -108,3 +111,39 @@ def test_cache_key_includes_arch(fresh_cache):
     rep = run_source(SRC.replace("VARIANT", "5"), "fill", [out, 1.0], 1, arch="dav-c220")
     assert rep.compiled and rep.arch == "dav-c220"
     assert len(_kernels(fresh_cache)) == 2
+
+
+def test_entry_names_its_key(fresh_cache):
+    _run("6")
+    (so,) = _kernels(fresh_cache)
+    meta = json.loads(so.with_suffix(".meta").read_text())
+    assert meta["kind"] == "kernel" and meta["key"] == so.stem
+    assert meta["sha256"] == hashlib.sha256(so.read_bytes()).hexdigest()
+    ident = meta["id"]
+    assert ident["arch"] == "dav-3510" and ident["runtime"].startswith("libemu_dav_3510_")
+    assert ident["source_sha256"] == hashlib.sha256(full_source(SRC.replace("VARIANT", "6")).encode()).hexdigest()
+    assert f"tl-ascend-cache-id:{so.stem}".encode() in so.read_bytes()  # the binary names its key too
+    rt = next(fresh_cache.glob("libemu_dav_3510_*.so"))
+    assert f"tl-ascend-cache-id:{rt.stem}".encode() in rt.read_bytes()
+
+
+def test_valid_entry_of_another_kernel_copied_under_a_key_is_rebuilt(fresh_cache):
+    _run("7")
+    (a,) = _kernels(fresh_cache)
+    _run("8")
+    (b,) = [k for k in _kernels(fresh_cache) if k != a]
+    # 1. the whole entry of kernel "7" (binary and meta) copied under the key of kernel "8"
+    shutil.copy(a, b)
+    shutil.copy(a.with_suffix(".meta"), b.with_suffix(".meta"))
+    compiled, out = _run("8")
+    assert compiled and out[0] == 9.5  # kernel "8" (1.5 + 8), not "7" (8.5)
+    # 2. kernel "7"'s binary under "8", with a meta forged to name key "8" and the copied binary's
+    #    hash: the binary itself names key "7"
+    shutil.copy(a, b)
+    meta = json.loads(b.with_suffix(".meta").read_text())
+    meta["sha256"] = hashlib.sha256(a.read_bytes()).hexdigest()
+    b.with_suffix(".meta").write_text(json.dumps(meta))
+    compiled, out = _run("8")
+    assert compiled and out[0] == 9.5
+    compiled, out = _run("8")
+    assert not compiled and out[0] == 9.5

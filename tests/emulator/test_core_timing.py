@@ -75,9 +75,98 @@ def test_cost_formulas():
     L1, L0B = 2, 4
     c220, _ = timing.op_cost("dav-c220", 3, L1, L0B, 32768, 0, 0, 0)
     c3510, _ = timing.op_cost("dav-3510", 3, L1, L0B, 32768, 0, 0, 0)
-    assert c220 - a["local_copy_overhead"] == 2 * (c3510 - a["local_copy_overhead"])
-    # a 128x128x64 fp16 Mmad: 1M MACs / 4096 per cycle
+    assert c220 == 2 * c3510
+    # a 128x128x64 fp16 Mmad: 8 x 8 output fractals x 64/16 K steps (= 1M MACs / 4096 per cycle)
+    assert timing.op_cost("dav-3510", 2, 3, 5, 64 * 2, 64, 128 * 128 * 64, 64) == (256, 0)
+    # an Mmad without the operand record: the 16-bit rate on the MAC count
     assert timing.op_cost("dav-3510", 2, 3, 5, 0, 0, 128 * 128 * 64, 0) == (a["cube_op_overhead"] + 256, 0)
+
+
+M_PIPE, MTE1, FIX = 2, 3, 6
+L1_, L0A, L0B_, L0C, BT, FB = 2, 3, 4, 5, 6, 7
+CUBE_K = {"dav-c220": {8: 32, 16: 16, 32: 4}, "dav-3510": {4: 64, 8: 32, 16: 16, 32: 1}}  # mmad_perf README
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_mmad_cost_follows_the_mmad_perf_formula(arch):
+    a = timing.ASSUMPTIONS[arch]
+    for bits, cube_k in CUBE_K[arch].items():
+        # the table's MACs/cycle is one 16x16 output fractal times cube_k per cycle
+        assert a[f"cube_macs_per_cycle_{bits}bit"] == 16 * 16 * cube_k
+        for m, n, k in [(128, 128, 128), (130, 20, 100), (16, 16, 64), (256, 64, 512)]:
+            fractals = -(-m // 16) * -(-n // 16)
+            busy, lat = timing.op_cost(arch, M_PIPE, L0A, L0C, k * bits // 8, k, m * n * k, fractals)
+            assert lat == 0
+            assert busy == a["cube_op_overhead"] + fractals * -(-k // cube_k), (bits, m, n, k)
+
+
+def test_mmad_dtype_ratios():
+    def cyc(arch, bits, m=128, n=128, k=256):
+        return timing.op_cost(arch, M_PIPE, L0A, L0C, k * bits // 8, k, m * n * k, (m // 16) * (n // 16))[0]
+
+    a = timing.ASSUMPTIONS["dav-3510"]
+    # dav-3510: fp32 is 4096/256 = 16x slower than fp16, int8 2x faster, mxfp4 4x faster
+    assert cyc("dav-3510", 32) == 16 * cyc("dav-3510", 16)
+    assert cyc("dav-3510", 32) / cyc("dav-3510", 16) == a["cube_macs_per_cycle_16bit"] / a["cube_macs_per_cycle_32bit"]
+    assert cyc("dav-3510", 8) * 2 == cyc("dav-3510", 16)
+    assert cyc("dav-3510", 4) * 4 == cyc("dav-3510", 16)
+    # dav-c220: fp32 4x slower than fp16
+    assert cyc("dav-c220", 32) == 4 * cyc("dav-c220", 16)
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_load_data_cost_per_path(arch):
+    a = timing.ASSUMPTIONS[arch]
+    nbytes = 128 * 64 * 2
+    # (busy = bytes / bandwidth, then the path's first-instruction latency until the result is visible)
+    for dst, bw, lat in [(L0A, "l1_to_l0a_bpc", "l1_to_l0a_latency"), (L0B_, "l1_to_l0b_bpc", "l1_to_l0b_latency")]:
+        busy = -(-nbytes // int(a[bw]))
+        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0, name="LoadData") == (busy, a[lat])
+        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0,
+                              name="LoadDataWithTranspose") == (busy, a["load_transpose_latency"])
+        assert timing.op_cost(arch, MTE1, L1_, dst, nbytes, 0, 0, 0, name="LoadData3DV2") == (busy, a["load_3d_latency"])
+    assert a["l1_to_bt_bpc"] == a["l1_to_fb_bpc"] == 32
+    assert timing.op_cost(arch, MTE1, L1_, BT, 1024, 0, 0, 0) == (1024 // 32, a["l1_to_bt_latency"])
+    assert timing.op_cost(arch, FIX, L1_, FB, 1024, 0, 0, 0) == (1024 // 32, a["l1_to_fb_latency"])
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_load_data_latency_is_paid_once_per_burst(arch):
+    # four back-to-back LoadData, then SetFlag<MTE1_M> / WaitFlag and an Mmad: the transfers stream
+    # at the bandwidth and the Mmad starts one latency after the last (load_data_perf's costing of
+    # a loop of LoadData: latency + all bytes / bandwidth)
+    a = timing.ASSUMPTIONS[arch]
+    load = [0, MTE1, 0, 1, L1_, L0A, 2048, 0, 0, 0]
+    mmad = [0, M_PIPE, 1, 2, L0A, L0C, 64 * 2, 64, 64 * 64 * 64, 16]
+    ops = [load, load, load, load, [1, MTE1, 2, 3, MTE1, M_PIPE, 0, 0, 0, 0],
+           [2, M_PIPE, 3, 4, MTE1, M_PIPE, 0, 0, 0, 0, 0, 4], mmad]
+    tr = {"names": ["LoadData", "Mmad", "SetFlag", "WaitFlag"], "threads": [{"block": 0, "core": "AIC", "ops": ops}]}
+    t, tl = timing.model(tr, arch, 1)
+    per = 2048 // int(a["l1_to_l0a_bpc"])
+    starts = [e[4] for e in tl[:4]]
+    assert [s - starts[0] for s in starts] == [0, per, 2 * per, 3 * per]
+    assert tl[4][4] == starts[0] + 4 * per + a["l1_to_l0a_latency"]
+    assert t["busy_percent"]["MTE1"] == pytest.approx(100 * 4 * per / t["total_cycles"])
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_fixpipe_cost_per_path(arch):
+    a = timing.ASSUMPTIONS[arch]
+    e = 128 * 128  # output elements
+    lat = a["fixpipe_latency"]
+    # 64 output elements per cycle x destination size, at most 128 B/cycle (fixpipe_perf README)
+    for dsz, bpc in [(2, 128), (1, 64), (4, 128)]:
+        assert bpc == min(64 * dsz, 128)
+        assert timing.op_cost(arch, FIX, L0C, L1_, e * dsz, e, 0, 0) == (e * dsz // bpc, lat)
+    if arch == "dav-3510":  # L0C -> UB: fp32 128 B/cycle, 256 with both AIVs (dual destination)
+        assert timing.op_cost(arch, FIX, L0C, UB, e * 4, e, 0, 0) == (e * 4 // 128, lat)
+        assert timing.op_cost(arch, FIX, L0C, UB, e * 4, e, 0, 2) == (e * 4 // 256, lat)
+    # to GM: the core's GM write rate, bounded by the Fixpipe output rate (int8 out: 64 B/cycle)
+    r = timing.gm_rates(arch, 1, 1.0)
+    busy, glat = timing.op_cost(arch, FIX, L0C, GM, e, e, 0, 0, r)
+    assert glat == a["gm_latency"] and busy == a["gm_op_issue"] + -(-e // min(r.write, 64))
+    busy, _ = timing.op_cost(arch, FIX, L0C, GM, 4 * e, e, 0, 0, r)
+    assert busy == a["gm_op_issue"] + -(-4 * e // min(r.write, 128))
 
 
 def test_l2_term():
@@ -168,3 +257,51 @@ def test_emulator_counts_distinct_gm_reads():
     # 4 blocks x 3 reads of 1 KB; distinct: x[0:256) once, then the quarters of blocks 1-3
     assert rep.gm_reads == {"bytes": 12 * 1024, "unique_bytes": 4 * 1024}
     assert rep.timing["l2_miss_fraction"] == pytest.approx(4 / 12)
+
+
+CUBE_DTYPES = HEADER + r"""
+// One 128x128x128 Mmad per operand type, then a Fixpipe L0C -> L1 (fp32 -> fp16), each after a
+// PIPE_ALL barrier so that every op starts on an idle core.
+template <class A, class C>
+__aicore__ inline void mm(LocalTensor<C> c, TBuf<TPosition::A2>& a2, TBuf<TPosition::B2>& b2) {
+    Mmad(c, a2.Get<A>(), b2.Get<A>(), MmadParams(128, 128, 128, 0, false, true));
+    PipeBarrier<PIPE_ALL>();
+}
+extern "C" __global__ __aicore__ void cube_dtypes(GM_ADDR unused) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    TPipe pipe;
+    TBuf<TPosition::A1> a1; TBuf<TPosition::A2> a2; TBuf<TPosition::B2> b2; TBuf<TPosition::CO1> c1;
+    pipe.InitBuffer(a1, 128 * 128 * 2); pipe.InitBuffer(a2, 128 * 128 * 4);
+    pipe.InitBuffer(b2, 128 * 128 * 4); pipe.InitBuffer(c1, 128 * 128 * 4);
+    mm<half>(c1.Get<float>(), a2, b2);
+    mm<float>(c1.Get<float>(), a2, b2);
+    mm<int8_t>(c1.Get<int32_t>(), a2, b2);
+#if defined(EMU_ARCH_C220)
+    FixpipeParamsV220 fp(128, 128, 128, 128, false);
+#else
+    FixpipeParamsArch3510<CO2Layout::ROW_MAJOR> fp(128, 128, 128, 128);
+#endif
+    fp.quantPre = QuantMode_t::F322F16;
+    Fixpipe<half, float, CFG_ROW_MAJOR>(a1.Get<half>(), c1.Get<float>(), fp);
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_cube_ops_report_their_dtype_to_the_model(arch):
+    rep = run(CUBE_DTYPES, [torch.zeros(8)], arch=arch)
+    assert rep.ok, rep.summary()
+    a = timing.ASSUMPTIONS[arch]
+    ops = [e for e in rep.to_dict()["timing"]["timeline"] if e["pipe"] in ("M", "FIX")]
+    assert [e["op"] for e in ops] == ["Mmad", "Mmad", "Mmad", "Fixpipe"]
+    fp16, fp32, int8, fix = (e["end"] - e["start"] for e in ops)
+    fractals = 8 * 8
+    for cyc, bits in ((fp16, 16), (fp32, 32), (int8, 8)):
+        cube_k = a[f"cube_macs_per_cycle_{bits}bit"] // 256
+        assert cyc == a["cube_op_overhead"] + fractals * 128 // cube_k, bits
+    # documented ratios: fp32 vs fp16 = 4096/1024 (dav-c220) or 4096/256 (dav-3510); int8 twice as fast
+    assert fp32 == fp16 * (4 if arch == "dav-c220" else 16)
+    assert int8 * 2 == fp16
+    # Fixpipe fp32 -> fp16 into L1: 64 output elements per cycle, then its latency (nothing follows it)
+    assert fix == 128 * 128 // 64
+    assert rep.timing["total_cycles"] == ops[-1]["end"] + a["fixpipe_latency"]

@@ -77,7 +77,8 @@ __aicore__ inline void mm(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dump) {
     else Fixpipe<TO, float, CFG_ROW_MAJOR>(cg, c1, fp);
 #else
     if constexpr (NZOUT) {
-        FixpipeParamsArch3510<CO2Layout::NZ> fp(N, M, MP, dstStride);
+        // dav-3510 gives the NZ destination stride in elements (NZ2NZ page)
+        FixpipeParamsArch3510<CO2Layout::NZ> fp(N, M, MP, (uint32_t)(M * 16));
         fp.quantPre = QuantOf<TO>::v; fp.reluEn = RELU;
         Fixpipe<TO, float, CFG_NZ>(cg, c1, fp);
     } else {

@@ -185,7 +185,7 @@ def test_syncall_barrier():
 MISC = HEADER + r"""
 extern "C" __global__ __aicore__ void misc(GM_ADDR out, uint32_t v) {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-    if (v == 0 && ASCEND_IS_AIC) CrossCoreSetFlag<2, PIPE_S>(11);  // @X0
+    if (v == 0 && ASCEND_IS_AIC) CrossCoreSetFlag<2, PIPE_S>(16);  // @X0 (ids 0-15)
     if (v == 1 && ASCEND_IS_AIC)
         for (int i = 0; i < 16; ++i) CrossCoreSetFlag<2, PIPE_S>(4);  // @X1
     if (v == 2) CrossCoreWaitFlag(5);  // @X2

@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include "emu_xblock.h"
 
 #if !defined(EMU_ARCH_C220) && !defined(EMU_ARCH_3510)
 #error "build with -DEMU_ARCH_C220 or -DEMU_ARCH_3510"
@@ -64,7 +65,11 @@ struct Span {
     Mem mem;
     uint64_t begin, end;
     int8_t core = -1;
+    uint8_t cls = 0;  // access class (CLS_ATOMIC / CLS_SYNC in emu_xblock.h); 0 = plain
 };
+// What the timing model costs (docs/emulator-internals.md): copies `bytes`; vector ops
+// `repeats`/`bytes`; Mmad `macs`, `repeats` = 16x16 output fractals, `elems` = K and
+// `bytes` = K x operand size (the dtype rate); Fixpipe `elems`/`bytes` written.
 struct Cost {
     uint64_t bytes = 0, elems = 0, macs = 0;
     uint32_t repeats = 0;
@@ -110,6 +115,8 @@ void check_kernel_type(int type, const Loc& loc);
 void queue_signal(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc);
 void queue_wait(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc);
 void queue_forget(const void* begin, size_t bytes);
+// TPipe::Reset: wait for the FreeTensor events still pending on this core (also of destroyed queues).
+void pipe_reset(const Loc& loc);
 int64_t block_idx();
 int64_t block_num();
 int64_t sub_block_idx();
@@ -200,15 +207,21 @@ public:
         r.size_ = size_ > offset ? size_ - offset : 0;
         return r;
     }
+    // Scalar GM accesses go through the core's data cache: a store publishes the scalar unit's
+    // completed work; a load synchronises with it only right after DataCacheCleanAndInvalid
+    // of its line (emu_xblock.h), the documented way to poll a GM flag written by another core.
     T GetValue(uint64_t i, const emu::Loc& loc = emu::Loc::current()) const {
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
-        emu::record("GetValue", emu::Pipe::S, {{emu::Mem::GM, b, b + sizeof(T)}}, {}, {sizeof(T), 1}, loc);
+        const uint8_t cls = emu::xb_load_class(addr_ + i);
+        emu::record("GetValue", emu::Pipe::S, {{emu::Mem::GM, b, b + sizeof(T), -1, cls}}, {}, {sizeof(T), 1}, loc);
+        emu::xb_scalar_load(addr_ + i, sizeof(T), cls != 0, loc);
         return addr_[i];
     }
     void SetValue(uint64_t i, T v, const emu::Loc& loc = emu::Loc::current()) const {
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
-        emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T)}}, {sizeof(T), 1}, loc);
+        emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T), -1, emu::CLS_SSTORE}}, {sizeof(T), 1}, loc);
         addr_[i] = v;
+        emu::xb_release(b, emu::PIPES_S, loc);
     }
     uint64_t GetSize() const { return size_; }
     void SetSize(uint64_t n) { size_ = n; }
@@ -232,6 +245,17 @@ private:
 };
 
 // ---- LocalTensor ------------------------------------------------------------------
+// Sub-byte element types (fp4x2_e2m1_t / fp4x2_e1m2_t declare emu_elems_per_byte = 2): tensor
+// offsets and sizes count 4-bit elements, as the official MX examples index them (LoadData_2D_MX).
+}  // namespace AscendC
+namespace emu {
+template <class T, class = void> struct elems_per_byte { static constexpr uint64_t value = 1; };
+template <class T> struct elems_per_byte<T, std::void_t<decltype(T::emu_elems_per_byte)>> {
+    static constexpr uint64_t value = T::emu_elems_per_byte;
+};
+template <class T> constexpr uint64_t bytes_of(uint64_t n) { return n * sizeof(T) / elems_per_byte<T>::value; }
+}  // namespace emu
+namespace AscendC {
 template <class T>
 class LocalTensor {
 public:
@@ -239,8 +263,11 @@ public:
     LocalTensor() = default;
     LocalTensor(emu::Mem mem, uint32_t byte_off, uint32_t count, TPosition pos = TPosition::VECCALC)
         : mem_(mem), off_(byte_off), size_(count), pos_(pos) {}
+    // Static tensor programming: a tensor at byte address `addr` of the memory of `pos`.
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize)
+        : mem_(mem_of(pos)), off_(addr), size_(tileSize), pos_(pos) {}
     LocalTensor operator[](uint32_t offset) const {
-        return LocalTensor(mem_, off_ + (uint32_t)(offset * sizeof(T)), size_ > offset ? size_ - offset : 0, pos_);
+        return LocalTensor(mem_, off_ + (uint32_t)emu::bytes_of<T>(offset), size_ > offset ? size_ - offset : 0, pos_);
     }
     T GetValue(uint32_t i, const emu::Loc& loc = emu::Loc::current()) const {
         uint64_t b = off_ + (uint64_t)i * sizeof(T);
@@ -255,17 +282,17 @@ public:
     uint32_t GetSize() const { return size_; }
     void SetSize(uint32_t n) { size_ = n; }
     uint64_t GetPhyAddr() const { return off_; }
-    uint64_t GetPhyAddr(uint32_t offset) const { return off_ + offset * sizeof(T); }
+    uint64_t GetPhyAddr(uint32_t offset) const { return off_ + emu::bytes_of<T>(offset); }
     TPosition GetPosition() const { return pos_; }
-    int32_t GetLength() const { return (int32_t)(size_ * sizeof(T)); }
+    int32_t GetLength() const { return (int32_t)emu::bytes_of<T>(size_); }
     template <class U> LocalTensor<U> ReinterpretCast() const {
-        return LocalTensor<U>(mem_, off_, (uint32_t)((uint64_t)size_ * sizeof(T) / sizeof(U)), pos_);
+        return LocalTensor<U>(mem_, off_, (uint32_t)(emu::bytes_of<T>(size_) * emu::elems_per_byte<U>::value / sizeof(U)), pos_);
     }
     // emulator hooks for ops
     T* emu_ptr() const { return reinterpret_cast<T*>(emu::mem_base(mem_) + off_); }
     emu::Mem emu_mem() const { return mem_; }
     uint64_t emu_offset() const { return off_; }
-    emu::Span emu_span(uint64_t count) const { return {mem_, off_, off_ + count * sizeof(T)}; }
+    emu::Span emu_span(uint64_t count) const { return {mem_, off_, off_ + emu::bytes_of<T>(count)}; }
     emu::Span emu_span_bytes(uint64_t byte_off, uint64_t nbytes) const {
         return {mem_, off_ + byte_off, off_ + byte_off + nbytes};
     }
@@ -281,15 +308,17 @@ private:
 template <TPosition pos = TPosition::VECCALC>
 class TBuf {
 public:
-    template <class T> LocalTensor<T> Get() const { return LocalTensor<T>(mem_of(pos), off_, bytes_ / sizeof(T), pos); }
+    template <class T> LocalTensor<T> Get() const {
+        return LocalTensor<T>(mem_of(pos), off_, (uint32_t)(bytes_ * emu::elems_per_byte<T>::value / sizeof(T)), pos);
+    }
     template <class T> LocalTensor<T> Get(uint32_t count, const emu::Loc& loc = emu::Loc::current()) const {
-        if ((uint64_t)count * sizeof(T) > bytes_)
+        if (emu::bytes_of<T>(count) > bytes_)
             emu::fail("invalid_param", "TBuf::Get<T>(count) asks for more bytes than the buffer holds", loc);
         return LocalTensor<T>(mem_of(pos), off_, count, pos);
     }
     template <class T>
     LocalTensor<T> GetWithOffset(uint32_t count, uint32_t byteOffset, const emu::Loc& loc = emu::Loc::current()) const {
-        if ((uint64_t)byteOffset + (uint64_t)count * sizeof(T) > bytes_)
+        if ((uint64_t)byteOffset + emu::bytes_of<T>(count) > bytes_)
             emu::fail("invalid_param", "TBuf::GetWithOffset range exceeds the buffer", loc);
         return LocalTensor<T>(mem_of(pos), off_ + byteOffset, count, pos);
     }
@@ -305,28 +334,41 @@ private:
 };
 
 // ---- TQue / TQueBind: queues with implicit synchronisation ----------------------------
-// EnQue signals producer pipe -> consumer pipe, DeQue waits for it; FreeTensor signals
-// consumer -> producer, and AllocTensor of a reused buffer waits for it. Pipes per position:
-// VECIN MTE2->V, VECOUT V->MTE3, A1/B1/C1 MTE2->MTE1, A2/B2 MTE1->M, CO1 M->FIX; a
-// TQueBind<src, dst> uses src's producer and dst's consumer; VECCALC queues do not sync.
-constexpr int que_producer(TPosition p) {
-    switch (p) {
-        case TPosition::VECIN: case TPosition::A1: case TPosition::B1: case TPosition::C1: return (int)emu::Pipe::MTE2;
-        case TPosition::VECOUT: return (int)emu::Pipe::V;
-        case TPosition::A2: case TPosition::B2: return (int)emu::Pipe::MTE1;
-        case TPosition::CO1: return (int)emu::Pipe::M;
-        default: return -1;
-    }
-}
-constexpr int que_consumer(TPosition p) {
-    switch (p) {
-        case TPosition::VECIN: return (int)emu::Pipe::V;
-        case TPosition::VECOUT: return (int)emu::Pipe::MTE3;
-        case TPosition::A1: case TPosition::B1: case TPosition::C1: return (int)emu::Pipe::MTE1;
-        case TPosition::A2: case TPosition::B2: return (int)emu::Pipe::M;
-        case TPosition::CO1: return (int)emu::Pipe::FIX;
-        default: return -1;
-    }
+// The TPipe/TQue framework's events (sync key-features page, tables 1 and 2; TQueBind page,
+// table 1 for the data paths): EnQue sets producer -> consumer, DeQue waits for it;
+// FreeTensor sets consumer -> producer, and AllocTensor of a reused buffer waits for it.
+// Per data path (a TQue<pos> is the TQueBind of its path):
+//   GM -> VECIN          TQue<VECIN>     UB   MTE2 -> V
+//   VECOUT -> GM         TQue<VECOUT>    UB   V -> MTE3
+//   VECIN -> VECOUT      (bind only)     UB   MTE2 -> MTE3
+//   GM -> A1/B1/C1       TQue<A1/B1/C1>  L1   MTE2 -> MTE1
+//   A1 -> A2, B1 -> B2   TQue<A2/B2>     L0A/L0B  MTE1 -> M
+//   C1 -> C2             TQue<C2>        BT   MTE1 -> M
+//   CO1 -> CO2           TQue<CO1>       L0C  M -> FIX
+//   VECOUT -> A1/B1/C1   (bind only)     UB   V -> MTE3 (the UB -> L1 copy, dav-3510)
+// Other paths (CO2 -> GM, CO2 -> VECIN, VECCALC) get no events. Every pair above is in the
+// page's tables (AIV: MTE2<->V, V<->MTE3, MTE2<->MTE3; AIC: MTE2<->MTE1, MTE1<->M, M<->FIX).
+struct QuePath {
+    TPosition buf;     // where InitBuffer places the buffers
+    int prod, cons;    // emu::Pipe values, -1: no events
+};
+constexpr QuePath que_path(TPosition src, TPosition dst) {
+    using P = TPosition;
+    constexpr int MTE2 = (int)emu::Pipe::MTE2, MTE1 = (int)emu::Pipe::MTE1, MTE3 = (int)emu::Pipe::MTE3;
+    constexpr int V = (int)emu::Pipe::V, M = (int)emu::Pipe::M, FIX = (int)emu::Pipe::FIX;
+    if (src == P::GM) src = dst;  // GM -> X is TQue<X>
+    if (dst == P::GM) dst = src;  // X -> GM is TQue<X>
+    auto l1 = [](P p) { return p == P::A1 || p == P::B1 || p == P::C1; };
+    if (src == P::VECIN && dst == P::VECIN) return {P::VECIN, MTE2, V};
+    if (src == P::VECOUT && dst == P::VECOUT) return {P::VECOUT, V, MTE3};
+    if (src == P::VECIN && dst == P::VECOUT) return {P::VECIN, MTE2, MTE3};
+    if (src == P::VECOUT && l1(dst)) return {P::VECOUT, V, MTE3};
+    if (l1(src) && dst == src) return {src, MTE2, MTE1};
+    if ((src == P::A1 && dst == P::A2) || (src == P::A2 && dst == P::A2)) return {P::A2, MTE1, M};
+    if ((src == P::B1 && dst == P::B2) || (src == P::B2 && dst == P::B2)) return {P::B2, MTE1, M};
+    if ((src == P::C1 && dst == P::C2) || (src == P::C2 && dst == P::C2)) return {P::C2, MTE1, M};
+    if (src == P::CO1 && (dst == P::CO1 || dst == P::CO2)) return {P::CO1, M, FIX};
+    return {src == P::GM ? dst : src, -1, -1};
 }
 
 template <TPosition src, TPosition dst, int32_t depth = 1, auto... cfg>
@@ -337,12 +379,13 @@ public:
     TQueBind(const TQueBind&) = delete;
     TQueBind& operator=(const TQueBind&) = delete;
     ~TQueBind() { emu::queue_forget(this, sizeof(*this)); }
+    static constexpr QuePath kPath = que_path(src, dst);
     template <class T> LocalTensor<T> AllocTensor(const emu::Loc& loc = emu::Loc::current()) {
         check_init(loc);
         int i = (int)(allocs_ % num_);
         if (allocs_ >= num_ && sync()) emu::queue_wait(cons(), prod(), &free_key_[i], "AllocTensor", loc);
         ++allocs_;
-        return LocalTensor<T>(mem_of(src), off_ + (uint32_t)i * stride_, len_ / sizeof(T), src);
+        return LocalTensor<T>(mem_of(kPath.buf), off_ + (uint32_t)i * stride_, len_ / sizeof(T), kPath.buf);
     }
     template <class T> bool EnQue(const LocalTensor<T>& t, const emu::Loc& loc = emu::Loc::current()) {
         int i = index_of(t.emu_offset(), "EnQue", loc);
@@ -358,7 +401,7 @@ public:
         head_ = (head_ + 1) % kMax;
         --count_;
         if (sync()) emu::queue_wait(prod(), cons(), &data_key_[i], "DeQue", loc);
-        return LocalTensor<T>(mem_of(dst), off_ + (uint32_t)i * stride_, len_ / sizeof(T), dst);
+        return LocalTensor<T>(mem_of(kPath.buf), off_ + (uint32_t)i * stride_, len_ / sizeof(T), kPath.buf);
     }
     template <class T> void FreeTensor(const LocalTensor<T>& t, const emu::Loc& loc = emu::Loc::current()) {
         int i = index_of(t.emu_offset(), "FreeTensor", loc);
@@ -376,9 +419,9 @@ public:
     }
 
 private:
-    static constexpr bool sync() { return que_producer(src) >= 0 && que_consumer(dst) >= 0; }
-    static constexpr emu::Pipe prod() { return (emu::Pipe)que_producer(src); }
-    static constexpr emu::Pipe cons() { return (emu::Pipe)que_consumer(dst); }
+    static constexpr bool sync() { return kPath.prod >= 0 && kPath.cons >= 0; }
+    static constexpr emu::Pipe prod() { return (emu::Pipe)kPath.prod; }
+    static constexpr emu::Pipe cons() { return (emu::Pipe)kPath.cons; }
     void check_init(const emu::Loc& loc) const {
         if (num_ == 0) emu::fail("invalid_param", "TQue used before TPipe::InitBuffer", loc);
     }
@@ -405,7 +448,17 @@ TPipe*& current_pipe();
 
 class TPipe {
 public:
-    TPipe() { emu_detail::current_pipe() = this; }
+    // Only one TPipe may exist at a time; a further one needs Destroy() on the previous first
+    // (TPipe constructor page: otherwise hangs or random behaviour).
+    TPipe(const emu::Loc& loc = emu::Loc::current()) : line_(loc.line()) {
+        TPipe* prev = emu_detail::current_pipe();
+        if (prev && !prev->destroyed_)
+            emu::fail("invalid_param",
+                      "a second TPipe while the TPipe constructed at line " + std::to_string(prev->line_) +
+                          " is alive and not destroyed: only one TPipe may exist at a time; call Destroy() on the first",
+                      loc);
+        emu_detail::current_pipe() = this;
+    }
     ~TPipe() {
         if (emu_detail::current_pipe() == this) emu_detail::current_pipe() = nullptr;
     }
@@ -426,7 +479,7 @@ public:
     template <TPosition src, TPosition dst, int32_t depth, auto... cfg>
     bool InitBuffer(TQueBind<src, dst, depth, cfg...>& que, uint8_t num, uint32_t len,
                     const emu::Loc& loc = emu::Loc::current()) {
-        constexpr emu::Mem m = mem_of(src);
+        constexpr emu::Mem m = mem_of(TQueBind<src, dst, depth, cfg...>::kPath.buf);
         uint64_t a = align_of(m);
         uint64_t stride = ((uint64_t)len + a - 1) / a * a;
         uint64_t start = (used_[(int)m] + a - 1) / a * a;
@@ -438,10 +491,20 @@ public:
                            std::to_string(loc.line()) + "; ";
         return true;
     }
-    void Destroy() { Reset(); }
-    void Reset() {
-        for (auto& u : used_) u = 0;
-        for (auto& d : detail_) d.clear();
+    // Destroy ends with PipeBarrier<PIPE_ALL> (DestroyWithoutPipeAll page: "unlike Destroy, no
+    // PIPE_ALL inside"); Reset waits for the pending FreeTensor events, then frees the memory.
+    void Destroy(const emu::Loc& loc = emu::Loc::current()) {
+        emu::pipe_barrier(PIPE_ALL, loc);
+        Reset(loc);
+        destroyed_ = true;
+    }
+    void DestroyWithoutPipeAll() {
+        release();
+        destroyed_ = true;
+    }
+    void Reset(const emu::Loc& loc = emu::Loc::current()) {
+        emu::pipe_reset(loc);
+        release();
     }
     // Event-id helpers of the documented TPipe interface (no queues in this emulator).
     int32_t FetchEventID(HardEvent e) const {
@@ -460,7 +523,13 @@ public:
     uint64_t emu_used(emu::Mem m) const { return used_[(int)m]; }
 
 private:
+    void release() {
+        for (auto& u : used_) u = 0;
+        for (auto& d : detail_) d.clear();
+    }
     static int slot(HardEvent e) { return (int)((uint16_t)e % 128); }
+    uint32_t line_ = 0;
+    bool destroyed_ = false;
     uint64_t used_[emu::kNumMems] = {};
     std::string detail_[emu::kNumMems];
     uint8_t busy_[128] = {};
@@ -489,10 +558,23 @@ template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
 inline void CrossCoreWaitFlag(uint16_t flagId, const emu::Loc& loc = emu::Loc::current()) {
     emu::cross_wait(modeId, (int)pipe, flagId, loc);
 }
+#if defined(EMU_ARCH_3510)
+// SyncAll page: on dav-3510 the hardware form takes the pipes that trigger and wait.
+struct SyncAllConfig {
+    pipe_t triggerPipe;
+    pipe_t waitPipe;
+};
+constexpr SyncAllConfig DEFAULT_SYNC_ALL_CONFIG = {PIPE_ALL, PIPE_ALL};
+template <bool isAIVOnly = true, const SyncAllConfig& config = DEFAULT_SYNC_ALL_CONFIG>
+inline void SyncAll(const emu::Loc& loc = emu::Loc::current()) {
+    emu::sync_all_cfg(isAIVOnly, (int)config.triggerPipe, (int)config.waitPipe, loc);
+}
+#else
 template <bool isAIVOnly = true>
 inline void SyncAll(const emu::Loc& loc = emu::Loc::current()) {
     emu::sync_all(isAIVOnly, loc);
 }
+#endif
 inline void SetSyncBaseAddr(uint64_t) {}
 
 template <pipe_t src, pipe_t dst>

@@ -12,7 +12,9 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 #include "emu_types.h"
+#include "emu_dtypes.h"
 #include "emu_copy.h"
 
 namespace AscendC {
@@ -88,23 +90,46 @@ using AscendC::LocalTensor;
 struct MaskState { bool counter = false; uint64_t hi = ~0ull, lo = ~0ull; };
 inline MaskState& mask_state() { thread_local MaskState s; return s; }
 
-// Active-element selector of one repeat.
+// Special registers the reductions leave behind (GetReduceRepeatSumSpr / GetReduceRepeatMaxMinSpr
+// in emu_vector_ext.h): the count-form ReduceSum/Max/Min note where their result went (read at
+// Get time), the ReduceRepeat family stores value and index directly.
+struct ReduceSpr {
+    bool at_dst = false; Mem mem = Mem::UB; uint64_t off = 0;   // last count-form result location
+    double sum = 0; double mm_val = 0; uint32_t mm_idx = 0;
+};
+inline ReduceSpr& reduce_spr() { thread_local ReduceSpr s; return s; }
+
+// Active-element selector of one repeat. In counter mode (SetMaskCount) `cnt` counts the
+// elements of the whole instruction: repeatTime is ignored, the repeats are ceil(cnt / E)
+// and the last one is partial (mask page, "Counter模式").
 struct Mask {
     bool bits = false;
+    bool counter = false;
     uint64_t m[2] = {0, 0};
     uint64_t cnt = 0;
     bool on(uint32_t e) const { return bits ? ((m[e / 64] >> (e % 64)) & 1u) : (e < cnt); }
+    // The mask of repeat r of an instruction with E elements per repeat.
+    Mask at(uint64_t r, uint32_t E) const {
+        if (!counter) return *this;
+        Mask k; k.cnt = cnt > r * E ? std::min<uint64_t>(E, cnt - r * E) : 0; return k;
+    }
+    int64_t repeats(int64_t given, uint32_t E) const { return counter ? (int64_t)((cnt + E - 1) / E) : given; }
 };
 
+// Continuous mask: more than one repeat's elements counts as a full repeat (mask page:
+// "mask超出范围按照对应数据类型下mask最大值计算"); in counter mode the value is the total count.
 template <class T>
-inline Mask mask_cont(uint64_t n, const char* op, const Loc& loc) {
-    if (n > REP_ELEMS<T>) emu::fail("invalid_param", std::string(op) + ": mask " + std::to_string(n) +
-                                    " exceeds the " + std::to_string(REP_ELEMS<T>) + " elements of one repeat", loc);
-    Mask k; k.cnt = n; return k;
+inline Mask mask_cont(uint64_t n, const char* op, const Loc& loc, uint32_t E = REP_ELEMS<T>) {
+    (void)op; (void)loc;
+    Mask k;
+    if (mask_state().counter) { k.counter = true; k.cnt = n; return k; }
+    k.cnt = std::min<uint64_t>(n, E); return k;
 }
 template <class T>
 inline Mask mask_bits(const uint64_t* m, const char* op, const Loc& loc) {
-    Mask k; k.bits = true; k.m[0] = m[0]; k.m[1] = m[1];
+    Mask k;
+    if (mask_state().counter) { k.counter = true; k.cnt = m[0]; return k; }   // only the low 64 bits count
+    k.bits = true; k.m[0] = m[0]; k.m[1] = m[1];
     if (sizeof(T) >= 4 && m[1] != 0)
         emu::fail("invalid_param", std::string(op) + ": mask[1] must be 0 for 32-bit types", loc);
     return k;
@@ -113,7 +138,7 @@ inline Mask mask_bits(const uint64_t* m, const char* op, const Loc& loc) {
 template <class T>
 inline Mask mask_reg() {
     Mask k; const MaskState& s = mask_state();
-    if (s.counter) { k.cnt = s.lo; } else { k.bits = true; k.m[0] = s.lo; k.m[1] = s.hi; }
+    if (s.counter) { k.counter = true; k.cnt = s.lo; } else { k.bits = true; k.m[0] = s.lo; k.m[1] = s.hi; }
     return k;
 }
 
@@ -128,10 +153,12 @@ inline uint64_t eoff(uint64_t r, uint32_t e, uint64_t blk, uint64_t rep) {
 template <class T>
 inline void add_rep_spans(ops::SpanSet& s, const LocalTensor<T>& t, uint64_t repeat, const Mask& mk, uint32_t elems,
                           uint64_t blk, uint64_t rep) {
+    repeat = (uint64_t)mk.repeats((int64_t)repeat, elems);
     for (uint64_t r = 0; r < repeat; ++r) {
         uint64_t lo = UINT64_MAX, hi = 0;
+        const Mask mr = mk.at(r, elems);
         for (uint32_t e = 0; e < elems; ++e)
-            if (mk.on(e)) { uint64_t o = eoff<T>(r, e, blk, rep); lo = std::min(lo, o); hi = std::max(hi, o + 1); }
+            if (mr.on(e)) { uint64_t o = eoff<T>(r, e, blk, rep); lo = std::min(lo, o); hi = std::max(hi, o + 1); }
         if (hi > lo) s.add(t, lo * sizeof(T), hi * sizeof(T));
     }
 }
@@ -158,6 +185,12 @@ template <class T> inline T out(Calc<T> v) {
     else return (T)v;   // integer results wrap like two's-complement hardware adders
 }
 
+// |a| (Abs page: dst = |src|): clears the sign bit of floats, so Abs(-0.0) is +0.0.
+template <class C> inline C abs_val(C a) {
+    if constexpr (std::is_floating_point_v<C>) return std::fabs(a);
+    else return a < 0 ? -a : a;
+}
+
 // ---- generic engines
 template <class T, class F>
 inline void binary_count(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
@@ -176,6 +209,7 @@ inline void binary_rep(const char* op, const LocalTensor<T>& dst, const LocalTen
                        const Mask& mk, int64_t repeat, const AscendC::BinaryRepeatParams& p, F f, const Loc& loc) {
     check_repeat<T>(repeat, op, loc); check_ub(dst, op, loc); check_ub(a, op, loc); check_ub(b, op, loc);
     constexpr uint32_t E = REP_ELEMS<T>;
+    repeat = mk.repeats(repeat, E);
     ops::SpanSet r, w;
     add_rep_spans(r, a, repeat, mk, E, p.src0BlkStride, p.src0RepStride);
     add_rep_spans(r, b, repeat, mk, E, p.src1BlkStride, p.src1RepStride);
@@ -185,12 +219,13 @@ inline void binary_rep(const char* op, const LocalTensor<T>& dst, const LocalTen
     const T* pa = a.emu_ptr(); const T* pb = b.emu_ptr(); T* pd = dst.emu_ptr();
     T tmp[E];
     for (int64_t rr = 0; rr < repeat; ++rr) {
+        const Mask mr = mk.at(rr, E);
         for (uint32_t e = 0; e < E; ++e)
-            if (mk.on(e))
+            if (mr.on(e))
                 tmp[e] = out<T>(f(in<T>(pa[eoff<T>(rr, e, p.src0BlkStride, p.src0RepStride)]),
                                   in<T>(pb[eoff<T>(rr, e, p.src1BlkStride, p.src1RepStride)])));
         for (uint32_t e = 0; e < E; ++e)
-            if (mk.on(e)) pd[eoff<T>(rr, e, p.dstBlkStride, p.dstRepStride)] = tmp[e];
+            if (mr.on(e)) pd[eoff<T>(rr, e, p.dstBlkStride, p.dstRepStride)] = tmp[e];
     }
 }
 
@@ -213,6 +248,7 @@ inline void unary_rep(const char* op, const LocalTensor<D>& dst, const LocalTens
                       uint64_t dblk, uint64_t sblk, uint64_t drep, uint64_t srep, F f, const Loc& loc) {
     check_repeat<D>(repeat, op, loc); check_ub(dst, op, loc); check_ub(src, op, loc);
     constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
+    repeat = mk.repeats(repeat, E);
     ops::SpanSet r, w;
     add_rep_spans(r, src, repeat, mk, E, sblk, srep);
     add_rep_spans(w, dst, repeat, mk, E, dblk, drep);
@@ -221,10 +257,11 @@ inline void unary_rep(const char* op, const LocalTensor<D>& dst, const LocalTens
     const S* ps = src.emu_ptr(); D* pd = dst.emu_ptr();
     D tmp[E];
     for (int64_t rr = 0; rr < repeat; ++rr) {
+        const Mask mr = mk.at(rr, E);
         for (uint32_t e = 0; e < E; ++e)
-            if (mk.on(e)) tmp[e] = f(ps[eoff<S>(rr, e, sblk, srep)]);
+            if (mr.on(e)) tmp[e] = f(ps[eoff<S>(rr, e, sblk, srep)]);
         for (uint32_t e = 0; e < E; ++e)
-            if (mk.on(e)) pd[eoff<D>(rr, e, dblk, drep)] = tmp[e];
+            if (mr.on(e)) pd[eoff<D>(rr, e, dblk, drep)] = tmp[e];
     }
 }
 
@@ -314,6 +351,41 @@ inline void check_cast(AscendC::RoundMode mode, const Loc& loc) {
 }
 
 // ---- reductions
+// Sums follow the ReduceDataBlock / ReduceRepeat / ReduceSum pages: inside a repeat, a binary
+// tree of adjacent pairs ((e0+e1), (e2+e3), ... then pairs of those), every partial sum
+// rounded to T (half stays half), inactive elements counting as 0.
+template <class T>
+inline T add_t(T a, T b) { return out<T>(in<T>(a) + in<T>(b)); }
+// Tree sum of v[0..n); n is padded with zeros to a power of two. Overwrites v (size >= pow2(n)).
+template <class T>
+inline T tree_sum(T* v, uint32_t n) {
+    if (n == 0) return T(0);
+    uint32_t m = 1;
+    while (m < n) m <<= 1;
+    for (uint32_t i = n; i < m; ++i) v[i] = T(0);
+    for (; m > 1; m >>= 1)
+        for (uint32_t i = 0; i < m / 2; ++i) v[i] = add_t(v[2 * i], v[2 * i + 1]);
+    return v[0];
+}
+// "Method 2" of the ReduceSum page: per-repeat results are themselves summed by trees of one
+// repeat's width (REP_ELEMS), level after level, until one value is left.
+template <class T>
+inline T tree_levels(std::vector<T> r) {
+    constexpr uint32_t E = REP_ELEMS<T>;
+    if (r.empty()) return T(0);
+    while (r.size() > 1) {
+        std::vector<T> next;
+        T buf[E];
+        for (size_t b = 0; b < r.size(); b += E) {
+            uint32_t k = (uint32_t)std::min<size_t>(E, r.size() - b);
+            for (uint32_t i = 0; i < k; ++i) buf[i] = r[b + i];
+            next.push_back(tree_sum(buf, k));
+        }
+        r.swap(next);
+    }
+    return r[0];
+}
+
 template <class T>
 inline void write_index(T* dst, uint32_t idx) {
     if constexpr (sizeof(T) == 2) { uint16_t v = (uint16_t)idx; std::memcpy(dst, &v, 2); }
@@ -373,16 +445,30 @@ EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
 #undef EMU_BINARY_OP
 
 // ---------------------------------------------------------------- scalar ops (tensor op scalar)
-// The scalar is first converted to T (rounded), as the hardware holds it in T.
+// The scalar is first converted to T (rounded), as the hardware holds it in T. Overloads as
+// documented: <T, isSetMask> with a T scalar, and <T, U, isSetMask> for another scalar type
+// (a LocalTensor is never a scalar here: the 3510 single-point forms are in emu_vector_ext.h).
+// The count form with isSetMask = false takes its extent from the mask register: its count in
+// counter mode; in normal mode its bit mask over ceil(count * sizeof(T) / 256) repeats
+// (**assumed**; the page only says count is then unused).
 #define EMU_SCALAR_OP(NAME, EXPR)                                                                                     \
-    template <typename T, typename U>                                                                                 \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const int32_t& count, \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count, \
                      const emu::Loc& loc = emu::Loc::current()) {                                                     \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
-        emu::vec::unary_count(#NAME, dst, src, count,                                                                 \
-                              [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc);         \
+        auto f = [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); };                             \
+        if (isSetMask) { emu::vec::unary_count(#NAME, dst, src, count, f, loc); return; }                             \
+        emu::vec::Mask mk = emu::vec::mask_reg<T>();                                                                  \
+        emu::vec::unary_rep(#NAME, dst, src, mk, (count * (int64_t)sizeof(T) + 255) / 256, 1, 1, 8, 8, f, loc);        \
     }                                                                                                                 \
-    template <typename T, typename U, bool isSetMask = true>                                                          \
+    template <typename T, typename U, bool isSetMask = true,                                                          \
+              std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>        \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const int32_t& count, \
+                     const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        NAME<T, isSetMask>(dst, src, T(scalarValue), count, loc);                                                     \
+    }                                                                                                                 \
+    template <typename T, typename U, bool isSetMask = true,                                                          \
+              std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, uint64_t mask,        \
                      const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
@@ -390,13 +476,24 @@ EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
         emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
                             p.srcRepStride, [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
     }                                                                                                                 \
-    template <typename T, typename U, bool isSetMask = true>                                                          \
+    template <typename T, typename U, bool isSetMask = true,                                                          \
+              std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const uint64_t mask[], \
                      const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
         emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
         emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
                             p.srcRepStride, [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, uint64_t mask,        \
+                     const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        NAME<T, T, isSetMask>(dst, src, scalarValue, mask, repeatTime, p, loc);                                       \
+    }                                                                                                                 \
+    template <typename T, bool isSetMask = true>                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const uint64_t mask[], \
+                     const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        NAME<T, T, isSetMask>(dst, src, scalarValue, mask, repeatTime, p, loc);                                       \
     }
 
 EMU_SCALAR_OP(Adds, a + b)
@@ -436,12 +533,12 @@ EMU_UNARY_OP(Ln, true, std::log(a))
 EMU_UNARY_OP(Sqrt, true, std::sqrt(a))
 EMU_UNARY_OP(Rsqrt, true, 1.0f / std::sqrt(a))
 EMU_UNARY_OP(Reciprocal, true, 1.0f / a)
-EMU_UNARY_OP(Abs, false, a < 0 ? -a : a)
+EMU_UNARY_OP(Abs, false, emu::vec::abs_val(a))
 EMU_UNARY_OP(Relu, false, (a > 0 || a != a) ? a : decltype(a)(0))
 #undef EMU_UNARY_OP
 
 // ---------------------------------------------------------------- Duplicate
-template <typename T, typename U>
+template <typename T, typename U, std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>
 inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int32_t& count,
                       const emu::Loc& loc = emu::Loc::current()) {
     emu::vec::check_count(count, "Duplicate", loc); emu::vec::check_ub(dst, "Duplicate", loc);
@@ -452,57 +549,61 @@ inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int
     T* d = dst.emu_ptr();
     for (int32_t i = 0; i < count; ++i) d[i] = v;
 }
-template <typename T, typename U, bool isSetMask = true>
-inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, uint64_t mask, const uint8_t repeatTime,
-                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, const emu::Loc& loc = emu::Loc::current()) {
-    emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, "Duplicate", loc) : emu::vec::mask_reg<T>();
-    const T v = T(scalarValue);
-    emu::vec::unary_rep("Duplicate", dst, dst, mk, repeatTime, dstBlockStride, dstBlockStride, dstRepeatStride,
-                        dstRepeatStride, [v](T) { return v; }, loc);
-}
-template <typename T, typename U, bool isSetMask = true>
-inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const uint64_t mask[], const uint8_t repeatTime,
-                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, const emu::Loc& loc = emu::Loc::current()) {
-    emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, "Duplicate", loc) : emu::vec::mask_reg<T>();
-    const T v = T(scalarValue);
-    emu::vec::unary_rep("Duplicate", dst, dst, mk, repeatTime, dstBlockStride, dstBlockStride, dstRepeatStride,
-                        dstRepeatStride, [v](T) { return v; }, loc);
-}
+// Mask/repeat forms of Duplicate: emu_vector_ext.h (they only write dst).
 
 // ---------------------------------------------------------------- Cast
 // Conversion with the documented rounding modes: CAST_NONE (exact conversions, or round to
 // nearest even where precision is lost), CAST_RINT (nearest, ties to even), CAST_FLOOR,
 // CAST_CEIL, CAST_ROUND (nearest, ties away from zero), CAST_TRUNC (toward zero), CAST_ODD
 // (round to odd, float -> half). Integer results saturate; NaN -> 0.
+}  // namespace AscendC
+namespace emu::vec {   // int4b_t casts (emu_vector_ext.h): count form when repeat < 0
+template <class D, class S>
+void cast_int4(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<S>& src, AscendC::RoundMode mode,
+               bool isSetMask, uint64_t mask, const uint64_t* maskBits, int64_t repeat,
+               const AscendC::UnaryRepeatParams& p, const Loc& loc);
+}  // namespace emu::vec
+namespace AscendC {
 template <typename D, typename S>
 inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& round_mode, const uint32_t count,
                  const emu::Loc& loc = emu::Loc::current()) {
+    if constexpr (std::is_same_v<D, int4b_t> || std::is_same_v<S, int4b_t>) {
+        emu::vec::cast_int4(dst, src, round_mode, true, count, nullptr, -1, UnaryRepeatParams(), loc);
+    } else {
     emu::vec::check_cast<D, S>(round_mode, loc);
     RoundMode m = round_mode;
     emu::vec::unary_count("Cast", dst, src, count, [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
+    }
 }
 template <typename D, typename S, bool isSetMask = true>
 inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& round_mode, uint64_t mask,
                  const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    if constexpr (std::is_same_v<D, int4b_t> || std::is_same_v<S, int4b_t>) {
+        emu::vec::cast_int4(dst, src, round_mode, isSetMask, mask, nullptr, repeatTime, p, loc);
+    } else {
     emu::vec::check_cast<D, S>(round_mode, loc);
     constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
-    if (isSetMask && mask > E) emu::fail("invalid_param", "Cast: mask exceeds the elements of one repeat", loc);
-    emu::vec::Mask mk; if (isSetMask) mk.cnt = mask; else mk = emu::vec::mask_reg<D>();
+    emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<D>(mask, "Cast", loc, E) : emu::vec::mask_reg<D>();
     RoundMode m = round_mode;
     emu::vec::unary_rep("Cast", dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride, p.srcRepStride,
                         [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
+    }
 }
 
 // ---------------------------------------------------------------- reductions
 // ReduceSum/ReduceMax/ReduceMin over `count` elements: dst[0] = result. ReduceMax/Min with
 // calIndex also store the index of the first extreme element in dst[1] (its integer bits:
-// uint16 for 2-byte types, uint32 for 4-byte types). Sums accumulate in double and round once.
-// workLocal is accepted but not modelled.
+// uint16 for 2-byte types, uint32 for 4-byte types). ReduceSum (count form), per the ReduceSum
+// page's "key features": a tree inside each repeat (partial sums in T); then on dav-c220 the
+// repeat results are added in order (method 1); on dav-3510 a count of 256..1024 bytes first
+// adds the repeats element-wise into one repeat, then one tree (method 3), other counts sum
+// the repeat results by trees again (method 2). workLocal is accepted but not modelled.
 namespace emu_detail {
 template <typename T, int KIND>
 inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
                        int32_t count, bool calIndex, const emu::Loc& loc) {
     (void)work;
+    emu::vec::reduce_spr() = {true, dst.emu_mem(), dst.emu_offset()};   // the SPR reads dst[0] (ext header)
     emu::vec::check_count(count, op, loc); emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src, op, loc);
     emu::ops::SpanSet r, w;
     r.add(src, 0, (uint64_t)count * sizeof(T));
@@ -512,9 +613,30 @@ inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTen
     const T* s = src.emu_ptr(); T* d = dst.emu_ptr();
     if (count == 0) return;
     if constexpr (KIND == 0) {
-        double acc = 0;
-        for (int32_t i = 0; i < count; ++i) acc += (double)emu::vec::in<T>(s[i]);
-        d[0] = emu::vec::out<T>((emu::vec::Calc<T>)acc);
+        constexpr uint32_t E = emu::REP_ELEMS<T>;
+        const uint64_t n = (uint64_t)count, reps = (n + E - 1) / E;
+        const uint64_t bytes = n * sizeof(T);
+        T buf[E];
+        if (emu::is_3510() && bytes >= 256 && bytes <= 1024) {   // method 3
+            for (uint32_t e = 0; e < E; ++e) buf[e] = s[e];
+            for (uint64_t r = 1; r < reps; ++r)
+                for (uint32_t e = 0; e < E && r * E + e < n; ++e) buf[e] = emu::vec::add_t(buf[e], s[r * E + e]);
+            d[0] = emu::vec::tree_sum(buf, E);
+            return;
+        }
+        std::vector<T> part(reps);
+        for (uint64_t r = 0; r < reps; ++r) {
+            uint32_t k = (uint32_t)std::min<uint64_t>(E, n - r * E);
+            for (uint32_t e = 0; e < k; ++e) buf[e] = s[r * E + e];
+            part[r] = emu::vec::tree_sum(buf, k);
+        }
+        if (emu::is_3510()) {                                        // method 2
+            d[0] = emu::vec::tree_levels(std::move(part));
+        } else {                                                     // method 1
+            T acc = part[0];
+            for (uint64_t r = 1; r < reps; ++r) acc = emu::vec::add_t(acc, part[r]);
+            d[0] = acc;
+        }
     } else {
         uint32_t best = 0;
         for (int32_t i = 1; i < count; ++i) {
@@ -566,11 +688,11 @@ inline void whole_reduce(const char* op, const LocalTensor<T>& dst, const LocalT
     const T* s = src.emu_ptr(); T* d = dst.emu_ptr();
     for (int32_t rr = 0; rr < repeat; ++rr) {
         T* o = d + (uint64_t)rr * dstRepStride * unit;
-        if constexpr (KIND == 0) {
-            double acc = 0;
+        if constexpr (KIND == 0) {   // ReduceRepeat page: a tree over the repeat, inactive lanes 0
+            T buf[E];
             for (uint32_t e = 0; e < E; ++e)
-                if (mk.on(e)) acc += (double)emu::vec::in<T>(s[emu::vec::eoff<T>(rr, e, srcBlkStride, srcRepStride)]);
-            o[0] = emu::vec::out<T>((emu::vec::Calc<T>)acc);
+                buf[e] = mk.on(e) ? s[emu::vec::eoff<T>(rr, e, srcBlkStride, srcRepStride)] : T(0);
+            o[0] = emu::vec::tree_sum(buf, E);
         } else {
             int64_t best = -1;
             for (uint32_t e = 0; e < E; ++e) {
@@ -645,88 +767,6 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
         }
 }
 
-// ---------------------------------------------------------------- Compare / Select
-// Compare (count form): bit i of dst (uint8 bytes, little-endian bit order) = src0[i] OP src1[i].
-// count * sizeof(T) must be a multiple of 256 bytes.
-namespace emu_detail {
-template <class C>
-inline bool cmp(CMPMODE m, C a, C b) {
-    switch (m) {
-        case CMPMODE::LT: return a < b; case CMPMODE::GT: return a > b; case CMPMODE::EQ: return a == b;
-        case CMPMODE::LE: return a <= b; case CMPMODE::GE: return a >= b; case CMPMODE::NE: return a != b;
-    }
-    return false;
-}
-template <typename U, typename T, class GetB>
-inline void compare_impl(const char* op, const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>* src1,
-                         GetB getb, CMPMODE m, uint32_t count, const emu::Loc& loc) {
-    emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src0, op, loc);
-    if (((uint64_t)count * sizeof(T)) % 256 != 0)
-        emu::fail("invalid_param", std::string(op) + ": count * sizeof(T) must be a multiple of 256 bytes", loc);
-    emu::ops::SpanSet r, w;
-    r.add(src0, 0, (uint64_t)count * sizeof(T));
-    if (src1) r.add(*src1, 0, (uint64_t)count * sizeof(T));
-    w.add(dst, 0, (uint64_t)count / 8);
-    emu::Cost c; c.elems = count; c.repeats = (uint32_t)((uint64_t)count * sizeof(T) / 256);
-    emu::ops::record_sets(op, emu::Pipe::V, r, w, c, loc);
-    const T* a = src0.emu_ptr();
-    uint8_t* d = reinterpret_cast<uint8_t*>(dst.emu_ptr());
-    std::vector<uint8_t> bytes(count / 8, 0);
-    for (uint32_t i = 0; i < count; ++i)
-        if (cmp(m, emu::vec::in<T>(a[i]), emu::vec::in<T>(getb(i)))) bytes[i / 8] |= (uint8_t)(1u << (i % 8));
-    std::memcpy(d, bytes.data(), bytes.size());
-}
-}  // namespace emu_detail
-
-template <typename T, typename U>
-inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-                    uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
-    const T* b = src1.emu_ptr();
-    emu_detail::compare_impl("Compare", dst, src0, &src1, [b](uint32_t i) { return b[i]; }, cmpMode, count, loc);
-}
-template <typename T, typename U, typename S>
-inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const S& src1Scalar, CMPMODE cmpMode,
-                          uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
-    const T b = T(src1Scalar);
-    emu_detail::compare_impl("CompareScalar", dst, src0, (const LocalTensor<T>*)nullptr, [b](uint32_t) { return b; },
-                             cmpMode, count, loc);
-}
-
-// Select (count form): dst[i] = bit i of selMask ? src0[i] : src1[i] (VSEL_TENSOR_TENSOR_MODE)
-// or : scalar (VSEL_TENSOR_SCALAR_MODE). VSEL_CMPMASK_SPR (mask from a register) is not emulated.
-namespace emu_detail {
-template <typename T, typename U, class GetB>
-inline void select_impl(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-                        const LocalTensor<T>* src1, GetB getb, uint32_t count, const emu::Loc& loc) {
-    emu::vec::check_ub(dst, "Select", loc); emu::vec::check_ub(src0, "Select", loc); emu::vec::check_ub(selMask, "Select", loc);
-    emu::ops::SpanSet r, w;
-    r.add(selMask, 0, ((uint64_t)count + 7) / 8);
-    r.add(src0, 0, (uint64_t)count * sizeof(T));
-    if (src1) r.add(*src1, 0, (uint64_t)count * sizeof(T));
-    w.add(dst, 0, (uint64_t)count * sizeof(T));
-    emu::Cost c; c.elems = count; c.repeats = (uint32_t)(((uint64_t)count * sizeof(T) + 255) / 256);
-    emu::ops::record_sets("Select", emu::Pipe::V, r, w, c, loc);
-    const uint8_t* mk = reinterpret_cast<const uint8_t*>(selMask.emu_ptr());
-    const T* a = src0.emu_ptr(); T* d = dst.emu_ptr();
-    for (uint32_t i = 0; i < count; ++i) d[i] = ((mk[i / 8] >> (i % 8)) & 1u) ? a[i] : getb(i);
-}
-}  // namespace emu_detail
-
-template <typename T, typename U>
-inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
-    if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE)
-        emu::fail("invalid_param", "Select: with a tensor src1 only VSEL_TENSOR_TENSOR_MODE is emulated", loc);
-    const T* b = src1.emu_ptr();
-    emu_detail::select_impl(dst, selMask, src0, &src1, [b](uint32_t i) { return b[i]; }, count, loc);
-}
-template <typename T, typename U, typename S, std::enable_if_t<std::is_arithmetic_v<S> || emu::is_f16_like<S>, int> = 0>
-inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, S src1,
-                   SELMODE selMode, uint32_t count, const emu::Loc& loc = emu::Loc::current()) {
-    if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE)
-        emu::fail("invalid_param", "Select: with a scalar src1 only VSEL_TENSOR_SCALAR_MODE is emulated", loc);
-    const T b = T(src1);
-    emu_detail::select_impl(dst, selMask, src0, (const LocalTensor<T>*)nullptr, [b](uint32_t) { return b; }, count, loc);
-}
+// Compare / Compares / Select (all forms) and the CmpMask register: emu_vector_ext.h.
 
 }  // namespace AscendC

@@ -3,7 +3,13 @@
 // subset used by tilelang-ascendc (see docs/emulator.md). Include order is part of the
 // contract in docs/emulator-internals.md.
 #include "emu_types.h"
+#include "emu_dtypes.h"
 #include "emu_core.h"
 #include "emu_copy.h"
 #include "emu_cube.h"
 #include "emu_vector.h"
+#include "emu_vector_ext.h"
+#include "emu_sync_ext.h"
+#include "emu_cube_ext.h"
+#include "emu_copy_ext.h"
+#include "emu_entry.h"

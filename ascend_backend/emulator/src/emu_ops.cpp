@@ -114,16 +114,92 @@ void mmad_t(Acc* c, const In* a, const In* b, uint32_t m, uint32_t n, uint32_t k
 // ---- Fixpipe element conversion
 inline float relu_f(float v, bool relu) { return (relu && !(v > 0.0f)) ? (std::isnan(v) ? v : 0.0f) : v; }
 
-template <class I>
-inline I sat_round(float v) {
-    if (std::isnan(v)) return I(0);
-    double r = std::nearbyint((double)v);
-    if (r < (double)std::numeric_limits<I>::min()) return std::numeric_limits<I>::min();
-    if (r > (double)std::numeric_limits<I>::max()) return std::numeric_limits<I>::max();
-    return (I)r;
-}
 
 }  // namespace
+
+// ---- general Mmad (layouts, bias, GEMV) --------------------------------------------------
+namespace {
+template <class In, class Acc>
+void unpack_a2(const In* a, Acc* out, uint32_t Mpad, uint32_t m, uint32_t k, int layout, uint32_t akb) {
+    constexpr uint32_t C0 = 32 / sizeof(In);
+    const uint32_t Mb = Mpad / 16, Kb = (k + C0 - 1) / C0;
+    std::fill(out, out + (uint64_t)Mpad * k, Acc(0));
+    if (layout == 2) {  // GEMV: row 0 is k contiguous elements
+        for (uint32_t c = 0; c < k; ++c) out[c] = (Acc)(float)a[c];
+        (void)m;
+        return;
+    }
+    for (uint32_t mb = 0; mb < Mb; ++mb)
+        for (uint32_t kb = 0; kb < Kb; ++kb) {
+            const In* f = a + (uint64_t)(layout == 1 ? (kb * Mb + mb) : (mb * akb + kb)) * 16 * C0;
+            uint32_t kw = std::min(C0, k - kb * C0);
+            for (uint32_t r = 0; r < 16; ++r)
+                for (uint32_t c = 0; c < kw; ++c) out[(uint64_t)(mb * 16 + r) * k + kb * C0 + c] = (Acc)(float)f[r * C0 + c];
+        }
+}
+template <>
+void unpack_a2<int8_t, int32_t>(const int8_t* a, int32_t* out, uint32_t Mpad, uint32_t m, uint32_t k, int layout, uint32_t akb) {
+    constexpr uint32_t C0 = 32;
+    const uint32_t Mb = Mpad / 16, Kb = (k + C0 - 1) / C0;
+    std::fill(out, out + (uint64_t)Mpad * k, 0);
+    if (layout == 2) {
+        for (uint32_t c = 0; c < k; ++c) out[c] = a[c];
+        (void)m;
+        return;
+    }
+    for (uint32_t mb = 0; mb < Mb; ++mb)
+        for (uint32_t kb = 0; kb < Kb; ++kb) {
+            const int8_t* f = a + (uint64_t)(layout == 1 ? (kb * Mb + mb) : (mb * akb + kb)) * 16 * C0;
+            uint32_t kw = std::min(C0, k - kb * C0);
+            for (uint32_t r = 0; r < 16; ++r)
+                for (uint32_t c = 0; c < kw; ++c) out[(uint64_t)(mb * 16 + r) * k + kb * C0 + c] = f[r * C0 + c];
+        }
+}
+
+template <class In, class Acc>
+void mmad2_t(const MmadArgs& g) {
+    const uint32_t Mpad = (g.m + 15) / 16 * 16, Nb = (g.n + 15) / 16;
+    Acc* c = static_cast<Acc*>(g.c);
+    thread_local std::vector<Acc> As, Bs, Cs;
+    As.resize((size_t)Mpad * g.k);
+    Bs.resize((size_t)Nb * g.k * 16);
+    unpack_a2<In, Acc>(static_cast<const In*>(g.a), As.data(), Mpad, g.m, g.k, g.a_layout, g.a_kb);
+    unpack_b<In, Acc>(static_cast<const In*>(g.b), Bs.data(), Nb, g.k);
+    const uint64_t total = (uint64_t)Mpad * Nb * 16;
+    Acc* out = c;
+    if (g.row0_only) {  // compute on a copy, then keep row 0 of each fractal
+        Cs.assign(c, c + total);
+        out = Cs.data();
+    }
+    bool zero = g.init == 0;
+    if (g.init == 2) {  // bias: every row of C starts as bias[0..n)
+        for (uint32_t nb = 0; nb < Nb; ++nb)
+            for (uint32_t r = 0; r < Mpad; ++r)
+                for (uint32_t j = 0; j < 16; ++j) {
+                    uint32_t col = nb * 16 + j;
+                    Acc v = Acc(0);
+                    if (col < g.n) {
+                        if (g.bt == DT::S32) v = (Acc) static_cast<const int32_t*>(g.bias)[col];
+                        else v = (Acc) static_cast<const float*>(g.bias)[col];
+                    }
+                    out[((uint64_t)nb * Mpad + r) * 16 + j] = v;
+                }
+    }
+    kernel<Acc>(out, As.data(), Bs.data(), Mpad, Nb, g.k, zero);
+    if (g.row0_only)
+        for (uint32_t nb = 0; nb < Nb; ++nb) std::memcpy(c + (uint64_t)nb * Mpad * 16, out + (uint64_t)nb * Mpad * 16, 16 * sizeof(Acc));
+}
+}  // namespace
+
+void mmad2(const MmadArgs& g) {
+    switch (g.abt) {
+        case DT::F16: mmad2_t<half, float>(g); break;
+        case DT::BF16: mmad2_t<bfloat16_t, float>(g); break;
+        case DT::F32: mmad2_t<float, float>(g); break;
+        case DT::S8: mmad2_t<int8_t, int32_t>(g); break;
+        default: break;
+    }
+}
 
 void mmad(void* c, DT ct, const void* a, const void* b, DT abt, uint32_t m, uint32_t n, uint32_t k, bool a_nz,
           bool init) {
@@ -137,26 +213,73 @@ void mmad(void* c, DT ct, const void* a, const void* b, DT abt, uint32_t m, uint
     (void)ct;
 }
 
+// Quant word (随路量化 page, table 1/2): bits [31:13] the scale M1 as a float with a 10-bit
+// mantissa (low 13 bits ignored); dav-c220 only: [35:32] N - 1 and [36] MCB (shift the int32
+// input right by N first, saturating to int16); [45:37] an offset added to int8 results; [46]
+// signed (int8) vs unsigned (uint8) result. Negative inputs use M2 = M1, or 0 with ReLU.
+struct QuantWord {
+    float scale; int shift; bool mcb; int offset; bool sign;
+};
+inline QuantWord decode_quant(uint64_t q, bool arch3510) {
+    QuantWord w;
+    w.scale = bits_f32((uint32_t)(q & 0xffffe000u));
+    w.mcb = !arch3510 && ((q >> 36) & 1u);
+    w.shift = (int)((q >> 32) & 0xfu) + 1;
+    w.offset = (int)((q >> 37) & 0x1ffu);   // unsigned, as the devkit's reference scripts read it (assumed)
+    w.sign = (q >> 46) & 1u;
+    return w;
+}
+inline double sat_rint(double v, double lo, double hi) {
+    if (std::isnan(v)) return 0;
+    v = std::nearbyint(v);
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
 const char* fixpipe(const FixArgs& a) {
-    // Quant modes (values of AscendC::QuantMode_t): 0 NoQuant, 1 F322F16, 2 F322BF16, 3 DEQF16,
-    // 5 QF322B8_PRE, 7 REQ8 (vector-quant modes need a tensor and are not emulated).
+    // Modes (values of AscendC::QuantMode_t): 0 NoQuant, 1 F322F16, 2 F322BF16, 3 DEQF16,
+    // 4 VDEQF16, 5 QF322B8_PRE, 6 VQF322B8_PRE, 7 REQ8, 8 VREQ8; dav-3510 also 15 QS322BF16_PRE,
+    // 16 VQS322BF16_PRE, 17 QF322F16_PRE, 18 VQF322F16_PRE, 19 QF322BF16_PRE, 20 VQF322BF16_PRE,
+    // 21 QF322F32_PRE, 22 VQF322F32_PRE. Odd/even pairs: the V form takes one quant word per column.
     const bool srcInt = a.st == DT::S32;
-    float scale = 1.0f;
-    switch (a.quant) {
+    const int q = a.quant;
+    bool vec = false;
+    switch (q) {
         case 0:
             if (!((a.st == DT::F32 && a.dt == DT::F32) || (a.st == DT::S32 && a.dt == DT::S32)))
                 return "quantPre NoQuant needs dst type == src type (float -> float or int32 -> int32)";
             break;
         case 1: if (a.st != DT::F32 || a.dt != DT::F16) return "F322F16 needs float -> half"; break;
         case 2: if (a.st != DT::F32 || a.dt != DT::BF16) return "F322BF16 needs float -> bfloat16_t"; break;
-        case 3: if (a.st != DT::S32 || a.dt != DT::F16) return "DEQF16 needs int32 -> half";
-                scale = bits_f32((uint32_t)(a.deqScalar & 0xffffffffu)); break;
-        case 5: if (a.st != DT::F32 || (a.dt != DT::S8 && a.dt != DT::U8)) return "QF322B8_PRE needs float -> int8/uint8";
-                scale = bits_f32((uint32_t)(a.deqScalar & 0xffffffffu)); break;
-        case 7: if (a.st != DT::S32 || (a.dt != DT::S8 && a.dt != DT::U8)) return "REQ8 needs int32 -> int8/uint8";
-                scale = bits_f32((uint32_t)(a.deqScalar & 0xffffffffu)); break;
-        default: return "this quantPre mode is not emulated";
+        case 3: case 4:
+            if (a.st != DT::S32 || a.dt != DT::F16) return "(V)DEQF16 needs int32 -> half";
+            vec = q == 4; break;
+        case 5: case 6:
+            if (a.st != DT::F32 || (a.dt != DT::S8 && a.dt != DT::U8)) return "(V)QF322B8_PRE needs float -> int8/uint8";
+            vec = q == 6; break;
+        case 7: case 8:
+            if (a.st != DT::S32 || (a.dt != DT::S8 && a.dt != DT::U8)) return "(V)REQ8 needs int32 -> int8/uint8";
+            vec = q == 8; break;
+        case 15: case 16:
+            if (!a.arch3510) return "this quantPre mode exists only on dav-3510";
+            if (a.st != DT::S32 || a.dt != DT::BF16) return "(V)QS322BF16_PRE needs int32 -> bfloat16_t";
+            vec = q == 16; break;
+        case 17: case 18:
+            if (!a.arch3510) return "this quantPre mode exists only on dav-3510";
+            if (a.st != DT::F32 || a.dt != DT::F16) return "(V)QF322F16_PRE needs float -> half";
+            vec = q == 18; break;
+        case 19: case 20:
+            if (!a.arch3510) return "this quantPre mode exists only on dav-3510";
+            if (a.st != DT::F32 || a.dt != DT::BF16) return "(V)QF322BF16_PRE needs float -> bfloat16_t";
+            vec = q == 20; break;
+        case 21: case 22:
+            if (!a.arch3510) return "this quantPre mode exists only on dav-3510";
+            if (a.st != DT::F32 || a.dt != DT::F32) return "(V)QF322F32_PRE needs float -> float";
+            vec = q == 22; break;
+        default: return "this quantPre mode is not emulated (fp8/hifloat8 outputs)";
     }
+    if (vec && !a.qvec) return "a vector (tensor) quantPre mode needs the quant tensor (cbufWorkspace / SetFixPipeConfig)";
+    const bool scaled = q >= 3;
+    const QuantWord scalarWord = decode_quant(a.deqScalar, a.arch3510);
     const uint32_t dsz = a.dt == DT::F32 || a.dt == DT::S32 ? 4 : (a.dt == DT::F16 || a.dt == DT::BF16 ? 2 : 1);
     for (uint32_t t = 0; t < a.ndNum; ++t) {
         const uint8_t* sbase = static_cast<const uint8_t*>(a.src) + t * a.srcNdBytes;
@@ -167,9 +290,12 @@ const char* fixpipe(const FixArgs& a) {
                 uint64_t doff;
                 if (a.layout == 1) doff = ((uint64_t)i * a.dstStride + j) * dsz;
                 else if (a.layout == 2) doff = ((uint64_t)j * a.dstStride + i) * dsz;
-                else doff = (uint64_t)(j / 16) * a.dstStride * 32 + ((uint64_t)i * 16 + j % 16) * dsz;
+                else {
+                    NzCol c = nz_col(j, a.n, dsz, a.channelSplit);
+                    doff = (uint64_t)c.block * a.dstStride * 32 + ((uint64_t)i * c.width + c.within) * dsz;
+                }
                 uint8_t* d = dbase + doff;
-                if (a.quant == 0) {
+                if (q == 0) {
                     if (srcInt) {
                         int32_t v = reinterpret_cast<const int32_t*>(sbase)[sidx];
                         if (a.relu && v < 0) v = 0;
@@ -180,14 +306,28 @@ const char* fixpipe(const FixArgs& a) {
                     }
                     continue;
                 }
-                float v = srcInt ? (float)reinterpret_cast<const int32_t*>(sbase)[sidx]
-                                 : reinterpret_cast<const float*>(sbase)[sidx];
-                v = relu_f(v * scale, a.relu);
+                double v = srcInt ? (double)reinterpret_cast<const int32_t*>(sbase)[sidx]
+                                  : (double)reinterpret_cast<const float*>(sbase)[sidx];
+                QuantWord w = scalarWord;
+                if (scaled) {
+                    if (vec) w = decode_quant(a.qvec[j], a.arch3510);
+                    if (w.mcb && srcInt) v = sat_rint((double)((int64_t)v >> w.shift), -32768, 32767);
+                    v = v >= 0 ? v * w.scale : (a.relu ? 0.0 : v * w.scale);
+                } else if (a.relu && !(v > 0)) {
+                    v = std::isnan(v) ? v : 0.0;
+                }
                 switch (a.dt) {
-                    case DT::F16: { uint16_t h = f32_to_f16_rne(v); std::memcpy(d, &h, 2); break; }
-                    case DT::BF16: { uint16_t h = f32_to_bf16_rne(v); std::memcpy(d, &h, 2); break; }
-                    case DT::S8: { int8_t x = sat_round<int8_t>(v); std::memcpy(d, &x, 1); break; }
-                    case DT::U8: { uint8_t x = sat_round<uint8_t>(v); std::memcpy(d, &x, 1); break; }
+                    case DT::F16: { uint16_t h = f32_to_f16_rne((float)v); std::memcpy(d, &h, 2); break; }
+                    case DT::BF16: { uint16_t h = f32_to_bf16_rne((float)v); std::memcpy(d, &h, 2); break; }
+                    case DT::F32: { float f = (float)v; std::memcpy(d, &f, 4); break; }
+                    case DT::S8: case DT::U8: {
+                        double r = sat_rint(v, -256, 255) + (q >= 5 && q <= 8 ? w.offset : 0);
+                        // bit 46 of the quant word, not the destination type, selects int8 or uint8
+                        int x = (int)(w.sign ? sat_rint(r, -128, 127) : sat_rint(r, 0, 255));
+                        uint8_t b = (uint8_t)x;
+                        std::memcpy(d, &b, 1);
+                        break;
+                    }
                     default: return "unsupported destination type";
                 }
             }

@@ -77,9 +77,16 @@ bool mem_on(CoreKind k, Mem m) {
 bool pipe_on(CoreKind k, Pipe p) {
     if (p == Pipe::S || p == Pipe::MTE2) return true;
     if (k == CoreKind::AIV) return p == Pipe::V || p == Pipe::MTE3;
-    return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX;
+    // dav-c220's AIC also has MTE3: L1 -> GM DataCopy (DataCopy L1ToGM page, FIX_MTE3 events)
+    return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX || (p == Pipe::MTE3 && is_c220());
 }
 bool pipe_in_order(Pipe p) { return !(is_c220() && p == Pipe::V); }
+// Pipes whose own clock component counts only ops known complete (raised by PipeBarrier,
+// PIPE_ALL and flag joins) instead of every issued op: c220's V (dependent vector ops need
+// PipeBarrier<PIPE_V>) and MTE2/MTE3, whose writes to overlapping bytes need
+// PipeBarrier<PIPE_MTE2/MTE3> (PipeBarrier(ISASI) page). MTE2/MTE3 reads and other access
+// pairs of those pipes stay in program order (see ordered()).
+bool own_clock_is_completion(Pipe p) { return !pipe_in_order(p) || p == Pipe::MTE2 || p == Pipe::MTE3; }
 
 // ---- access history ---------------------------------------------------------------
 struct Acc {
@@ -92,6 +99,8 @@ struct Acc {
     uint8_t kind;    // CoreKind
     uint32_t epoch;
     uint32_t setgen, waitgen;  // mode-0 barrier generations (cross-block order)
+    uint8_t cls;               // access class (emu::CLS_*): same-class pairs never race
+    bool auto_ok;    // an S access bisheng's auto-sync covers (GetValue, LocalTensor::SetValue, ...)
 };
 struct Seg {
     uint64_t end;
@@ -124,13 +133,34 @@ struct FlagSlot {
     VC clk{};
     uint32_t idx = 0;
     uint32_t line = 0;
+    uint8_t dst = 0;     // TQue events: the waiting pipe
+    bool free = false;   // TQue events: a FreeTensor signal (TPipe::Reset waits for these)
 };
 struct Token {
     VC clk{};
     int block = -1;
     uint32_t round0 = 0;
     std::vector<Dep> refs;
+    std::shared_ptr<const std::vector<VC>> xk;  // the setter's knowledge of other blocks (if any)
 };
+
+// Releases published on one GM word: per releasing block, the join of the released clocks.
+struct XTok {
+    std::vector<std::pair<int32_t, VC>> per_block;
+    void add(int32_t b, const VC& v) {
+        for (auto& [bb, vv] : per_block)
+            if (bb == b) { join(vv, v); return; }
+        per_block.emplace_back(b, v);
+    }
+};
+struct MutexSlot {
+    bool locked = false, has_unlock = false;
+    int8_t lock_pipe = -1, unlock_pipe = -1;
+    VC clk{};
+    uint32_t idx = 0, line = 0;
+};
+constexpr int kPollTable = 8;
+struct PollEntry { uint64_t addr = 0; uint32_t bytes = 0; uint8_t val[8] = {}; };
 
 enum State : uint8_t { READY, RUNNING, BLOCKED, DONE };
 
@@ -143,6 +173,7 @@ struct Core {
     uint32_t cnt[kNumPipes]{};
     std::vector<FlagSlot> flags;  // event code (<128) x 8 ids
     std::map<const void*, FlagSlot> qflags;  // TQue implicit flags, keyed by address
+    std::vector<FlagSlot> orphan_free;       // FreeTensor signals of destroyed queues, still pending
     std::vector<OpRec> trace;
     std::vector<Dep> deps;
     uint32_t x0_set = 0, x0_wait = 0;
@@ -155,6 +186,19 @@ struct Core {
     uint64_t ops = 0;
     std::unordered_map<const char*, uint64_t> op_names;  // op count per API name
     std::condition_variable cv;  // this thread sleeps here (slot grant, cross-core wait)
+    // cross-block synchronisation (emu_xblock.h)
+    std::vector<VC> xk;          // per block: that block's ops known complete (empty until a cross-block acquire)
+    XbPred xb_pred = nullptr;    // while blocked in xb_wait
+    const void* xb_arg = nullptr;
+    const char* xb_what = "";
+    PollEntry polls[kPollTable];  // spin-loop detection of scalar GM loads
+    std::set<uint64_t> fresh_lines, loaded_since_all;  // DataCacheCleanAndInvalid state (64-byte lines)
+    bool dcci_all = false;
+    int poll_next = 0;
+    uint32_t poll_streak = 0;
+    uint64_t poll_ops = 0;
+    uint64_t ctrl = is_3510() ? (1ull << 60) : 0;  // CTRL special register (defaults per the SetCtrlSpr page)
+    std::map<int, MutexSlot> mtx;
     std::string name() const {
         if (kind == CoreKind::AIC) return "AIC";
         return "AIV" + std::to_string(sub);
@@ -162,8 +206,10 @@ struct Core {
 };
 
 struct Region {
-    uint64_t b, e;
+    uint64_t b, e;       // the emulator's guarded copy the kernel works on (see relocate_gm)
     std::string name;
+    int arg = -1;        // kernel argument index
+    uint64_t ob = 0;     // the caller's address of the argument
     std::atomic<bool> written{false};
     std::vector<uint64_t> read_blocks;  // bitmap of the 32 B blocks read so far (L2 model: first reads miss)
     Region(uint64_t b_, uint64_t e_, std::string n) : b(b_), e(e_), name(std::move(n)) {}
@@ -201,12 +247,32 @@ struct Agg0 {
     std::vector<VC> per_block;
     std::vector<char> has_block;
     std::vector<Dep> refs;
+    std::vector<VC> xk;  // the setters' knowledge of other blocks (joined)
+};
+
+// One guarded copy of a group of GM arguments (overlapping views share one): PROT_NONE guard
+// zones of kGuard bytes on both sides, data ending at (or just before) a page boundary.
+struct GuardMap {
+    uint8_t* base = nullptr;
+    size_t len = 0;
+    uint64_t data_b = 0, data_e = 0;  // the copy
+    uint64_t ob = 0;                  // the caller's address of the group
+    std::vector<int> regions;
+};
+constexpr size_t kGuard = 256ull << 20;
+
+// What a SIGSEGV/SIGBUS in an isolated run hit (shared with the parent).
+struct FaultInfo {
+    volatile int set;
+    int gt;
+    uint64_t addr;
 };
 
 struct Global {
     // config
     int block_dim = 1, ktype = 0;
     bool checks = true, mode0_hint = false;
+    bool auto_sync = true;  // model bisheng's --cce-auto-sync=on (docs/emulator.md)
     int pool = 2;
     uint64_t trace_cap = 1'000'000;  // trace records kept for the timing model, all cores together
     std::atomic<uint64_t> trace_used{0};
@@ -214,6 +280,7 @@ struct Global {
     bool has_aic = false;
     int naiv = 1, per_block = 1;
     std::deque<Region> gm;
+    std::vector<GuardMap> maps;
     std::string arch;
     void (*entry)(void**) = nullptr;
     void** args = nullptr;
@@ -236,6 +303,12 @@ struct Global {
     uint64_t races_total = 0;
     std::string deadlock;  // JSON object or empty
     std::mutex race_mu;
+    // cross-block synchronisation (guarded by mu)
+    std::map<uint64_t, XTok> xtok;
+    std::map<uint64_t, int64_t> xcells;
+    bool xb_seen = false;
+    int xb_waiting = 0;
+    std::mutex atomic_mu;
     // GM read traffic, for the timing model's L2 term: every byte read, and the distinct ones
     std::mutex reads_mu;
     uint64_t gm_read_bytes = 0, gm_read_unique_bytes = 0;
@@ -321,13 +394,34 @@ inline void check_abort() {
 std::string event_name(Pipe s, Pipe d) { return std::string(kPipeNames[(int)s]) + "_" + kPipeNames[(int)d]; }
 
 // ---- race checker ----------------------------------------------------------------
-inline bool ordered(const Acc& a, const Acc& cur, const VC& clk) {
+// Access classes that never race with each other (emu_xblock.h).
+inline bool compatible(uint8_t a, uint8_t b) {
+    if (a & b & (CLS_ATOMIC | CLS_FILL | CLS_SYNC)) return true;
+    constexpr uint8_t coh = CLS_SYNC | CLS_SLOAD | CLS_SSTORE;
+    return (a & coh) && (b & coh) && !(a & b & CLS_SSTORE);
+}
+
+// ww: both accesses write (MTE2/MTE3 order their overlapping writes only through barriers).
+inline bool ordered(const Acc& a, const Acc& cur, const VC& clk, bool ww) {
     if (a.gt == cur.gt && a.tid == cur.tid && a.epoch == cur.epoch) return true;  // same op
-    if (a.block == cur.block) return a.epoch <= clk[a.tid];
-    // Different blocks never synchronise, except through mode-0 barriers between cores of
-    // the same kind: a precedes cur when a's core had set fewer barriers than cur's core
-    // had passed.
-    return a.kind == cur.kind && a.setgen < cur.waitgen;
+    if ((a.cls | cur.cls) && compatible(a.cls, cur.cls)) return true;
+    if (a.block == cur.block) {
+        if (a.gt == cur.gt && a.tid == cur.tid) {  // same core and pipe: program order, except...
+            Pipe p = (Pipe)(a.tid % kNumPipes);
+            if (p == Pipe::MTE2 || p == Pipe::MTE3) {
+                if (!ww) return true;  // ...overlapping writes of MTE2/MTE3
+            } else if (pipe_in_order(p)) {
+                return true;           // ...and c220's V
+            }
+        }
+        return a.epoch <= clk[a.tid];
+    }
+    // Different blocks synchronise through mode-0 barriers between cores of the same kind:
+    // a precedes cur when a's core had set fewer barriers than cur's core had passed...
+    if (a.kind == cur.kind && a.setgen < cur.waitgen) return true;
+    // ... and through cross-block releases/acquires (emu_xblock.h) this core has seen.
+    const Core* c = tls;
+    return c && !c->xk.empty() && a.epoch <= c->xk[a.block][a.tid];
 }
 
 void report_race(const Acc& a, const Acc& b, Mem mem, uint8_t kind, uint64_t lo, uint64_t hi, const Core* owner) {
@@ -345,6 +439,19 @@ void report_race(const Acc& a, const Acc& b, Mem mem, uint8_t kind, uint64_t lo,
     G->races.emplace(k, r);
 }
 
+// bisheng's --cce-auto-sync=on (docs/emulator.md, "Automatic synchronisation"): is the
+// unordered pair (a, then cur) one that bisheng synchronises by itself? Same AIV only:
+// V<->V on c220, and S<->V/MTE2/MTE3 (both directions) when the S access is an eligible call.
+inline bool auto_synced(const Acc& a, const Acc& cur) {
+    if (!G->auto_sync || a.gt != cur.gt || cur.kind != (uint8_t)CoreKind::AIV) return false;
+    const Pipe pa = (Pipe)(a.tid % kNumPipes), pc = (Pipe)(cur.tid % kNumPipes);
+    if (pa == Pipe::V && pc == Pipe::V) return is_c220();
+    auto vec_or_mte = [](Pipe p) { return p == Pipe::V || p == Pipe::MTE2 || p == Pipe::MTE3; };
+    if (pa == Pipe::S && vec_or_mte(pc)) return a.auto_ok;
+    if (pc == Pipe::S && vec_or_mte(pa)) return cur.auto_ok;
+    return false;
+}
+
 void split_at(std::map<uint64_t, Seg>& m, uint64_t x) {
     auto it = m.upper_bound(x);
     if (it == m.begin()) return;
@@ -356,8 +463,19 @@ void split_at(std::map<uint64_t, Seg>& m, uint64_t x) {
     }
 }
 
-// kind: 0 RAW (write then read), 1 WAR (read then write), 2 WAW
-void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& cur, const VC& clk, const Core* owner) {
+// kind: 0 RAW (write then read), 1 WAR (read then write), 2 WAW. A conflict that auto-sync
+// covers is not reported; its earlier pipe is added to *auto_pipes (the caller then applies
+// the inserted sync to the clocks).
+void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& cur, const VC& clk, const Core* owner,
+            unsigned* auto_pipes) {
+    auto conflict = [&](const Acc& a, uint8_t kind, uint64_t lo, uint64_t hi) {
+        if (ordered(a, cur, clk, kind == 2)) return;
+        if (auto_synced(a, cur)) {
+            *auto_pipes |= 1u << (a.tid % kNumPipes);
+            return;
+        }
+        report_race(a, cur, mem, kind, lo, hi, owner);
+    };
     if (b >= e) return;
     std::lock_guard<std::mutex> lk(h.mu);
     auto& m = h.m;
@@ -378,7 +496,7 @@ void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& 
                 continue;
             }
             Seg& s = it->second;
-            if (s.has_w && !ordered(s.w, cur, clk)) report_race(s.w, cur, mem, 0, it->first, s.end, owner);
+            if (s.has_w) conflict(s.w, 0, it->first, s.end);
             bool found = false;
             for (auto& r : s.reads)
                 if (r.gt == cur.gt && r.tid == cur.tid) {
@@ -396,9 +514,8 @@ void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& 
     auto first = it;
     while (it != m.end() && it->first < e) {
         Seg& s = it->second;
-        if (s.has_w && !ordered(s.w, cur, clk)) report_race(s.w, cur, mem, 2, it->first, s.end, owner);
-        for (auto& r : s.reads)
-            if (!ordered(r, cur, clk)) report_race(r, cur, mem, 1, it->first, s.end, owner);
+        if (s.has_w) conflict(s.w, 2, it->first, s.end);
+        for (auto& r : s.reads) conflict(r, 1, it->first, s.end);
         ++it;
     }
     m.erase(first, it);
@@ -523,17 +640,36 @@ void grant_locked() {
 }
 
 std::string waiter_json(const Core* w) {
-    return "{" + core_json(w) + ",\"flag\":" + std::to_string(w->wait_id) + ",\"mode\":" + std::to_string(w->wait_mode) + "," +
+    std::string what = w->xb_pred ? std::string(",\"what\":") + jstr(w->xb_what) : std::string();
+    return "{" + core_json(w) + ",\"flag\":" + std::to_string(w->wait_id) + ",\"mode\":" + std::to_string(w->wait_mode) + what + "," +
            loc_json(w->wait_file, w->wait_line) + "}";
+}
+
+// Makes a core blocked in xb_wait runnable again (it re-checks its condition).
+void xb_wake_locked(Core* w) {
+    w->state = READY;
+    G->blocked--;
+    G->xb_waiting--;
+    G->ready.insert(w->gt);
+}
+void xb_wake_all_locked() {
+    if (G->xb_waiting == 0) return;
+    for (auto& c : G->cores)
+        if (c->state == BLOCKED && c->xb_pred) xb_wake_locked(c.get());
+    grant_locked();
 }
 
 void deadlock_locked(const std::vector<Core*>& waiters, const std::string& scope) {
     if (!G->deadlock.empty() || G->abort.load()) return;
-    std::string msg = "deadlock (" + scope + "): every live core is blocked on a CrossCoreWaitFlag:";
+    std::string msg = "deadlock (" + scope + "): every live core is blocked on a CrossCoreWaitFlag or a GM synchronisation:";
     std::string ws;
     for (auto* w : waiters) {
-        msg += " block " + std::to_string(w->block) + " " + w->name() + " waits for flag " + std::to_string(w->wait_id) +
-               " at line " + std::to_string(w->wait_line) + ";";
+        if (w->xb_pred)
+            msg += " block " + std::to_string(w->block) + " " + w->name() + " waits in " + w->xb_what + " at line " +
+                   std::to_string(w->wait_line) + " for a GM value no running core will write;";
+        else
+            msg += " block " + std::to_string(w->block) + " " + w->name() + " waits for flag " + std::to_string(w->wait_id) +
+                   " at line " + std::to_string(w->wait_line) + ";";
         if (!ws.empty()) ws += ",";
         ws += waiter_json(w);
     }
@@ -545,13 +681,26 @@ void deadlock_locked(const std::vector<Core*>& waiters, const std::string& scope
 void check_deadlock_locked(int block) {
     if (G->abort.load()) return;
     if (G->running == 0 && G->ready.empty() && G->blocked > 0) {
+        // A GM condition may have been satisfied by a store that published nothing (e.g. a
+        // plain DataCopy): re-check before calling it a deadlock.
+        bool woke = false;
+        if (G->xb_waiting > 0)
+            for (auto& c : G->cores)
+                if (c->state == BLOCKED && c->xb_pred && c->xb_pred(c->xb_arg)) {
+                    xb_wake_locked(c.get());
+                    woke = true;
+                }
+        if (woke) {
+            grant_locked();
+            return;
+        }
         std::vector<Core*> w;
         for (auto& c : G->cores)
             if (c->state == BLOCKED) w.push_back(c.get());
         deadlock_locked(w, "all blocks");
         return;
     }
-    if (G->mode0_hint || G->mode0_seen) return;
+    if (G->mode0_hint || G->mode0_seen || G->xb_seen) return;
     int base = block * G->per_block;
     std::vector<Core*> w;
     for (int i = 0; i < G->per_block; ++i) {
@@ -583,6 +732,14 @@ void push_token_locked(Core* to, int id, Token t, const Loc& loc) {
 Token merge(Token a, const Token& b) {
     join(a.clk, b.clk);
     a.refs.insert(a.refs.end(), b.refs.begin(), b.refs.end());
+    if (b.xk) {
+        if (!a.xk) a.xk = b.xk;
+        else {
+            auto m = std::make_shared<std::vector<VC>>(*a.xk);
+            for (size_t i = 0; i < m->size() && i < b.xk->size(); ++i) join((*m)[i], (*b.xk)[i]);
+            a.xk = m;
+        }
+    }
     return a;
 }
 
@@ -626,6 +783,49 @@ void note_gm_read(Region* r, uint64_t b, uint64_t e) {
     G->gm_read_unique_bytes += std::min<uint64_t>(fresh * 32, e - b);
 }
 
+static void consume_signal(Core* c, OpRec& r, FlagSlot& f, Pipe dst);
+
+namespace {
+// The PIPE_S calls that bisheng's auto-sync covers (sync key-features page): LocalTensor
+// GetValue/SetValue/operator(), GlobalTensor GetValue/operator() (not GlobalTensor::SetValue),
+// GetReduceRepeatSumSpr, GetReduceRepeatMaxMinSpr, GetMrgSortResult.
+bool s_call_auto_synced(const char* op, const Span* writes, size_t n_writes) {
+    static const char* const kNames[] = {"GetValue", "SetValue", "operator()", "GetReduceRepeatSumSpr",
+                                         "GetReduceRepeatMaxMinSpr", "GetMrgSortResult"};
+    bool named = false;
+    for (const char* n : kNames)
+        if (strcmp(op, n) == 0) named = true;
+    if (!named) return false;
+    if (strcmp(op, "SetValue") == 0)
+        for (size_t i = 0; i < n_writes; ++i)
+            if (writes[i].mem == Mem::GM) return false;  // GlobalTensor::SetValue
+    return true;
+}
+
+// Applies the syncs bisheng would have inserted right before the op numbered `e` on `pipe`:
+// PipeBarrier<PIPE_V> for c220 V->V, else SetFlag<Q_P> + WaitFlag<Q_P> for each earlier pipe Q.
+// They appear in the trace as "auto-sync" records, so the timing model pays for them.
+void apply_auto_sync(Core* c, Pipe pipe, uint32_t e, unsigned pipes, const Loc& loc) {
+    for (int q = 0; q < kNumPipes; ++q) {
+        if (!(pipes >> q & 1u)) continue;
+        if (q == (int)pipe) {
+            OpRec r{"auto-sync", loc.line(), R_BARRIER, (uint8_t)q, 0, 0, 0, 0, 0, 0, 0, 0};
+            push_rec(c, r);
+            uint32_t& own = c->clk[q][c->slot * kNumPipes + q];
+            own = std::max(own, e - 1);
+            continue;
+        }
+        OpRec rs{"auto-sync", loc.line(), R_SET, (uint8_t)q, (uint8_t)q, (uint8_t)pipe, 0, 0, 0, 0, 0, 0};
+        FlagSlot f;
+        f.set = true;
+        f.clk = pipe_done_clock(c, (Pipe)q);
+        f.idx = push_rec(c, rs);
+        OpRec rw{"auto-sync", loc.line(), R_WAIT, (uint8_t)pipe, (uint8_t)q, (uint8_t)pipe, 0, 0, 0, 0, 0, 0};
+        consume_signal(c, rw, f, pipe);
+    }
+}
+}  // namespace
+
 void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, const Span* writes, size_t n_writes, const Cost& cost,
               const Loc& loc) {
     Core* c = cur_core(loc, op);
@@ -650,24 +850,35 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     int p = (int)pipe;
     uint32_t e = ++c->cnt[p];
     int tid = c->slot * kNumPipes + p;
-    if (pipe_in_order(pipe)) c->clk[p][tid] = e;
+    if (!own_clock_is_completion(pipe)) c->clk[p][tid] = e;
     c->ops++;
     c->op_names[op]++;
     if (G->checks) {
-        Acc cur{op, loc.file_name(), loc.line(), c->gt, c->block, (uint8_t)tid, (uint8_t)c->kind, e, c->x0_set, c->x0_wait};
+        const bool auto_ok = pipe == Pipe::S && G->auto_sync && s_call_auto_synced(op, writes, n_writes);
+        Acc cur{op, loc.file_name(), loc.line(), c->gt, c->block, (uint8_t)tid, (uint8_t)c->kind, e, c->x0_set, c->x0_wait,
+                0, auto_ok};
         const VC& clk = c->clk[p];
+        unsigned auto_pipes = 0;
         for (size_t i = 0; i < n_reads; ++i) {
             const Resolved& x = rr[i];
             Mem m = reads[i].mem;
-            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, false, cur, clk, nullptr);
-            else access(hist_of(x.owner, m), m, x.b, x.e, false, cur, clk, x.owner);
+            cur.cls = reads[i].cls;
+            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, false, cur, clk, nullptr, &auto_pipes);
+            else access(hist_of(x.owner, m), m, x.b, x.e, false, cur, clk, x.owner, &auto_pipes);
         }
         for (size_t i = 0; i < n_writes; ++i) {
             const Resolved& x = rw[i];
             Mem m = writes[i].mem;
-            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, true, cur, clk, nullptr);
-            else access(hist_of(x.owner, m), m, x.b, x.e, true, cur, clk, x.owner);
+            cur.cls = writes[i].cls;
+            if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, true, cur, clk, nullptr, &auto_pipes);
+            else access(hist_of(x.owner, m), m, x.b, x.e, true, cur, clk, x.owner, &auto_pipes);
         }
+        // The reduction / sort special-register reads depend on the vector op that set them
+        // (no memory access to find): bisheng syncs V -> S before them.
+        if (auto_ok && c->kind == CoreKind::AIV && n_reads == 0 && n_writes == 0 && strncmp(op, "Get", 3) == 0 &&
+            strcmp(op, "GetValue") != 0)
+            auto_pipes |= 1u << (int)Pipe::V;
+        if (auto_pipes) apply_auto_sync(c, pipe, e, auto_pipes, loc);
     }
     OpRec r{op, loc.line(), R_OP, (uint8_t)pipe, (uint8_t)(n_reads ? (int)reads[0].mem : 255),
             (uint8_t)(n_writes ? (int)writes[0].mem : 255), cost.bytes, cost.elems, cost.macs, cost.repeats, 0, 0};
@@ -767,6 +978,8 @@ void queue_signal(Pipe src, Pipe dst, const void* key, const char* what, const L
     f.set = true;
     f.idx = idx;
     f.line = loc.line();
+    f.dst = (uint8_t)dst;
+    f.free = strcmp(what, "FreeTensor") == 0;
 }
 
 void queue_wait(Pipe src, Pipe dst, const void* key, const char* what, const Loc& loc) {
@@ -793,7 +1006,25 @@ void queue_forget(const void* begin, size_t bytes) {
     if (!c) return;
     auto lo = c->qflags.lower_bound(begin);
     auto hi = c->qflags.lower_bound((const char*)begin + bytes);
+    // A destroyed queue's pending FreeTensor signals still guard its memory: TPipe::Reset /
+    // Destroy wait for them.
+    for (auto it = lo; it != hi; ++it)
+        if (it->second.set && it->second.free) c->orphan_free.push_back(it->second);
     c->qflags.erase(lo, hi);
+}
+
+void pipe_reset(const Loc& loc) {
+    Core* c = cur_core(loc, "TPipe::Reset");
+    if (!c) return;
+    note_last(c, "TPipe::Reset", loc);
+    auto drain = [&](FlagSlot& f) {
+        OpRec r{"TPipe::Reset", loc.line(), R_WAIT, f.dst, 0, f.dst, 0, 0, 0, 0, 0, 0};
+        consume_signal(c, r, f, (Pipe)f.dst);
+    };
+    for (auto& [key, f] : c->qflags)
+        if (f.set && f.free) drain(f);
+    for (auto& f : c->orphan_free) drain(f);
+    c->orphan_free.clear();
 }
 
 void pipe_barrier(int pipe, const Loc& loc) {
@@ -813,7 +1044,7 @@ void pipe_barrier(int pipe, const Loc& loc) {
     r.pipe = (uint8_t)p;
     push_rec(c, r);
     if (!pipe_on(c->kind, p)) return;
-    if (!pipe_in_order(p)) c->clk[(int)p][c->slot * kNumPipes + (int)p] = c->cnt[(int)p];
+    if (own_clock_is_completion(p)) c->clk[(int)p][c->slot * kNumPipes + (int)p] = c->cnt[(int)p];
 }
 
 namespace {
@@ -838,11 +1069,14 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
     if (mode4 && !is_3510()) fail_op("invalid_param", "CrossCoreSetFlag mode 4 exists only on dav-3510", "CrossCoreSetFlag", loc);
     if (mode != 0 && mode != 1 && mode != 2 && mode != 4)
         fail_op("invalid_param", "CrossCoreSetFlag: mode must be 0, 1, 2 (or 4 on dav-3510)", "CrossCoreSetFlag", loc);
-    bool id_ok = internal || (id >= 0 && id <= 10) || (mode4 && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
+    // flagId ranges (CrossCoreSetFlag page): 0-15 in modes 0/1/2 (hardware keeps the low 4 bits
+    // of larger ids: reported here as a likely mistake); mode 4: 0-10, and 16-26 from an AIC.
+    bool id_ok = internal || (!mode4 && id >= 0 && id <= 15) || (mode4 && id >= 0 && id <= 10) ||
+                 (mode4 && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
     if (!id_ok) {
         add_flag_error("id_out_of_range", ev, id,
-                       "CrossCoreSetFlag(" + std::to_string(id) + "): cross-core flag ids are 0-10" +
-                           (is_3510() ? " (16-26 from an AIC in mode 4)" : ""),
+                       "CrossCoreSetFlag(" + std::to_string(id) + "): cross-core flag ids are " +
+                           (mode4 ? "0-10 in mode 4 (16-26 from an AIC)" : "0-15 in modes 0, 1, 2"),
                        loc);
         return;
     }
@@ -867,6 +1101,7 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
     }
     t.block = c->block;
     t.refs.push_back({c->gt, idx});
+    if (!c->xk.empty()) t.xk = std::make_shared<const std::vector<VC>>(c->xk);
 
     std::lock_guard<std::mutex> lk(G->mu);
     int base = c->block * G->per_block;
@@ -882,6 +1117,10 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
             a.has_block.assign(G->block_dim, 0);
         }
         join(a.per_block[c->block], t.clk);
+        if (t.xk) {
+            if (a.xk.empty()) a.xk.assign(G->block_dim, VC{});
+            for (size_t b = 0; b < a.xk.size() && b < t.xk->size(); ++b) join(a.xk[b], (*t.xk)[b]);
+        }
         a.has_block[c->block] = 1;
         a.refs.push_back({c->gt, idx});
         a.count++;
@@ -890,6 +1129,12 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
             if (key == 2 || (int)x->kind == key) need++;
         if (a.count >= need) {
             uint32_t round = ++G->rounds0[key];
+            // Every participant learns what each block's setters had done (and knew): a chain
+            // through a mode-0 barrier and then another kind of core (mode 2, a GM flag) keeps
+            // the order of the other blocks' work.
+            if (a.xk.empty()) a.xk.assign(G->block_dim, VC{});
+            for (int b = 0; b < G->block_dim; ++b) join(a.xk[b], a.per_block[b]);
+            auto xk = std::make_shared<const std::vector<VC>>(std::move(a.xk));
             for (auto& x : G->cores) {
                 if (!(key == 2 || (int)x->kind == key)) continue;
                 Token tok;
@@ -897,6 +1142,7 @@ void cross_set_impl(int mode, int pipe_g, int32_t id, const Loc& loc, int key0) 
                 tok.block = x->block;
                 tok.round0 = round;
                 tok.refs = a.refs;
+                tok.xk = xk;
                 push_token_locked(x.get(), id, std::move(tok), loc);
             }
             a = Agg0{};
@@ -940,10 +1186,11 @@ void cross_wait(int mode, int pipe_g, int32_t id, const Loc& loc) {
     if (!c) return;
     note_last(c, "CrossCoreWaitFlag", loc);
     bool internal = id == 31;
-    bool id_ok = internal || (id >= 0 && id <= 10) || (is_3510() && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
+    // 0-15 (modes 0/1/2; CrossCoreWaitFlag page), 16-26 on a dav-3510 AIC for mode-4 sets from AIV1.
+    bool id_ok = internal || (id >= 0 && id <= 15) || (is_3510() && c->kind == CoreKind::AIC && id >= 16 && id <= 26);
     if (!id_ok) {
         add_flag_error("id_out_of_range", "mode " + std::to_string(mode), id,
-                       "CrossCoreWaitFlag(" + std::to_string(id) + "): cross-core flag ids are 0-10" +
+                       "CrossCoreWaitFlag(" + std::to_string(id) + "): cross-core flag ids are 0-15" +
                            (is_3510() ? " (16-26 on an AIC for mode-4 sets from AIV1)" : ""),
                        loc);
         return;
@@ -981,15 +1228,263 @@ void cross_wait(int mode, int pipe_g, int32_t id, const Loc& loc) {
         } else {
             join(c->clk[(int)pipe], t.clk);
         }
+        if (t.xk) {  // what the setter knew of other blocks (cross-block syncs) carries over
+            if (c->xk.empty()) c->xk.assign(G->block_dim, VC{});
+            for (size_t i = 0; i < c->xk.size() && i < t.xk->size(); ++i) join(c->xk[i], (*t.xk)[i]);
+        }
     }
 }
 
-void sync_all(bool aiv_only, const Loc& loc) {
+void sync_all_cfg(bool aiv_only, int trigger_pipe, int wait_pipe, const Loc& loc) {
     Core* c = cur_core(loc, "SyncAll");
     if (!c) return;
     if (aiv_only && c->kind != CoreKind::AIV) return;
-    cross_set_impl(0, PIPE_ALL, 31, loc, aiv_only ? (int)CoreKind::AIV : 2);
-    cross_wait(0, PIPE_S, 31, loc);
+    cross_set_impl(0, trigger_pipe, 31, loc, aiv_only ? (int)CoreKind::AIV : 2);
+    cross_wait(0, wait_pipe == PIPE_ALL ? PIPE_S : wait_pipe, 31, loc);
+}
+void sync_all(bool aiv_only, const Loc& loc) { sync_all_cfg(aiv_only, PIPE_ALL, PIPE_S, loc); }
+
+// ---- cross-block synchronisation through GM words (emu_xblock.h) -----------------------
+namespace {
+constexpr size_t kMaxXTok = 1u << 20;  // GM words with published releases (beyond: not recorded)
+
+void ensure_xk(Core* c) {
+    if (c->xk.empty()) c->xk.assign(G->block_dim, VC{});
+}
+
+void acquire_locked(Core* c, uint64_t lo, uint64_t hi) {
+    for (auto it = G->xtok.lower_bound(lo); it != G->xtok.end() && it->first < hi; ++it)
+        for (auto& [b, v] : it->second.per_block) {
+            if (b == c->block) {
+                for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], v);
+            } else {
+                ensure_xk(c);
+                join(c->xk[b], v);
+            }
+        }
+}
+
+void release_locked(Core* c, uint64_t addr, uint32_t pipe_mask) {
+    auto it = G->xtok.find(addr);
+    if (it == G->xtok.end()) {
+        if (G->xtok.size() >= kMaxXTok) return;
+        it = G->xtok.emplace(addr, XTok{}).first;
+    }
+    VC v{};
+    for (int p = 0; p < kNumPipes; ++p)
+        if (pipe_mask & (1u << p)) join(v, pipe_done_clock(c, (Pipe)p));
+    it->second.add(c->block, v);
+    for (size_t b = 0; b < c->xk.size(); ++b) {
+        const VC& k = c->xk[b];
+        if (std::any_of(k.begin(), k.end(), [](uint32_t x) { return x != 0; })) it->second.add((int32_t)b, k);
+    }
+}
+
+// Spin-loop detection: true when one of the polled words now differs from the value seen.
+bool polls_changed(const void* arg) {
+    const Core* c = static_cast<const Core*>(arg);
+    for (const PollEntry& e : c->polls)
+        if (e.bytes && std::memcmp((const void*)(uintptr_t)e.addr, e.val, e.bytes) != 0) return true;
+    return false;
+}
+}  // namespace
+
+void xb_release(uint64_t addr, uint32_t pipe_mask, const Loc& loc) {
+    Core* c = cur_core(loc, "release");
+    if (!c) return;
+    std::lock_guard<std::mutex> lk(G->mu);
+    G->xb_seen = true;
+    release_locked(c, addr, pipe_mask);
+    xb_wake_all_locked();
+}
+
+void xb_acquire(uint64_t lo, uint64_t hi, const Loc& loc) {
+    Core* c = cur_core(loc, "acquire");
+    if (!c) return;
+    std::lock_guard<std::mutex> lk(G->mu);
+    acquire_locked(c, lo, hi);
+}
+
+void xb_notify() {
+    if (!G) return;
+    std::lock_guard<std::mutex> lk(G->mu);
+    xb_wake_all_locked();
+}
+
+void xb_wait(XbPred pred, const void* arg, uint64_t lo, uint64_t hi, uint32_t local_mask, const char* what, const Loc& loc) {
+    Core* c = cur_core(loc, what);
+    if (!c) return;
+    note_last(c, what, loc);
+    {
+        std::unique_lock<std::mutex> lk(G->mu);
+        G->xb_seen = true;
+        while (!pred(arg)) {
+            c->state = BLOCKED;
+            c->wait_id = -1;
+            c->wait_mode = -1;
+            c->wait_line = loc.line();
+            c->wait_file = loc.file_name();
+            c->xb_pred = pred;
+            c->xb_arg = arg;
+            c->xb_what = what;
+            G->running--;
+            G->blocked++;
+            G->xb_waiting++;
+            G->free_slots++;
+            grant_locked();
+            check_deadlock_locked(c->block);
+            c->cv.wait(lk, [&] { return G->abort.load() || c->state == RUNNING; });
+            c->xb_pred = nullptr;
+            if (G->abort.load()) throw Abort{};
+        }
+        acquire_locked(c, lo, hi);
+    }
+    if (local_mask) {
+        VC v{};
+        for (int p = 0; p < kNumPipes; ++p)
+            if (local_mask & (1u << p)) join(v, pipe_done_clock(c, (Pipe)p));
+        for (int p = 0; p < kNumPipes; ++p) join(c->clk[p], v);
+    }
+    OpRec r{what, loc.line(), R_XWAIT, 0, 255, 0, 0, 0, 0, 0, 0, 0};
+    push_rec(c, r);
+}
+
+uint8_t xb_load_class(const void* addr) {
+    Core* c = tls;
+    if (!c) return 0;
+    uint64_t line = (uint64_t)(uintptr_t)addr / 64;
+    if (c->dcci_all) {
+        if (c->loaded_since_all.insert(line).second) return CLS_SLOAD;
+        return 0;
+    }
+    return c->fresh_lines.erase(line) ? CLS_SLOAD : 0;
+}
+
+void xb_dcci(const void* addr, bool entire) {
+    Core* c = tls;
+    if (!c) return;
+    if (entire) {
+        c->dcci_all = true;
+        c->loaded_since_all.clear();
+        c->fresh_lines.clear();
+    } else {
+        uint64_t line = (uint64_t)(uintptr_t)addr / 64;
+        c->fresh_lines.insert(line);
+        c->loaded_since_all.erase(line);
+    }
+}
+
+void xb_scalar_load(const void* addr, size_t bytes, bool acquire, const Loc& loc) {
+    Core* c = cur_core(loc, "GetValue");
+    if (!c) return;
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    size_t n = std::min<size_t>(bytes, 8);
+    // A poll is a load with no other op since the previous load (the GetValue itself is one op).
+    bool consecutive = c->ops == c->poll_ops + 1;
+    c->poll_ops = c->ops;
+    PollEntry* e = nullptr;
+    for (PollEntry& p : c->polls)
+        if (p.bytes && p.addr == a && p.bytes == n) e = &p;
+    bool same = e && std::memcmp(addr, e->val, n) == 0;
+    if (!e) {
+        e = &c->polls[c->poll_next];
+        c->poll_next = (c->poll_next + 1) % kPollTable;
+        e->addr = a;
+        e->bytes = (uint32_t)n;
+    }
+    std::memcpy(e->val, addr, n);
+    if (!consecutive) c->poll_streak = 0;
+    else if (same) c->poll_streak++;
+    // else: a polled value changed: keep the streak (other words of the same loop still spin)
+    if (c->poll_streak >= 256) {
+        // A spin loop: sleep until one of the polled words changes instead of burning a slot.
+        c->poll_streak = 0;
+        xb_wait(polls_changed, c, a, a + bytes, 0, "a GM polling loop", loc);
+        for (PollEntry& p : c->polls) p.bytes = 0;
+        c->poll_ops = c->ops;
+        return;
+    }
+    if (!acquire) return;
+    std::lock_guard<std::mutex> lk(G->mu);
+    acquire_locked(c, a, a + bytes);
+}
+
+int64_t* xb_cell(uint64_t key) {
+    std::lock_guard<std::mutex> lk(G->mu);
+    return &G->xcells[key];
+}
+
+uint64_t ctrl_get() {
+    Core* c = tls;
+    return c ? c->ctrl : 0;
+}
+void ctrl_set(uint64_t v) {
+    if (Core* c = tls) c->ctrl = v;
+}
+void atomic_lock() {
+    if (G) G->atomic_mu.lock();
+}
+void atomic_unlock() {
+    if (G) G->atomic_mu.unlock();
+}
+
+// ---- Mutex::Lock / Unlock (intra-core pipe ordering) ---------------------------------
+void mutex_lock(int pipe, int id, const Loc& loc) {
+    Core* c = cur_core(loc, "Mutex::Lock");
+    if (!c) return;
+    note_last(c, "Mutex::Lock", loc);
+    std::string ev = "mutex " + std::to_string(id);
+    if (pipe < 0 || pipe >= kNumPipes || !pipe_on(c->kind, (Pipe)pipe)) {
+        add_flag_error("cross_core_event", ev, id, "Mutex::Lock: pipe not on the " + c->name(), loc);
+        return;
+    }
+    MutexSlot& m = c->mtx[id];
+    OpRec r{"Mutex::Lock", loc.line(), R_WAIT, (uint8_t)pipe, (uint8_t)(m.has_unlock ? m.unlock_pipe : pipe), (uint8_t)pipe,
+            0, 0, 0, (uint32_t)id, 0, 0};
+    if (m.locked) {
+        add_flag_error("mutex_misuse", ev, id,
+                       "Mutex::Lock<PIPE_" + std::string(kPipeNames[pipe]) + ">(" + std::to_string(id) + ") while the Lock at line " +
+                           std::to_string(m.line) + " is not unlocked (Lock and Unlock must alternate; hardware behaviour is undefined)",
+                       loc);
+    }
+    if (m.has_unlock && m.unlock_pipe != pipe) {
+        // waits for the Unlock before it in program order
+        r.dep_off = (uint32_t)c->deps.size();
+        r.dep_n = 1;
+        c->deps.push_back({c->gt, m.idx});
+        join(c->clk[pipe], m.clk);
+    }
+    push_rec(c, r);
+    m.locked = true;
+    m.lock_pipe = (int8_t)pipe;
+    m.line = loc.line();
+}
+
+void mutex_unlock(int pipe, int id, const Loc& loc) {
+    Core* c = cur_core(loc, "Mutex::Unlock");
+    if (!c) return;
+    note_last(c, "Mutex::Unlock", loc);
+    std::string ev = "mutex " + std::to_string(id);
+    if (pipe < 0 || pipe >= kNumPipes || !pipe_on(c->kind, (Pipe)pipe)) {
+        add_flag_error("cross_core_event", ev, id, "Mutex::Unlock: pipe not on the " + c->name(), loc);
+        return;
+    }
+    MutexSlot& m = c->mtx[id];
+    if (!m.locked || m.lock_pipe != pipe) {
+        add_flag_error("mutex_misuse", ev, id,
+                       "Mutex::Unlock<PIPE_" + std::string(kPipeNames[pipe]) + ">(" + std::to_string(id) + ") " +
+                           (m.locked ? "on another pipe than its Lock<PIPE_" + std::string(kPipeNames[m.lock_pipe]) + "> at line " +
+                                           std::to_string(m.line)
+                                     : std::string("without a Lock before it")),
+                       loc);
+    }
+    OpRec r{"Mutex::Unlock", loc.line(), R_SET, (uint8_t)pipe, (uint8_t)pipe, (uint8_t)pipe, 0, 0, 0, (uint32_t)id, 0, 0};
+    m.idx = push_rec(c, r);
+    m.clk = pipe_done_clock(c, (Pipe)pipe);
+    m.has_unlock = true;
+    m.unlock_pipe = (int8_t)pipe;
+    m.locked = false;
+    m.line = loc.line();
 }
 
 void check_kernel_type(int type, const Loc& loc) {
@@ -1073,6 +1568,16 @@ void thread_main(Core* c) {
                 G->flag_errors.push_back(j);
             }
     }
+    if (clean)
+        for (auto& [id, m] : c->mtx)
+            if (m.locked) {
+                std::string j = "{\"kind\":\"pending_at_end\",\"event\":" + jstr("mutex " + std::to_string(id)) + ",\"id\":" +
+                                std::to_string(id) + ",\"line\":" + std::to_string(m.line) + ",\"file\":\"\"," + core_json(c) +
+                                ",\"message\":" + jstr("Mutex::Lock(" + std::to_string(id) + ") at line " + std::to_string(m.line) +
+                                                       " is never unlocked before the kernel ends") + "}";
+                std::lock_guard<std::mutex> lk(G->race_mu);
+                G->flag_errors.push_back(j);
+            }
     if (G->last) G->last[c->gt].active = 0;
     std::lock_guard<std::mutex> lk(G->mu);
     if (c->state == RUNNING) {
@@ -1093,6 +1598,7 @@ std::string build_report() {
     o.reserve(1 << 16);
     o += "{\"arch\":" + jstr(G->arch) + ",\"block_dim\":" + std::to_string(G->block_dim) + ",\"kernel_type_id\":" + std::to_string(G->ktype);
     o += ",\"checks\":" + std::string(G->checks ? "true" : "false");
+    o += ",\"auto_sync\":" + std::string(G->auto_sync ? "true" : "false");
     // races
     o += ",\"races_total\":" + std::to_string(G->races_total) + ",\"races\":[";
     bool first = true;
@@ -1260,14 +1766,16 @@ bool parse_cfg(const char* cfg) {
         if (key == "block_dim") in >> G->block_dim;
         else if (key == "kernel_type") in >> G->ktype;
         else if (key == "checks") { int v; in >> v; G->checks = v != 0; }
+        else if (key == "auto_sync") { int v; in >> v; G->auto_sync = v != 0; }
         else if (key == "pool") in >> G->pool;
         else if (key == "mode0") { int v; in >> v; G->mode0_hint = v != 0; }
         else if (key == "trace_cap") in >> G->trace_cap;
         else if (key == "gm") {
             unsigned long long b, e;
             std::string name;
-            in >> b >> e >> name;
-            G->gm.emplace_back(b, e, name);
+            int arg = -1;
+            in >> b >> e >> name >> arg;
+            G->gm.emplace_back(b, e, name).arg = arg;
         } else {
             std::string rest;
             std::getline(in, rest);
@@ -1284,22 +1792,105 @@ bool parse_cfg(const char* cfg) {
     return G->block_dim >= 1 && G->block_dim <= 4096;
 }
 
+// Copies every GM argument (a group of overlapping views together) into its own mapping
+// between PROT_NONE guard zones and points the kernel's argument at the copy, so that an
+// access past one argument never lands in another: through the API it is outside every
+// argument (gm_out_of_bounds), through a raw pointer it faults in a guard zone (reported as
+// gm_out_of_bounds in isolated runs). The copy ends within 64 bytes of a page end and keeps
+// the caller's address modulo 64 (alignment the kernel may rely on).
+bool relocate_gm(void** args) {
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    std::vector<int> order(G->gm.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = (int)i;
+    std::sort(order.begin(), order.end(), [](int a, int b) { return G->gm[a].b < G->gm[b].b; });
+    for (size_t i = 0; i < order.size();) {
+        uint64_t gb = G->gm[order[i]].b, ge = G->gm[order[i]].e;
+        size_t j = i + 1;
+        while (j < order.size() && G->gm[order[j]].b < ge) ge = std::max(ge, G->gm[order[j++]].e);
+        GuardMap m;
+        const uint64_t size = ge - gb, data_len = (size + 64 + page - 1) / page * page;
+        m.len = kGuard + data_len + kGuard;
+        void* base = mmap(nullptr, m.len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base == MAP_FAILED) return false;
+        m.base = (uint8_t*)base;
+        if (mprotect(m.base + kGuard, data_len, PROT_READ | PROT_WRITE) != 0) return false;
+        // big arguments: 2 MB pages make the copy's page faults (and the fork's page tables) cheap
+        if (data_len >= (4u << 20)) madvise(m.base + kGuard, data_len, MADV_HUGEPAGE);
+        const uint64_t end = (uint64_t)(uintptr_t)(m.base + kGuard + data_len);
+        uint64_t start = ((end - size) & ~63ull) + (gb & 63);
+        if (start + size > end) start -= 64;
+        m.data_b = start;
+        m.data_e = start + size;
+        m.ob = gb;
+        memcpy((void*)(uintptr_t)start, (const void*)(uintptr_t)gb, size);
+        for (size_t k = i; k < j; ++k) {
+            Region& r = G->gm[order[k]];
+            const uint64_t nb = start + (r.b - gb);
+            if (r.arg >= 0 && (uint64_t)(uintptr_t)args[r.arg] == r.b) args[r.arg] = (void*)(uintptr_t)nb;
+            r.ob = r.b;
+            r.e = nb + (r.e - r.b);
+            r.b = nb;
+            m.regions.push_back(order[k]);
+        }
+        G->maps.push_back(std::move(m));
+        i = j;
+    }
+    return true;
+}
+
+// In-process runs: the results go back into the caller's memory, whole groups.
+void copy_back_gm() {
+    for (auto& m : G->maps) memcpy((void*)(uintptr_t)m.ob, (const void*)(uintptr_t)m.data_b, m.data_e - m.data_b);
+}
+void unmap_gm() {
+    for (auto& m : G->maps) munmap(m.base, m.len);
+    G->maps.clear();
+}
+
+// A fault address in a guard zone, as a sentence naming the argument(s), or "".
+std::string guard_fault_text(uint64_t a) {
+    for (auto& m : G->maps) {
+        const uint64_t lo = (uint64_t)(uintptr_t)m.base, hi = lo + m.len;
+        if (a < lo || a >= hi || (a >= m.data_b && a < m.data_e)) continue;
+        std::string names;
+        for (int r : m.regions) names += (names.empty() ? "'" : " / '") + G->gm[r].name + "'";
+        const uint64_t size = m.data_e - m.data_b;
+        std::string where = a >= m.data_e ? "past the end" : "before the start";
+        return "raw __gm__ pointer access " + where + " of argument " + names + " (" + std::to_string(size) +
+               " bytes): at its byte offset " + std::to_string((int64_t)(a - m.data_b)) +
+               " (not an API call, so no line; index __gm__ pointers within their argument)";
+    }
+    return "";
+}
+
+FaultInfo* g_fault = nullptr;
+void on_fault(int sig, siginfo_t* si, void*) {
+    if (g_fault && !g_fault->set) {
+        g_fault->addr = (uint64_t)(uintptr_t)si->si_addr;
+        g_fault->gt = tls ? tls->gt : -1;
+        g_fault->set = 1;
+    }
+    signal(sig, SIG_DFL);  // returning re-runs the access, which now kills the process
+}
+
 char* dup_str(const std::string& s) {
     char* p = (char*)malloc(s.size() + 1);
     memcpy(p, s.c_str(), s.size() + 1);
     return p;
 }
 
-std::string crash_report(const std::string& why, LastOp* last, int n) {
+// only_gt >= 0: one error, for that core (the one that faulted), of kind `kind`.
+std::string crash_report(const std::string& why, LastOp* last, int n, const char* kind = "crash", int only_gt = -1) {
     std::string errs;
     for (int i = 0; i < n; ++i) {
-        if (!last[i].active) continue;
+        if (!last[i].active || (only_gt >= 0 && i != only_gt)) continue;
         std::string core = G->has_aic ? (i % G->per_block == 0 ? "AIC" : "AIV" + std::to_string(i % G->per_block - 1))
                                       : "AIV0";
         if (!errs.empty()) errs += ",";
-        errs += "{\"kind\":\"crash\",\"message\":" +
-                jstr(why + "; this core's last emulated op was " + (last[i].name ? last[i].name : "(none)") + " at line " +
-                     std::to_string(last[i].line)) +
+        errs += "{\"kind\":" + jstr(kind) + ",\"message\":" +
+                jstr(why + (last[i].name ? "; this core's last emulated op was " + std::string(last[i].name) + " at line " +
+                                                std::to_string(last[i].line)
+                                          : std::string("; this core had run no emulated op yet"))) +
                 ",\"line\":" + std::to_string(last[i].line) + ",\"file\":" + jstr(last[i].file ? base_name(last[i].file) : "") +
                 ",\"block\":" + std::to_string(i / G->per_block) + ",\"core\":" + jstr(core) + ",\"op\":\"\"}";
     }
@@ -1380,24 +1971,35 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
         return dup_str(r);
     }
     int n = G->block_dim * G->per_block;
+    if (!relocate_gm(args)) {
+        unmap_gm();
+        G = nullptr;
+        return dup_str("{\"fatal\":\"mmap of the guarded GM copies failed\"}");
+    }
     if (!isolate) {
         std::vector<LastOp> last(n);
         G->last = last.data();
         std::string r = run_inproc();
+        copy_back_gm();
+        unmap_gm();
         G = nullptr;
         return dup_str(r);
     }
-    size_t last_bytes = sizeof(LastOp) * (size_t)n;
+    // one shared page: each core's last op, then what a fatal signal hit
+    size_t last_bytes = sizeof(LastOp) * (size_t)n + sizeof(FaultInfo);
     auto* last = (LastOp*)mmap(nullptr, last_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (last == MAP_FAILED) {
+        unmap_gm();
         G = nullptr;
         return dup_str("{\"fatal\":\"mmap failed\"}");
     }
     memset(last, 0, last_bytes);
     G->last = last;
+    g_fault = reinterpret_cast<FaultInfo*>(last + n);
     int fds[2];
     if (pipe(fds) != 0) {
         munmap(last, last_bytes);
+        unmap_gm();
         G = nullptr;
         return dup_str("{\"fatal\":\"pipe failed\"}");
     }
@@ -1407,6 +2009,14 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
     if (pid == 0) {
         // restore default crash handlers (the parent's, e.g. Python's faulthandler, must not run here)
         for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
+        // a fault records its address first, so the parent can tell a guard-zone hit (raw
+        // pointer out of bounds) from any other crash
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, nullptr);
+        sigaction(SIGBUS, &sa, nullptr);
         close(fds[0]);
         std::string r = run_inproc();
         fflush(stdout);
@@ -1476,7 +2086,7 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
                     why = "corrupt result stream from the kernel process";
                     break;
                 }
-                if (!rd.read((void*)(uintptr_t)(G->gm[idx].b + off), nb)) break;
+                if (!rd.read((void*)(uintptr_t)(G->gm[idx].ob + off), nb)) break;  // the caller's memory
             }
         }
         if (rd.timed_out) {
@@ -1492,6 +2102,21 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
                 int sig = WTERMSIG(status);
                 why = std::string("the kernel process died with signal ") + std::to_string(sig) + " (" + strsignal(sig) +
                       "), e.g. a wild pointer in kernel code";
+                if (g_fault->set) {
+                    char t[32];
+                    snprintf(t, sizeof t, "0x%llx", (unsigned long long)g_fault->addr);
+                    std::string oob = guard_fault_text(g_fault->addr);
+                    if (!oob.empty()) {
+                        std::string r = crash_report(oob, last, n, "gm_out_of_bounds", g_fault->gt);
+                        close(fds[0]);
+                        munmap(last, last_bytes);
+                        unmap_gm();
+                        g_fault = nullptr;
+                        G = nullptr;
+                        return dup_str(r);
+                    }
+                    why += std::string(" at address ") + t;
+                }
             } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 why = "the kernel process exited with status " + std::to_string(WEXITSTATUS(status));
             } else if (out.empty()) {
@@ -1502,6 +2127,8 @@ char* emu_run(const char* cfg, void (*entry)(void**), void** args, int isolate, 
     close(fds[0]);
     std::string r = why.empty() ? out : crash_report(why, last, n);
     munmap(last, last_bytes);
+    unmap_gm();
+    g_fault = nullptr;
     G = nullptr;
     return dup_str(r);
 }

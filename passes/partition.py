@@ -1,0 +1,463 @@
+"""partition: decide which core kind runs each tile op, and split the launch into the programs of
+the AIC (Cube) and the AIVs (Vector).
+
+Needs: a launch fresh from the frontend (one kernel, ``core`` None, tile ops only).
+Establishes: the launch's kernels are keyed by core kind -- {AIC} for a Cube-only kernel, {AIV}
+for a Vector-only one, {AIC, AIV} for one that needs both -- and each holds only its own ops and
+the loops around them. This is the one place that decides an op's side; later passes read it from
+the kernel they run on. In a mixed launch every tile that crosses cores is a ``Transfer`` with
+``Send``/``Receive`` points in the two bodies (the route pass decides how it travels and which
+cross-core flags it needs).
+
+Rules: a gemm is the Cube's; T.Parallel and reductions are the Vector's; a copy or fill goes
+with the tiles it touches (gemm operands and accumulators: Cube; anything else: Vector). A gemm
+accumulator that vector code also touches is "mixed": while only the Cube touches it, it stays in
+L0C (a T.clear before a loop becomes the first Mmad's overwrite); at the first vector access it
+crosses to the AIVs; a later gemm into it computes a fresh product that the AIVs add into their
+copy (``acc += partial``), which is how FlashAttention's rescaled ``acc_o`` or a causal mask
+written before ``T.gemm`` work. A gemm operand produced by vector code crosses to the Cube before
+the first gemm that reads it after each vector write (FlashAttention backward's ``dS`` feeds two
+gemms from one crossing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tvm import tirx
+
+from ascend_backend.errors import InternalCompilerError, UnsupportedError
+from ascend_backend.ir import (
+    Buffer,
+    BufferKind,
+    CopyToPeerL1,
+    CopyToPeerUb,
+    Core,
+    Direction,
+    If,
+    Kernel,
+    Launch,
+    Loop,
+    Print,
+    Program,
+    Receive,
+    Region,
+    ScalarStore,
+    Send,
+    TileAccumulate,
+    TileCopy,
+    TileCumsum,
+    TileFill,
+    TileGemm,
+    TileParallel,
+    TileReduce,
+    Transfer,
+    walk,
+)
+
+
+def parallel_buffers(op: TileParallel) -> set:
+    """Every buffer a T.Parallel body stores to or loads from."""
+    names = set()
+    for ps in op.stores:
+        names.add(ps.store.buffer.name)
+
+        def visit(n, names=names):
+            if isinstance(n, tirx.BufferLoad):
+                names.add(n.buffer.name)
+
+        tirx.stmt_functor.post_order_visit(ps.store.value, visit)
+        for i in ps.store.indices:
+            tirx.stmt_functor.post_order_visit(i, visit)
+    return names
+
+
+def tile_buffers(op) -> set:
+    """Every buffer a tile-level op touches."""
+    if isinstance(op, TileCopy):
+        return {op.src.buffer, op.dst.buffer}
+    if isinstance(op, TileFill):
+        return {op.dst.buffer}
+    if isinstance(op, TileGemm):
+        return {op.a.buffer, op.b.buffer, op.c.buffer}
+    if isinstance(op, TileReduce):
+        return {op.src.buffer, op.dst.buffer}
+    if isinstance(op, TileParallel):
+        return parallel_buffers(op)
+    if isinstance(op, TileAccumulate):
+        return {op.dst, op.src}
+    if isinstance(op, Send):
+        return {op.tile}
+    if isinstance(op, Receive):
+        return {op.into}
+    if isinstance(op, CopyToPeerUb):
+        return {op.src}
+    if isinstance(op, CopyToPeerL1):
+        return {op.src.buffer}
+    if isinstance(op, ScalarStore):
+        return {op.buffer, *op.reads}
+    if isinstance(op, Print):
+        return set(op.reads)
+    if isinstance(op, TileCumsum):
+        return {op.src.buffer, op.dst.buffer}
+    return set()
+
+
+def tile_writes(op) -> set:
+    """The buffers a tile-level op (before partition) writes."""
+    if isinstance(op, TileCopy | TileFill | TileReduce | TileCumsum):
+        return {op.dst.buffer}
+    if isinstance(op, TileGemm):
+        return {op.c.buffer}
+    if isinstance(op, TileParallel):
+        return {ps.store.buffer.name for ps in op.stores}
+    if isinstance(op, ScalarStore):
+        return {op.buffer}
+    return set()
+
+
+def full_region(buf: Buffer) -> Region:
+    zero = tirx.IntImm("int32", 0)
+    return Region(buf.name, (zero,) * len(buf.shape), tuple(buf.shape))
+
+
+def _const_zero(v) -> bool:
+    from .lower_parallel import const_value
+
+    return const_value(v) == 0.0
+
+
+class _Partitioner:
+    def __init__(self, kernel: Kernel) -> None:
+        self.k = kernel
+        self.bufs = kernel.buffers
+        self.ops = [s for s in walk(kernel.body) if not isinstance(s, Loop | If)]
+        self.operands: set = set()
+        self.accs: set = set()
+        for s in self.ops:
+            if isinstance(s, TileGemm):
+                self.operands |= {s.a.buffer, s.b.buffer}
+                self.accs.add(s.c.buffer)
+        self.vector_bufs: set = set()
+        for s in self.ops:
+            if isinstance(s, TileParallel | TileReduce | TileCumsum):
+                self.vector_bufs |= tile_buffers(s)
+            elif isinstance(s, TileCopy):
+                src, dst = s.src.buffer, s.dst.buffer
+                gm = {n for n in (src, dst) if self.bufs[n].kind is BufferKind.PARAM}
+                local = {src, dst} - gm
+                if len(local) == 2 or (local and not (local & (self.operands | self.accs))):
+                    self.vector_bufs |= local
+            elif isinstance(s, TileFill) and s.dst.buffer not in self.accs:
+                self.vector_bufs.add(s.dst.buffer)
+        self.mixed_accs = self.accs & self.vector_bufs
+        self.mixed_operands = self.operands & self.vector_bufs
+        self.transfers: list[Transfer] = []
+        self.extra_aiv: dict = {}
+        self.loop_path: list = []
+        # Vector-made gemm operands whose current value the Cube already holds: a second gemm on an
+        # unchanged operand reads the copy the first one received instead of crossing again.
+        self.on_cube: frozenset = frozenset()
+
+    @property
+    def mixed(self) -> bool:
+        return bool(self.mixed_accs or self.mixed_operands)
+
+    def side(self, op) -> Core | None:
+        """The core kind of a tile op (for mixed accumulators see ``op``); None for scalar code,
+        which every core that needs it runs itself."""
+        if isinstance(op, ScalarStore | Print):
+            return None
+        if isinstance(op, TileGemm):
+            return Core.AIC
+        if isinstance(op, TileParallel | TileReduce | TileCumsum):
+            return Core.AIV
+        if isinstance(op, TileFill):
+            return Core.AIC if op.dst.buffer in self.accs - self.mixed_accs else Core.AIV
+        if isinstance(op, TileCopy):
+            local = [n for n in (op.src.buffer, op.dst.buffer) if self.bufs[n].kind is not BufferKind.PARAM]
+            if all(n in (self.operands - self.mixed_operands) or n in (self.accs - self.mixed_accs) for n in local):
+                return Core.AIC
+            return Core.AIV
+        raise InternalCompilerError(f"partition: unexpected statement {type(op).__name__}", stage="partition")
+
+    # ------------------------------------------------------------------ transfers
+    def transfer(self, tile: str, direction: Direction, loc, accumulate: bool = False) -> Transfer:
+        for t in self.transfers:
+            if t.tile == tile and t.direction is direction:
+                return t
+        target = tile
+        if accumulate:
+            target = f"{tile}_part"
+            if target not in self.extra_aiv:
+                b = self.bufs[tile]
+                self.extra_aiv[target] = Buffer(name=target, shape=b.shape, dtype=b.dtype, kind=BufferKind.FRAGMENT,
+                                                loc=b.loc, role=f"fresh gemm product added into {tile}")
+        t = Transfer(index=len(self.transfers), tile=tile, target=target, direction=direction, loc=loc,
+                     loop=self.loop_path[-1] if self.loop_path else None)
+        self.transfers.append(t)
+        return t
+
+    def to_vector(self, name: str, loc, accumulate: bool) -> tuple[list, list]:
+        t = self.transfer(name, Direction.C2V, loc, accumulate)
+        aiv: list = [Receive(transfer=t.index, tile=name, into=t.target, loc=loc)]
+        if accumulate:
+            aiv.append(TileAccumulate(dst=name, src=t.target, loc=loc))
+        return [Send(transfer=t.index, tile=name, loc=loc)], aiv
+
+    def to_cube(self, name: str, loc) -> tuple[list, list]:
+        t = self.transfer(name, Direction.V2C, loc)
+        return [Receive(transfer=t.index, tile=name, into=name, loc=loc)], [Send(transfer=t.index, tile=name, loc=loc)]
+
+    # ------------------------------------------------------------------ walk
+    def body(self, items: list, state: dict) -> tuple[list, list, dict]:
+        aic: list = []
+        aiv: list = []
+        for n, s in enumerate(items):
+            if isinstance(s, If):
+                # Dry runs: where each branch leaves each accumulator. A branch that moves one
+                # (e.g. the first vector access of an accumulator cleared before the loop) decides
+                # where it lives after the `if`: it is brought there before the `if`, so that both
+                # branches start and end with it in one place.
+                entry = self.on_cube
+                _, _, st_then = self.body(s.then_body, dict(state))
+                self.on_cube = entry
+                _, _, st_else = self.body(s.else_body, dict(state))
+                self.on_cube = entry
+                target = dict(state)
+                for name in sorted(self.mixed_accs):
+                    moved = {st[name] for st in (st_then, st_else) if st[name] != state[name]}
+                    if len(moved) > 1:
+                        raise UnsupportedError(
+                            f"the two branches of this `if` leave the gemm accumulator '{name}' on different cores "
+                            "(Cube / Vector)", loc=s.loc,
+                            hint="touch the accumulator the same way in both branches, or move the T.gemm out of "
+                            "the `if`")
+                    if moved:
+                        target[name] = moved.pop()
+                branch = s.then_body if st_then != state else s.else_body
+                a1, v1 = self.bring(state, target, branch, s.loc)
+                aic += a1
+                aiv += v1
+                entry = self.on_cube
+                a_then, v_then, st_then = self.body(s.then_body, dict(state))
+                on_then, self.on_cube = self.on_cube, entry
+                a_else, v_else, st_else = self.body(s.else_body, dict(state))
+                self.on_cube &= on_then
+                if st_then != state or st_else != state:
+                    raise UnsupportedError("a gemm accumulator changes sides (Cube/Vector) inside an `if`", loc=s.loc,
+                                           hint="move the T.gemm or the element-wise code on its result out of the "
+                                           "`if`")
+                if a_then or a_else:
+                    aic.append(dataclasses.replace(s, then_body=a_then, else_body=a_else))
+                if v_then or v_else:
+                    aiv.append(dataclasses.replace(s, then_body=v_then, else_body=v_else))
+                continue
+            if isinstance(s, Loop):
+                # Dry run: the state the loop carries. It may meet a transfer first, which then records
+                # its loop: the loop is on the path here too.
+                # An operand the body writes is not on the Cube at the top of an iteration.
+                written = {n for x in walk(s.body) if not isinstance(x, Loop | If) for n in tile_writes(x)}
+                self.on_cube = entry = self.on_cube - written
+                self.loop_path.append(id(s))
+                _, _, after = self.body(s.body, dict(state))
+                self.loop_path.pop()
+                self.on_cube = entry
+                # Bring each accumulator into the state the loop body carries before the loop.
+                a1, v1 = self.bring(state, after, s.body, s.loc)
+                aic += a1
+                aiv += v1
+                self.loop_path.append(id(s))
+                a_body, v_body, state = self.body(s.body, state)
+                self.loop_path.pop()
+                self.on_cube &= entry  # the loop may run no iteration
+                if a_body:
+                    aic.append(dataclasses.replace(s, body=a_body))
+                if v_body:
+                    aiv.append(dataclasses.replace(s, body=v_body))
+                continue
+            a, v = self.op(s, state, items[n + 1:])
+            aic += a
+            aiv += v
+        # A partial product still in L0C at the end of a statement list goes to the AIVs now, so
+        # that loops and branches start and end with every accumulator in one place.
+        for name in sorted(self.mixed_accs):
+            if state[name] == "partial":
+                a1, v1 = self.to_vector(name, items[-1].loc if items else None, accumulate=True)
+                aic += a1
+                aiv += v1
+                state[name] = "vec"
+        return aic, aiv, state
+
+    def bring(self, state: dict, target: dict, body: list, loc) -> tuple[list, list]:
+        """The ops that move each mixed accumulator from where ``state`` has it to where ``target``
+        wants it, before ``body`` (updates ``state``)."""
+        aic: list = []
+        aiv: list = []
+        for name in sorted(self.mixed_accs):
+            before, after = state[name], target[name]
+            if before == after:
+                continue
+            if before == "zero" and after == "vec":
+                aiv.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc))
+                if self._first_is_gemm(body, name):
+                    aic.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc))
+            elif before == "cube" and after == "vec":
+                a1, v1 = self.to_vector(name, loc, accumulate=False)
+                aic += a1
+                aiv += v1
+            elif before == "zero" and after == "cube":
+                aic.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc))
+            state[name] = after
+        return aic, aiv
+
+    @staticmethod
+    def _first_is_gemm(body: list, name: str) -> bool:
+        for s in walk(body):
+            if not isinstance(s, Loop | If) and name in tile_buffers(s):
+                return isinstance(s, TileGemm)
+        return False
+
+    def op(self, s, state: dict, rest: list) -> tuple[list, list]:
+        accs = tile_buffers(s) & self.mixed_accs
+        if isinstance(s, TileGemm):
+            aic: list = []
+            aiv: list = []
+            for opnd in (s.a.buffer, s.b.buffer):
+                if opnd in self.mixed_operands and opnd not in self.on_cube:
+                    a1, v1 = self.to_cube(opnd, s.loc)
+                    aic += a1
+                    aiv += v1
+                    self.on_cube |= {opnd}
+            C = s.c.buffer
+            if C in self.mixed_accs:
+                if state[C] in ("vec", "partial") and not (state[C] == "partial" and s.clear_accum):
+                    # The vector side owns the value: compute a fresh product (or add to the one
+                    # already in L0C) and add it there -- once, after the last of consecutive gemms.
+                    aic.append(s if state[C] == "partial" else dataclasses.replace(s, clear_accum=True))
+                    state[C] = "partial"
+                    if not _next_access_is_gemm(rest, C):
+                        a1, v1 = self.to_vector(C, s.loc, accumulate=True)
+                        aic += a1
+                        aiv += v1
+                        state[C] = "vec"
+                    return aic, aiv
+                aic.append(s)
+                state[C] = "cube"
+                return aic, aiv
+            aic.append(s)
+            return aic, aiv
+        if isinstance(s, TileFill) and s.dst.buffer in self.mixed_accs:
+            name = s.dst.buffer
+            if _const_zero(s.value):
+                state[name] = "zero"
+                return [s], []
+            state[name] = "vec"
+            return [], [s]
+        side = self.side(s)
+        self.on_cube -= tile_writes(s)
+        if isinstance(s, Print):
+            return [], [s]  # printed once, by the AIVs
+        if side is None:
+            return [s], [s]
+        if side is Core.AIC:
+            return [s], []
+        aic, aiv = [], []
+        for name in sorted(accs):
+            if state[name] in ("cube", "partial"):
+                a1, v1 = self.to_vector(name, s.loc, accumulate=state[name] == "partial")
+                aic += a1
+                aiv += v1
+            elif state[name] == "zero":
+                aiv.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=s.loc))
+            state[name] = "vec"
+        return aic, aiv + [s]
+
+
+def _next_access_is_gemm(rest: list, name: str) -> bool:
+    """Is the next statement of ``rest`` that touches ``name`` a gemm into it (at this level, not
+    inside a loop or a branch)?"""
+    for s in rest:
+        if isinstance(s, Loop | If):
+            if any(name in tile_buffers(x) for x in walk([s])):
+                return False
+            continue
+        if name in tile_buffers(s):
+            return isinstance(s, TileGemm) and s.c.buffer == name
+    return False
+
+
+def _single_kind(kernel: Kernel, p: _Partitioner) -> Core:
+    sides = {p.side(s) for s in p.ops} - {None}
+    if sides == {Core.AIC, Core.AIV}:
+        raise UnsupportedError(
+            "this kernel needs both the Cube and the Vector cores, but no tile crosses between them; the "
+            "automatic Cube/Vector split needs the vector code to use the gemm's tiles",
+            hint="split the matrix part and the element-wise part into two kernels for now",
+        )
+    return next(iter(sides), Core.AIV)
+
+
+def partition_launch(launch: Launch) -> Launch:
+    kernel = launch.kernels.get(None)
+    if kernel is None or len(launch.kernels) != 1:
+        raise InternalCompilerError("partition needs one unpartitioned kernel per launch", stage="partition")
+    p = _Partitioner(kernel)
+    if not p.mixed:
+        core = _single_kind(kernel, p)
+        return launch.replace(kernels={core: kernel.replace(core=core)})
+    state = {n: "vec" for n in p.mixed_accs}  # where the current value of each mixed acc lives
+    aic_body, aiv_body, _ = p.body(kernel.body, state)
+    params = {n: dataclasses.replace(b) for n, b in kernel.buffers.items() if b.kind is BufferKind.PARAM}
+
+    def own(body: list, extra: dict) -> dict:
+        used = {n for s in walk(body) if not isinstance(s, Loop | If) for n in tile_buffers(s)}
+        local = {n: dataclasses.replace(b) for n, b in kernel.buffers.items()
+                 if b.kind is not BufferKind.PARAM and n in used}
+        return {**params, **local, **{n: dataclasses.replace(b) for n, b in extra.items()}}
+
+    aic = Kernel(core=Core.AIC, buffers=own(aic_body, {}), body=aic_body, names=kernel.names)
+    aiv = Kernel(core=Core.AIV, buffers=own(aiv_body, p.extra_aiv), body=aiv_body, names=kernel.names)
+    return launch.replace(kernels={Core.AIC: aic, Core.AIV: aiv}, transfers=p.transfers)
+
+
+def partition(program: Program) -> Program:
+    """Split every launch into the programs of the core kinds it needs."""
+    out = program.replace(launches=[partition_launch(lc) for lc in program.launches])
+    verify_partition(out)
+    return out
+
+
+def verify_partition(program: Program) -> None:
+    """Every launch has kernels keyed by core kind; a mixed launch's Send/Receive points name its
+    transfers, each sent from one side and received on the other; cube ops only on the AIC,
+    vector ops only on the AIV."""
+    for lc in program.launches:
+        if not lc.kernels or None in lc.kernels:
+            raise InternalCompilerError("a launch has no partitioned kernel", stage="partition")
+        for core, k in lc.kernels.items():
+            if k.core is not core:
+                raise InternalCompilerError(f"kernel keyed {core} says it runs on {k.core}", stage="partition")
+            for s in walk(k.body):
+                if isinstance(s, TileGemm) and core is not Core.AIC:
+                    raise InternalCompilerError("a gemm outside the AIC program", stage="partition")
+                if isinstance(s, TileParallel | TileReduce | TileAccumulate) and core is not Core.AIV:
+                    raise InternalCompilerError(f"a vector op ({type(s).__name__}) outside the AIV program",
+                                                stage="partition")
+                if isinstance(s, Send | Receive):
+                    if s.transfer >= len(lc.transfers):
+                        raise InternalCompilerError(f"{type(s).__name__} of unknown transfer {s.transfer}",
+                                                    stage="partition")
+                    t = lc.transfers[s.transfer]
+                    sender = Core.AIC if t.direction is Direction.C2V else Core.AIV
+                    if (isinstance(s, Send)) != (core is sender):
+                        raise InternalCompilerError(f"transfer of {t.tile} {type(s).__name__.lower()}s on the {core}",
+                                                    stage="partition")
+        for t in lc.transfers:
+            sides = {c for c, k in lc.kernels.items() for s in walk(k.body)
+                     if isinstance(s, Send | Receive) and s.transfer == t.index}
+            if sides != {Core.AIC, Core.AIV}:
+                raise InternalCompilerError(f"transfer of {t.tile} is not both sent and received", stage="partition")
+
+
+__all__ = ["partition", "verify_partition", "tile_buffers", "parallel_buffers", "full_region"]

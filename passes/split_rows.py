@@ -1,0 +1,234 @@
+"""split_rows: the two AIVs of a group share the rows of every row-block tile.
+
+Needs: a routed mixed launch (its crossing tiles have their workspace windows or on-chip peers).
+Establishes: the AIV kernel has a ``RowSplit``: AIV ``sub`` (GetSubBlockIdx) holds rows
+[sub * R/2, (sub + 1) * R/2) of every tile of R rows, R one of the crossing tiles' heights (tiles
+of different heights each split at their own); its copies to and from GM address its own rows,
+and T.Parallel bodies see global row indices. Single-kind launches, and launches whose crossing
+tiles have an odd height (assign_layout rejects such Cube tiles), are left alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tvm import tirx
+
+from ascend_backend.errors import InternalCompilerError, UnsupportedError
+from ascend_backend.ir import (
+    BufferKind,
+    CopyToPeerL1,
+    Core,
+    If,
+    Kernel,
+    Launch,
+    Loop,
+    Program,
+    Region,
+    RowSplit,
+    TileCopy,
+    TileCumsum,
+    TileFill,
+    TileParallel,
+    TileReduce,
+    walk,
+)
+
+SUB = "sub_idx"
+
+
+def _crossing_heights(launch: Launch, aiv: Kernel) -> set:
+    heights = {b.shape[0] // launch.block_dim for b in aiv.buffers.values() if b.kind is BufferKind.WORKSPACE}
+    for t in launch.transfers:
+        if t.on_chip:
+            heights.add(aiv.buffers[t.target].shape[0])
+    return heights
+
+
+def split_rows_launch(launch: Launch) -> Launch:
+    if not launch.mixed:
+        return launch
+    aiv = launch.kernels[Core.AIV]
+    rows = _crossing_heights(launch, aiv)
+    if not rows or any(R % 2 for R in rows):  # odd heights: assign_layout rejects such Cube tiles
+        return launch
+    halves = {R: R // 2 for R in rows}
+    sub = tirx.Var(SUB, "int32")
+    buffers = {}
+    split: dict = {}  # tile -> its rows R before the split
+    rowvecs = {R: _row_vectors(aiv, R) for R in rows}
+    for n, b in aiv.buffers.items():
+        b = dataclasses.replace(b)
+        if (b.kind in (BufferKind.SHARED, BufferKind.FRAGMENT) and b.shape and b.shape[0] in halves
+                and (len(b.shape) == 2 or n in rowvecs[b.shape[0]])):
+            split[n] = b.shape[0]
+            b.shape = (halves[b.shape[0]], *b.shape[1:])
+        buffers[n] = b
+
+    _refuse_cross_row_ops(aiv.body, split, halves)
+
+    def region(r: Region, tile: str | None) -> Region:
+        if tile not in split or buffers[r.buffer].kind not in (BufferKind.PARAM, BufferKind.WORKSPACE):
+            if r.buffer in split:
+                return dataclasses.replace(r, extents=(halves[split[r.buffer]], *r.extents[1:]))
+            return r
+        R = split[tile]
+        half = halves[R]
+        ext = [int(e) for e in r.extents]
+        # the tile's row dimension: the first extent equal to its height
+        d = next(d for d in range(len(ext)) if ext[d] == R)
+        base = list(r.base)
+        base[d] = base[d] + sub * half
+        ext[d] = half
+        return Region(r.buffer, tuple(base), tuple(ext))
+
+    def fix(op):
+        if isinstance(op, TileCopy):
+            return dataclasses.replace(op, src=region(op.src, op.dst.buffer), dst=region(op.dst, op.src.buffer))
+        if isinstance(op, TileFill):
+            return dataclasses.replace(op, dst=region(op.dst, None))
+        if isinstance(op, TileReduce):
+            return dataclasses.replace(op, src=region(op.src, None), dst=region(op.dst, None))
+        if isinstance(op, CopyToPeerL1):
+            return dataclasses.replace(op, src=region(op.src, None))
+        if isinstance(op, TileParallel):
+            return _split_parallel(op, split, halves, sub)
+        return op
+
+    def walk_fix(body):
+        out = []
+        for s in body:
+            if isinstance(s, Loop):
+                out.append(dataclasses.replace(s, body=walk_fix(s.body)))
+            elif isinstance(s, If):
+                out.append(dataclasses.replace(s, then_body=walk_fix(s.then_body), else_body=walk_fix(s.else_body)))
+            else:
+                out.append(fix(s))
+        return out
+
+    row_split = RowSplit(sub, next(iter(halves.values())) if len(halves) == 1 else None)
+    aiv = aiv.replace(buffers=buffers, body=walk_fix(aiv.body), row_split=row_split)
+    return launch.replace(kernels={**launch.kernels, Core.AIV: aiv})
+
+
+def _refuse_cross_row_ops(body: list, split: dict, halves: dict) -> None:
+    """Ops that combine the rows of a tile (a reduction or a scan over dim 0, a per-column reducer
+    store in T.Parallel) cannot run on each AIV's half of the rows."""
+    hint = ("write the kernel without the gemm (a vector-only kernel keeps whole tiles on one core), or "
+            "combine along the rows (dim 1)")
+    what = None
+    for s in walk(body):
+        if isinstance(s, TileReduce) and s.src.buffer in split and s.dim in (0, -2):
+            what = f"T.reduce_{s.kind.value} over dim 0 of '{s.src.buffer}'"
+        elif isinstance(s, TileCumsum) and s.src.buffer in split and s.dim in (0, -2):
+            what = f"T.cumsum over dim 0 of '{s.src.buffer}'"
+        elif isinstance(s, TileParallel) and len(s.vars) == 2 and s.extents[0] in halves:
+            for ps in s.stores:
+                idx = ps.store.indices
+                if len(idx) == 1 and isinstance(idx[0], tirx.Var) and idx[0].same_as(s.vars[1]):
+                    what = f"the per-column accumulation into '{ps.store.buffer.name}[{idx[0]}]'"
+        if what is not None:
+            raise UnsupportedError(
+                f"{what} combines the rows of a tile, but this kernel (it has a T.gemm) splits the rows of its "
+                "vector tiles between the two AIVs: each would combine only its half", loc=s.loc, hint=hint)
+
+
+def _row_vectors(k: Kernel, R: int) -> set:
+    """1-D buffers of length R that hold one value per row (not per column)."""
+    one_d = {n for n, b in k.buffers.items() if len(b.shape) == 1 and b.shape[0] == R
+             and b.kind is not BufferKind.PARAM}
+    rows: set = set()
+    links: list = []
+    for s in walk(k.body):
+        if isinstance(s, TileReduce) and s.dst.buffer in one_d:
+            rows.add(s.dst.buffer)
+        if isinstance(s, TileCopy):
+            a, b = s.src.buffer, s.dst.buffer
+            if a in one_d and b in one_d:
+                links.append((a, b))
+        if isinstance(s, TileParallel):
+            vs = s.vars
+            for ps in s.stores:
+                st = ps.store
+                names = []
+
+                def visit(n, names=names):
+                    if isinstance(n, tirx.BufferLoad) and len(n.indices) == 1:
+                        names.append((n.buffer.name, n.indices[0]))
+
+                tirx.stmt_functor.post_order_visit(st.value, visit)
+                names.append((st.buffer.name, st.indices[0] if len(st.indices) == 1 else None))
+                for name, idx in names:
+                    if name in one_d and len(vs) == 2 and isinstance(idx, tirx.Var) and idx.same_as(vs[0]):
+                        rows.add(name)
+                if len(vs) == 1:
+                    ones = [n for n, _ in names if n in one_d]
+                    links.extend((a, b) for a in ones for b in ones if a != b)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in links:
+            if (a in rows) != (b in rows):
+                rows |= {a, b}
+                changed = True
+    return rows
+
+
+def _split_parallel(op: TileParallel, split, halves: dict, sub) -> TileParallel:
+    ext = list(op.extents)
+    if not ext or ext[0] not in halves:
+        return op
+    i = op.vars[0]
+    half = ext[0] = halves[ext[0]]
+    shifted = i + sub * half
+
+    def rw(e):
+        """Tile indices stay local (i); every other use of i is a global row (i + sub * half)."""
+        if isinstance(e, tirx.BufferLoad):
+            if e.buffer.name in split:
+                return e
+            return tirx.BufferLoad(e.buffer, [rw(x) for x in e.indices])
+        if isinstance(e, tirx.Var):
+            return shifted if e.same_as(i) else e
+        if isinstance(e, tirx.Cast):
+            return tirx.Cast(e.dtype, rw(e.value))
+        if isinstance(e, tirx.Call):
+            return tirx.Call(e.dtype, e.op, [rw(x) for x in e.args])
+        if isinstance(e, tirx.Select):
+            return tirx.Select(rw(e.condition), rw(e.true_value), rw(e.false_value))
+        if isinstance(e, tirx.Not):
+            return tirx.Not(rw(e.a))
+        if hasattr(e, "a") and hasattr(e, "b"):
+            return type(e)(rw(e.a), rw(e.b))
+        return e
+
+    stores = []
+    for ps in op.stores:
+        st = ps.store
+        indices = list(st.indices) if st.buffer.name in split else [rw(x) for x in st.indices]
+        stores.append(dataclasses.replace(ps, store=tirx.BufferStore(st.buffer, rw(st.value), indices)))
+    return dataclasses.replace(op, extents=tuple(ext), stores=tuple(stores))
+
+
+def split_rows(program: Program) -> Program:
+    """Halve the row-block tiles of every mixed launch's AIV program between the two AIVs."""
+    out = program.replace(launches=[split_rows_launch(lc) for lc in program.launches])
+    verify_split_rows(out)
+    return out
+
+
+def verify_split_rows(program: Program) -> None:
+    """A mixed launch whose crossing tiles have even heights has a row split (else both AIVs would
+    run every op on whole tiles and race on the workspace and the output)."""
+    for lc in program.launches:
+        if not lc.mixed:
+            continue
+        aiv = lc.kernels[Core.AIV]
+        heights = _crossing_heights(lc, aiv) if aiv.row_split is None else set()
+        if aiv.row_split is None and heights and not any(h % 2 for h in heights):
+            raise InternalCompilerError(f"the AIVs do not share the rows of the crossing tiles (heights "
+                                        f"{sorted(heights)}): both would run every op on whole tiles",
+                                        stage="split_rows")
+
+
+__all__ = ["split_rows", "verify_split_rows", "SUB"]

@@ -1,0 +1,587 @@
+"""Each pass on a few lines of IR (ascend_backend.ir.builder), checked FileCheck-style on the printed
+IR after it. Milliseconds each: no tilelang frontend, no emulator."""
+
+import pytest
+from filecheck import filecheck
+
+from ascend_backend.errors import InternalCompilerError, MemoryBudgetError, UnsupportedError
+from ascend_backend.ir import Core, Route, Scope
+from ascend_backend.ir.builder import ProgramBuilder
+from ascend_backend.ir.printer import print_program
+from ascend_backend.ir.verify import verify_program
+from ascend_backend.pipeline import passes
+
+ORDER = [name for name, _ in passes()]
+
+
+def upto(program, last: str):
+    """Run the passes in order up to and including ``last``, verifying after each."""
+    for name, fn in passes():
+        program = verify_program(fn(program), name)
+        if name == last:
+            return program
+    raise KeyError(last)
+
+
+def after(program, last: str) -> str:
+    return print_program(upto(program, last))
+
+
+# ------------------------------------------------------------------ kernels
+
+
+def vector_add(arch="dav-3510", stages=1, trips=2):
+    b = ProgramBuilder("add", arch)
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float16")
+    x = b.tile("x", (16, 64), "float16")
+    with b.launch([4]) as (bx,):
+        with b.loop("k", trips, stages=stages):
+            b.copy(A[bx * 16, 0], x)
+            b.parallel((16, 64), lambda i, j: [(x, (i, j), x.load(i, j) + x.load(i, j))])
+            b.copy(x, C[bx * 16, 0])
+    return b.build()
+
+
+def gemm(arch="dav-c220", stages=1):
+    b = ProgramBuilder("mm", arch)
+    A, B = b.tensor("A", (64, 128), "float16"), b.tensor("B", (128, 64), "float16")
+    C = b.tensor("C", (64, 64), "float32")
+    a, w = b.tile("a", (64, 32), "float16"), b.tile("w", (32, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.fill(c, 0.0)
+        with b.loop("k", 4, stages=stages) as k:
+            b.copy(A[0, k * 32], a)
+            b.copy(B[k * 32, 0], w)
+            b.gemm(a, w, c)
+        b.copy(c, C[0, 0])
+    return b.build()
+
+
+def gemm_relu(arch="dav-c220"):
+    b = ProgramBuilder("mm_relu", arch)
+    A, B = b.tensor("A", (64, 64), "float16"), b.tensor("B", (64, 64), "float16")
+    C = b.tensor("C", (64, 64), "float32")
+    a, w = b.tile("a", (64, 64), "float16"), b.tile("w", (64, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    with b.launch([2]):
+        with b.loop("k", 2):
+            b.copy(A[0, 0], a)
+            b.copy(B[0, 0], w)
+            b.gemm(a, w, c, clear=True)
+            b.parallel((64, 64), lambda i, j: [(c, (i, j), c.load(i, j) * 2.0)])
+            b.copy(c, C[0, 0])
+    return b.build()
+
+
+def two_launches():
+    b = ProgramBuilder("two", "dav-c220")
+    A, C = b.tensor("A", (32, 64), "float32"), b.tensor("C", (32, 64), "float32")
+    x = b.tile("x", (16, 64), "float32")
+    with b.launch([2]) as (bx,):
+        b.copy(A[bx * 16, 0], x)
+        b.copy(x, C[bx * 16, 0])
+    with b.launch([2]) as (bx,):
+        b.copy(C[bx * 16, 0], x)
+        b.parallel((16, 64), lambda i, j: [(x, (i, j), x.load(i, j) * 3.0)])
+        b.copy(x, C[bx * 16, 0])
+    return b.build()
+
+
+def operand_fed_twice(rewrite=False, arch="dav-3510"):
+    """A vector-made operand x read by two gemms (rewritten between them when ``rewrite``)."""
+    b = ProgramBuilder("twice", arch)
+    A, B = b.tensor("A", (64, 64), "float16"), b.tensor("B", (64, 64), "float16")
+    C, D = b.tensor("C", (64, 64), "float32"), b.tensor("D", (64, 64), "float32")
+    x, w = b.tile("x", (64, 64), "float16"), b.tile("w", (64, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    d = b.tile("d", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(B[0, 0], w)
+        with b.loop("k", 2):
+            b.copy(A[0, 0], x)
+            b.parallel((64, 64), lambda i, j: [(x, (i, j), x.load(i, j) + x.load(i, j))])
+            b.gemm(x, w, c, clear=True)
+            if rewrite:
+                b.parallel((64, 64), lambda i, j: [(x, (i, j), x.load(i, j) + x.load(i, j))])
+            b.gemm(x, w, d, clear=True)
+        b.copy(c, C[0, 0])
+        b.copy(d, D[0, 0])
+    return b.build()
+
+
+# ------------------------------------------------------------------ partition
+
+
+def test_partition_vector_kernel_goes_to_the_aivs():
+    filecheck(after(vector_add(), "partition"), """
+        CHECK: launch 0 grid=[4] type=AIV_ONLY
+        CHECK: == AIV ==
+        CHECK: copy A[bx * 16, 0]<16x64> -> x
+        CHECK: parallel (i < 16, j < 64)
+    """)
+
+
+def test_partition_gemm_goes_to_the_aic():
+    filecheck(after(gemm(), "partition"), """
+        CHECK: type=AIC_ONLY
+        CHECK: == AIC ==
+        CHECK: fill c
+        CHECK: gemm a[0, 0]<64x32> x w[0, 0]<32x64> -> c
+        CHECK-NOT: == AIV ==
+    """)
+
+
+def test_partition_splits_a_gemm_with_vector_epilogue():
+    text = after(gemm_relu(), "partition")
+    filecheck(text, """
+        CHECK: type=MIX_AIC_1_2
+        CHECK: transfer 0: c -> c_part cube->vector ready=? free=? route=?
+        CHECK: == AIC ==
+        CHECK: gemm
+        CHECK-NEXT: send c (transfer 0)
+        CHECK: == AIV ==
+        CHECK: buffer c_part
+        CHECK: receive c -> c_part (transfer 0)
+        CHECK-NEXT: accumulate c += c_part
+        CHECK-NEXT: parallel
+    """)
+
+
+def test_partition_two_launches_each_get_their_core_kind():
+    filecheck(after(two_launches(), "partition"), """
+        CHECK: launch 0 grid=[2] type=AIV_ONLY
+        CHECK: launch 1 grid=[2] type=AIV_ONLY
+        CHECK: parallel
+    """)
+
+
+def test_partition_sends_an_unchanged_operand_once_for_two_gemms():
+    filecheck(after(operand_fed_twice(), "partition"), """
+        CHECK: transfer 0: x -> x vector->cube
+        CHECK: == AIC ==
+        CHECK: receive x -> x (transfer 0)
+        CHECK-NEXT: gemm x
+        CHECK-NOT: receive
+        CHECK: -> d[0, 0]
+        CHECK: == AIV ==
+        CHECK: send x (transfer 0)
+        CHECK-NOT: send
+        CHECK: }
+    """)
+
+
+def test_partition_sends_an_operand_again_after_a_vector_write():
+    filecheck(after(operand_fed_twice(rewrite=True), "partition"), """
+        CHECK: == AIC ==
+        CHECK: receive x -> x (transfer 0)
+        CHECK-NEXT: -> c[0, 0]
+        CHECK-NEXT: receive x -> x (transfer 0)
+        CHECK-NEXT: -> d[0, 0]
+        CHECK: == AIV ==
+        CHECK: send x (transfer 0)
+        CHECK-NEXT: parallel
+        CHECK: send x (transfer 0)
+    """)
+
+
+# ------------------------------------------------------------------ route
+
+
+def test_route_c220_uses_the_workspace_with_mode_2_flags():
+    text = after(gemm_relu("dav-c220"), "route")
+    filecheck(text, """
+        CHECK: transfer 0: c -> c_part cube->vector ready=0 free=1 route=workspace
+        CHECK: workspace 32768 bytes
+        CHECK: == AIC ==
+        CHECK: cross_core_wait flag=1 mode=2 on FIX
+        CHECK-NEXT: copy c[0, 0]<64x64> -> ws_c[
+        CHECK-NEXT: cross_core_set flag=0 mode=2 on FIX
+        CHECK: cross_core_wait flag=1 mode=2 on FIX (transfer 0)  // drain
+        CHECK: == AIV ==
+        CHECK: cross_core_set flag=1 mode=2 on MTE2 (transfer 0)  // prime
+        CHECK: cross_core_wait flag=0 mode=2 on MTE2
+        CHECK-NEXT: copy ws_c[
+    """)
+
+
+def test_route_3510_goes_on_chip_with_mode_4_flags_per_aiv():
+    p = upto(gemm_relu("dav-3510"), "route")
+    assert p.launch.transfers[0].route is Route.ON_CHIP and p.launch.workspace is None
+    filecheck(print_program(p), """
+        CHECK: route=on-chip
+        CHECK: == AIC ==
+        CHECK: cross_core_wait flag=1 mode=4 aiv=0 on FIX
+        CHECK-NEXT: copy_to_peer_ub c -> c_part of AIV 0
+        CHECK-NEXT: cross_core_set flag=0 mode=4 aiv=0 on FIX
+        CHECK: copy_to_peer_ub c -> c_part of AIV 1
+        CHECK: == AIV ==
+        CHECK: cross_core_wait flag=0 mode=4 on <pipe of c_part>
+        CHECK-NEXT: accumulate c += c_part
+        CHECK-NEXT: cross_core_set flag=1 mode=4 on <pipe of c_part>
+        CHECK-NEXT: parallel
+    """)
+
+
+def test_route_drops_free_for_a_tile_that_crosses_once():
+    b = ProgramBuilder("once", "dav-c220")
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float32")
+    a = b.tile("a", (64, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.gemm(a, a, c, clear=True)
+        b.parallel((64, 64), lambda i, j: [(c, (i, j), c.load(i, j) + 1.0)])
+        b.copy(c, C[0, 0])
+    text = after(b.build(), "route")
+    filecheck(text, """
+        CHECK: transfer 0: c -> c_part cube->vector ready=0 free=- route=workspace
+        CHECK-NOT: flag=1
+    """)
+
+
+def test_verify_route_rejects_a_wait_nobody_sets():
+    from ascend_backend.passes.route import verify_route
+
+    from ascend_backend.ir import CrossCoreSet, map_body
+
+    p = upto(gemm_relu("dav-c220"), "route")
+    lc = p.launch
+    aiv = lc.kernels[Core.AIV]
+    body = map_body(aiv.body, lambda s: [] if isinstance(s, CrossCoreSet) else [s])
+    with pytest.raises(InternalCompilerError, match="never sets"):
+        verify_route(p.replace(launches=[lc.replace(kernels={**lc.kernels, Core.AIV: aiv.replace(body=body)})]))
+
+
+# ------------------------------------------------------------------ split_rows
+
+
+def test_split_rows_halves_the_aiv_tiles_and_their_gm_windows():
+    filecheck(after(gemm_relu(), "split_rows"), """
+        CHECK: == AIV ==
+        CHECK: row_split sub_idx rows/AIV=32
+        CHECK: buffer c: ? 32x64xfloat32
+        CHECK: copy ws_c[bx * 64 + sub_idx * 32, 0]<32x64> -> c
+        CHECK: parallel (i < 32, j < 64)
+        CHECK: copy c[0, 0]<32x64> -> C[sub_idx * 32, 0]<32x64>
+    """)
+
+
+def test_split_rows_leaves_single_kind_kernels_alone():
+    p = upto(vector_add(), "split_rows")
+    assert p.launch.kernels[Core.AIV].row_split is None
+
+
+def test_split_rows_verifier_refuses_aivs_sharing_no_rows():
+    from ascend_backend.passes.split_rows import verify_split_rows
+
+    p = upto(gemm_relu(), "split_rows")
+    lc = p.launch
+    aiv = lc.kernels[Core.AIV].replace(row_split=None)
+    with pytest.raises(InternalCompilerError, match="do not share the rows"):
+        verify_split_rows(p.replace(launches=[lc.replace(kernels={**lc.kernels, Core.AIV: aiv})]))
+
+
+# ------------------------------------------------------------------ infer_scope
+
+
+def test_infer_scope_cube_tiles():
+    filecheck(after(gemm(), "infer_scope"), """
+        CHECK: buffer A: GM
+        CHECK: buffer a: L1 64x32xfloat16
+        CHECK: buffer w: L1 32x64xfloat16
+        CHECK: buffer c: L0C 64x64xfloat32
+    """)
+
+
+def test_infer_scope_vector_tiles_and_locals():
+    b = ProgramBuilder("loc", "dav-3510")
+    A = b.tensor("A", (64,), "float32")
+    x = b.tile("x", (64,), "float32")
+    s = b.local("s", (1,), "int32")
+    with b.launch([1]):
+        b.scalar_store(s, (0,), 7)
+        b.copy(A[0], x)
+        b.copy(x, A[0])
+    filecheck(after(b.build(), "infer_scope"), """
+        CHECK: buffer x: UB 64xfloat32
+        CHECK: buffer s: LOCAL 1xint32
+        CHECK: [S] s[0] = 7
+    """)
+
+
+def test_infer_scope_two_launches():
+    p = upto(two_launches(), "infer_scope")
+    assert all(k.buffers["x"].scope is Scope.UB for _, _, k in p.kernels())
+
+
+# ------------------------------------------------------------------ assign_layout
+
+
+def test_assign_layout_nz_for_cube_and_padded_pitch_for_ub():
+    filecheck(after(gemm(), "assign_layout"), """
+        CHECK: buffer a: L1 64x32xfloat16 NZ
+        CHECK: buffer c: L0C 64x64xfloat32 NZ
+    """)
+    b = ProgramBuilder("pitch", "dav-c220")
+    A = b.tensor("A", (8, 24), "float32")
+    x = b.tile("x", (8, 24), "float32")
+    with b.launch([1]):
+        b.copy(A[0, 0], x)
+        b.copy(x, A[0, 0])
+    filecheck(after(b.build(), "assign_layout"), "CHECK: buffer x: UB 8x24xfloat32 ND pitch=32")
+
+
+def test_assign_layout_rejects_unaligned_cube_tiles():
+    b = ProgramBuilder("odd", "dav-c220")
+    A, C = b.tensor("A", (24, 32), "float16"), b.tensor("C", (24, 24), "float32")
+    a = b.tile("a", (24, 32), "float16")
+    c = b.tile("c", (24, 24), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.gemm(a, a, c, trans_b=True, clear=True)
+        b.copy(c, C[0, 0])
+    with pytest.raises(Exception, match="multiples of 16"):
+        upto(b.build(), "assign_layout")
+
+
+def test_assign_layout_rejects_fp8_cube_operand_on_c220():
+    b = ProgramBuilder("f8", "dav-c220")
+    A, C = b.tensor("A", (32, 32), "float8_e4m3fn"), b.tensor("C", (32, 32), "float32")
+    a = b.tile("a", (32, 32), "float8_e4m3fn")
+    c = b.tile("c", (32, 32), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.gemm(a, a, c, clear=True)
+        b.copy(c, C[0, 0])
+    with pytest.raises(UnsupportedError, match="Cube core takes"):
+        upto(b.build(), "assign_layout")
+
+
+# ------------------------------------------------------------------ lower_tile_ops
+
+
+def test_lower_copies_and_gemm_c220():
+    filecheck(after(gemm("dav-c220"), "lower_tile_ops"), """
+        CHECK: [MTE2] copy_gm_to_l1 Nd2Nz A -> a
+        CHECK: [MTE2] copy_gm_to_l1 Nd2Nz B -> w
+        CHECK: [MTE1] load_data_2d LoadData a -> a_l0a
+        CHECK: [MTE1] load_data_2d LoadData w -> w_l0b
+        CHECK: [M] mmad Mmad c += a_l0a x w_l0b
+        CHECK-SAME: init=k == 0
+        CHECK: [FIX] fixpipe_to_gm_v220 Fixpipe c -> C (float32)
+    """)
+
+
+def test_lower_gemm_picks_the_3510_op_kinds():
+    filecheck(after(gemm("dav-3510"), "lower_tile_ops"), """
+        CHECK: [MTE1] load_data_2d_v2 LoadData a -> a_l0a
+        CHECK: [FIX] fixpipe_to_gm_3510
+    """)
+
+
+def test_lower_parallel_to_vector_ops():
+    filecheck(after(vector_add(), "lower_tile_ops"), """
+        CHECK: [MTE2] copy_gm_to_ub DataCopy A -> x
+        CHECK-NEXT: [V] vec_binary Add x, x -> x
+        CHECK-NEXT: [MTE3] copy_ub_to_gm DataCopy x -> C
+    """)
+
+
+def test_lower_resolves_the_pipe_of_an_on_chip_wait():
+    filecheck(after(gemm_relu("dav-3510"), "lower_tile_ops"), """
+        CHECK: == AIV ==
+        CHECK: [V] cross_core_wait CrossCoreWaitFlag<4>
+        CHECK-NEXT: [V] vec_binary Add c, c_part -> c
+        CHECK-NEXT: [V] cross_core_set CrossCoreSetFlag<4>
+        CHECK-NEXT: [V] vec_scalar Muls c, 2.0
+    """)
+
+
+# ------------------------------------------------------------------ multi_buffer
+
+
+def test_multi_buffer_rotates_the_tiles_of_a_pipelined_loop():
+    filecheck(after(vector_add(stages=2), "multi_buffer"), """
+        CHECK: buffer x: UB 16x64xfloat16 ND slots=2
+        CHECK: for k in 0..2 (pipelined stages=2) slots={'x': 2}
+    """)
+
+
+def test_multi_buffer_leaves_serial_loops_alone():
+    text = after(vector_add(stages=1), "multi_buffer")
+    assert "slots=" not in text
+
+
+def test_multi_buffer_doubles_l0_of_a_pipelined_gemm():
+    filecheck(after(gemm(stages=2), "multi_buffer"), """
+        CHECK: buffer a: L1 64x32xfloat16 NZ slots=2
+        CHECK: buffer a_l0a: L0A 64x32xfloat16 ZZ slots=2
+        CHECK: for k in 0..4 (pipelined stages=2) slots={'a': 2, 'w': 2, 'a_l0a': 2, 'w_l0b': 2}
+    """)
+
+
+def test_multi_buffer_names_the_stages_that_fit():
+    b = ProgramBuilder("big", "dav-c220")
+    A = b.tensor("A", (256, 1024), "float32")
+    x = b.tile("x", (16, 1024), "float32")
+    with b.launch([16]) as (bx,):
+        with b.loop("k", 4, stages=4):
+            b.copy(A[bx * 16, 0], x)
+            b.copy(x, A[bx * 16, 0])
+    with pytest.raises(MemoryBudgetError, match="num_stages=2"):
+        upto(b.build(), "multi_buffer")
+
+
+# ------------------------------------------------------------------ insert_sync
+
+
+def test_insert_sync_orders_load_compute_store():
+    filecheck(after(vector_add(), "insert_sync"), """
+        CHECK: [MTE2] copy_gm_to_ub
+        CHECK-NEXT: SetFlag<MTE2_V>(0)  // RAW on x
+        CHECK-NEXT: WaitFlag<MTE2_V>(0)
+        CHECK-NEXT: WaitFlag<MTE3_V>(0)  // WAR on x
+        CHECK-NEXT: [V] vec_binary
+        CHECK-NEXT: SetFlag<V_MTE3>(0)  // RAW on x
+        CHECK: WaitFlag<V_MTE3>(0)
+        CHECK-NEXT: [MTE3] copy_ub_to_gm
+    """)
+
+
+def test_insert_sync_vector_barrier_on_c220_only():
+    filecheck(after(vector_add("dav-c220"), "insert_sync"), """
+        CHECK: SetFlag<MTE2_V>(0)
+        CHECK-NEXT: PipeBarrier<PIPE_V>  // dependent vector ops
+    """)
+    assert "PipeBarrier" not in after(vector_add("dav-3510"), "insert_sync")
+
+
+def test_insert_sync_primes_and_drains_loop_carried_flags():
+    filecheck(after(vector_add(), "insert_sync"), """
+        CHECK: SetFlag<MTE3_MTE2>(0) [prime]
+        CHECK: for k in 0..2
+        CHECK: WaitFlag<MTE3_MTE2>(0)  // WAR on x
+        CHECK: SetFlag<MTE3_MTE2>(0)  // WAR on x
+        CHECK: WaitFlag<MTE3_MTE2>(0) [drain]
+    """)
+
+
+def test_insert_sync_one_id_per_slot_in_pipelined_loops():
+    filecheck(after(vector_add(stages=2, trips=4), "insert_sync"), """
+        CHECK: SetFlag<MTE3_MTE2>(0) [prime]
+        CHECK: SetFlag<MTE3_MTE2>(1) [prime]
+        CHECK: WaitFlag<MTE2_V>(k % 2)
+    """)
+
+
+def test_insert_sync_inside_both_branches_of_an_if():
+    b = ProgramBuilder("br", "dav-3510")
+    A, C = b.tensor("A", (64,), "float32"), b.tensor("C", (64,), "float32")
+    x = b.tile("x", (64,), "float32")
+    with b.launch([2]) as (bx,):
+        b.copy(A[0], x)
+        with b.if_(bx > 0) as node:
+            b.parallel((64,), lambda i: [(x, (i,), x.load(i) * 2.0)])
+        with b.else_(node):
+            b.parallel((64,), lambda i: [(x, (i,), x.load(i) + 1.0)])
+        b.copy(x, C[0])
+    filecheck(after(b.build(), "insert_sync"), """
+        CHECK: SetFlag<MTE2_V>(0)
+        CHECK-NEXT: WaitFlag<MTE2_V>(0)
+        CHECK-NEXT: if bx > 0 {
+        CHECK: Muls
+        CHECK: } else {
+        CHECK: Adds
+        CHECK: }
+        CHECK-NEXT: SetFlag<V_MTE3>(0)
+    """)
+
+
+# ------------------------------------------------------------------ plan_memory
+
+
+def test_plan_memory_offsets_and_alignment():
+    filecheck(after(gemm(), "plan_memory"), """
+        CHECK: buffer a: L1 64x32xfloat16 NZ @0
+        CHECK: buffer w: L1 32x64xfloat16 NZ @4096
+        CHECK: buffer a_l0a: L0A 64x32xfloat16 ZZ @0
+    """)
+
+
+def test_plan_memory_budget_error_names_every_buffer():
+    b = ProgramBuilder("huge", "dav-c220")
+    A = b.tensor("A", (64, 8192), "float32")
+    x, y = b.tile("x", (8, 4096), "float32"), b.tile("y", (8, 4096), "float32")
+    with b.launch([1]):
+        b.copy(A[0, 0], x)
+        b.copy(x, y)
+        b.copy(y, A[0, 0])
+    with pytest.raises(MemoryBudgetError) as info:
+        upto(b.build(), "plan_memory")
+    assert "x " in info.value.table and "y " in info.value.table and "capacity" in info.value.table
+
+
+def test_plan_memory_two_launches_planned_separately():
+    p = upto(two_launches(), "plan_memory")
+    assert [k.buffers["x"].offset for _, _, k in p.kernels()] == [0, 0]
+
+
+# ------------------------------------------------------------------ the room for what comes next
+
+
+def test_loop_with_start_and_step_prints_and_survives_the_passes():
+    b = ProgramBuilder("steps", "dav-3510")
+    A = b.tensor("A", (256,), "float32")
+    x = b.tile("x", (16,), "float32")
+    with b.launch([1]):
+        with b.loop("k", 4, start=2, step=3) as k:
+            b.copy(A[k * 16], x)
+            b.copy(x, A[k * 16])
+    filecheck(after(b.build(), "plan_memory"), """
+        CHECK: for k in 2 + 0..4 step 3 (serial)
+    """)
+
+
+def test_atomic_add_store_is_kept_through_lowering():
+    b = ProgramBuilder("atom", "dav-3510")
+    A, C = b.tensor("A", (64,), "float32"), b.tensor("C", (64,), "float32")
+    x = b.tile("x", (64,), "float32")
+    with b.launch([4]):
+        b.copy(A[0], x)
+        b.atomic_add(x, C[0])
+    text = after(b.build(), "lower_tile_ops")
+    filecheck(text, """
+        CHECK: [MTE3] copy_ub_to_gm DataCopy x -> C (atomic add)
+        CHECK-SAME: atomic=add
+    """)
+
+
+def test_structural_verifier_catches_unknown_buffers_and_bad_ids():
+    from ascend_backend.ir import Event, EventId, Pipe, SetFlag
+    from ascend_backend.ir.verify import VerifyError
+
+    p = vector_add()
+    k = p.launch.kernels[None]
+    k.body.append(SetFlag(event=Event(Pipe.MTE2, Pipe.V), event_id=EventId(9)))
+    with pytest.raises(VerifyError, match="outside 0-7"):
+        verify_program(p)
+    p = vector_add()
+    p.launch.kernels[None].body[0].body[0].dst.__class__  # noqa: B018 - the region class exists
+    from ascend_backend.ir import Region, TileCopy
+
+    p.launch.kernels[None].body.append(TileCopy(src=Region("nope", (0,), (1,)), dst=Region("x", (0,), (1,))))
+    with pytest.raises(VerifyError, match="'nope'"):
+        verify_program(p)
+
+
+def test_every_statement_class_has_a_printer_rule():
+    import dataclasses
+
+    from ascend_backend.ir import AscOp, Stmt, nodes
+    from ascend_backend.ir.printer import RULES
+
+    classes = [c for c in vars(nodes).values() if isinstance(c, type) and issubclass(c, Stmt) and c is not Stmt
+               and dataclasses.is_dataclass(c) and not c.__name__.startswith("_")]
+    missing = [c.__name__ for c in classes if c not in RULES and not issubclass(c, AscOp)]
+    assert not missing, missing
