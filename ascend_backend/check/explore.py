@@ -217,6 +217,11 @@ def cross_core_findings(plan: KernelPlan, runs: dict, arch: str) -> tuple[list[F
     any_events = [(r, ev) for r in runs.values() for seq, _ in r.xseqs for ev in seq if ev[0] != "syncall"]
     if not any_events:
         return out, causal, {}
+    if any(ev[0] == "syncall" for r in runs.values() for seq, _ in r.xseqs for ev in seq):
+        for ln in sorted({ev[4] for _, ev in any_events if ev[1] != 4 and as_int(ev[3]) in (11, 12, 13, 14)}):
+            out.append(Finding(ln, "warning", "cross-core-id",
+                               "cross-core flag ids 11-14 are the ones SyncAll uses (CrossCoreSetFlag page): in a "
+                               "kernel that calls SyncAll, use other ids"))
     if not plan.mix:
         seen = set()
         for _, ev in any_events:

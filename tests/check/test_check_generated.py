@@ -18,7 +18,7 @@ from cases import CASES
 
 from ascend_backend.check import check_source
 from ascend_backend.codegen import generate
-from ascend_backend.mutation import mix_mutants, mutants
+from ascend_backend.mutation import program_mutants
 from ascend_backend.pipeline import compile_kernel
 from ascend_backend.target import parse_target
 
@@ -60,7 +60,7 @@ def _func(name: str):
 
 def _diagnostics(func, arch: str) -> tuple[str, list]:
     res = compile_kernel(func, parse_target({"kind": "ascendc", "arch": arch}))
-    return res.source, check_source(res.source, arch=arch, auto_sync=False, filename=f"{res.kernel.name}.cpp")
+    return res.source, check_source(res.source, arch=arch, auto_sync=False, filename=f"{res.program.name}.cpp")
 
 
 FAST = ["elementwise_example", "gemm_example", "softmax_256x256", "rmsnorm_tails_100x72", "gemm_epilogue_example",
@@ -102,9 +102,7 @@ def test_every_generated_kernel_is_clean(name, arch):
 # ---------------------------------------------------------------------------------------------
 def _mutant_sources(func, arch: str) -> list[tuple[str, str]]:
     base = compile_kernel(func, parse_target({"kind": "ascendc", "arch": arch}))
-    if "AIC" in base.cores:
-        return list(mix_mutants(base.cores))
-    return [(desc, generate(mk)) for desc, mk in mutants(base.kernel)]
+    return [(desc, generate(mp)) for desc, mp in program_mutants(base.program)]
 
 
 def _missed(func, arch: str) -> tuple[int, list[str]]:
