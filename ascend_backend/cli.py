@@ -3,6 +3,7 @@
     tl-ascend inspect FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--stage STAGE ...|all]
     tl-ascend run FILE.py [--case NAME] [--arch ARCH] [--timeline out.svg] [--no-strict]
     tl-ascend build FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--out DIR]
+    tl-ascend check FILE.cpp [--arch ARCH] [--auto-sync on|off] [--json] [-D NAME=VALUE ...]
     tl-ascend cache info | prune [--all | --max-size SIZE]
 
 How FILE is searched for a kernel (docs/cli.md says the same):
@@ -691,6 +692,50 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
     return EXIT_OK
 
 
+def cmd_check(args: argparse.Namespace, out, err) -> int:
+    """Static sync lint of an Ascend C source (docs/check.md): no inputs, no compiler."""
+    import json
+
+    from ascend_backend.check import CheckError, check_file
+
+    defines = {}
+    for d in args.define or ():
+        name, _, value = d.partition("=")
+        if not name.isidentifier():
+            raise CliError(f"error: -D {d!r} is not NAME or NAME=VALUE")
+        defines[name] = value or "1"
+    if os.path.isdir(args.file):
+        raise CliError(f"{args.file}: error: is a directory, not an Ascend C source")
+    if not os.path.exists(args.file):
+        raise CliError(f"{args.file}: error: no such file")
+    try:
+        res = check_file(args.file, arch=args.arch, auto_sync=args.auto_sync == "on", defines=defines,
+                         follow_includes=not args.no_includes, kernel=args.kernel)
+    except CheckError as exc:
+        raise CliError(str(exc)) from None
+    if args.kernel and not res.kernels:
+        raise CliError(f"{args.file}: error: no __global__ kernel named {args.kernel!r}")
+    if args.json:
+        out.write(json.dumps(res.to_dict(), indent=2) + "\n")
+    else:
+        for d in res.diagnostics:
+            out.write(d.format() + "\n")
+        if args.verbose:
+            for k in res.kernels:
+                paths = ", ".join(f"{c} {n} path{'s' if n != 1 else ''}" for c, n in k["paths"].items())
+                err.write(f"{args.file}:{k['line']}: note: kernel {k['name']} ({k['how']}): {paths}\n")
+            for n in res.notes:
+                err.write(f"{args.file}: note: {n}\n")
+            for f, ln in res.dropped:
+                err.write(f"{f}:{ln}: note: a top-level declaration outside the kernel subset was skipped\n")
+        ne, nw = len(res.errors), len(res.warnings)
+        if not res.kernels:
+            err.write(f"{args.file}: warning: no __global__ kernel found (nothing was checked)\n")
+        err.write(f"{ne} error{'s' if ne != 1 else ''}, {nw} warning{'s' if nw != 1 else ''} "
+                  f"({args.arch}, auto-sync {args.auto_sync})\n")
+    return EXIT_FAIL if res.errors else EXIT_OK
+
+
 # ---------------------------------------------------------------------------------------------
 # tl-ascend cache info|prune
 # ---------------------------------------------------------------------------------------------
@@ -881,6 +926,34 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("--out", metavar="DIR", help="output directory (default: build/<kernel>)")
     sp.set_defaults(handler=cmd_build)
+
+    sp = sub.add_parser(
+        "check", formatter_class=fmt, help="static sync lint of an Ascend C source (no inputs needed)",
+        description="Check the synchronization of an Ascend C source without running it: SetFlag/WaitFlag "
+                    "pairs on every path (loops included), event ids, double sets, cross-core flags per "
+                    "mode, PipeBarrier<PIPE_ALL> in loops, overlapping MTE2/MTE3 copies, reads of buffers "
+                    "never written, and every cross-pipe dependency on a buffer with no flag between the two "
+                    "ops (unless --auto-sync on covers that pipe pair). See docs/check.md.",
+        epilog="output: file:line: error|warning: message (gcc style), or --json.\n\nexamples:\n"
+               "  tl-ascend check add_custom.asc\n"
+               "  tl-ascend check kernel.cpp --arch dav-c220 --auto-sync off   # generated code\n"
+               "  tl-ascend check mmad.asc -D SCENARIO_NUM=2 --json\n\n"
+               "exit codes: 0 no errors (warnings allowed); 1 errors; 2 the file cannot be read or parsed "
+               "(one line naming the line) or a usage error.\n")
+    sp.add_argument("file", metavar="FILE.cpp", help="an Ascend C source (.cpp, .asc, .h)")
+    sp.add_argument("--arch", choices=ARCH_CHOICES, default="dav-3510",
+                    help="architecture to check for (__NPU_ARCH__, per-arch rules; default: dav-3510)")
+    sp.add_argument("--auto-sync", choices=("on", "off"), default="on",
+                    help="bisheng's --cce-auto-sync (default on, as bisheng; generated code is built with off)")
+    sp.add_argument("--json", action="store_true", help="print the result as JSON")
+    sp.add_argument("-D", dest="define", metavar="NAME[=VALUE]", action="append", default=[],
+                    help="define a preprocessor macro (repeatable), as -D on the bisheng command line")
+    sp.add_argument("--kernel", metavar="NAME", help="check only this __global__ kernel")
+    sp.add_argument("--no-includes", action="store_true",
+                    help='do not read local #include "x.h" headers beside the file')
+    sp.add_argument("-v", "--verbose", action="store_true",
+                    help="also print the kernels found, paths explored and analysis notes (stderr)")
+    sp.set_defaults(handler=cmd_check)
     add_cache_parser(sub, fmt)
     return p
 
