@@ -29,9 +29,11 @@ from .arch import ARCHES, DEFAULT_ARCH, get_arch  # noqa: E402
 from .errors import (  # noqa: E402
     AlignmentError,
     AscendCompileError,
+    DslError,
     InternalCompilerError,
     MemoryBudgetError,
     RuntimeUnavailableError,
+    ShapeError,
     TargetError,
     UnsupportedError,
 )
@@ -45,5 +47,5 @@ from .kernel import AscendKernel, compile, lower  # noqa: E402, A004
 __all__ = [
     "ARCHES", "DEFAULT_ARCH", "get_arch", "compile", "jit", "lower", "AscendKernel",
     "AscendCompileError", "UnsupportedError", "AlignmentError", "MemoryBudgetError", "TargetError",
-    "RuntimeUnavailableError", "InternalCompilerError", "__version__",
+    "ShapeError", "DslError", "RuntimeUnavailableError", "InternalCompilerError", "__version__",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .dtypes import DType
 from .ir.enums import Layout, Scope
 
 KB = 1024
@@ -32,11 +33,36 @@ class Arch:
     # LoadData2DParams and FixpipeParamsV220 on dav-c220.
     load_data_v2: bool = False
     fixpipe_arch3510: bool = False
+    # Mmad operand and accumulator dtypes: (A, B, accumulator) triples (Mmad page, tables 5-8;
+    # float32 x float32 is documented but the compiler does not emit it).
+    cube_dtypes: tuple = ()
+    # Vector tile dtypes: what the vector units compute in (fp16, bf16 through float32, fp32) plus
+    # what they convert from and to (Cast page's per-arch table).
+    vector_dtypes: tuple = ()
+    # Direct vector Cast pairs (src, dst) from the Cast page's per-arch table that the compiler
+    # uses; other conversions go through float32 / float16 (passes/lower_parallel.cast_steps).
+    # int32 -> half is left out: it needs SetDeqScale. ifTranspose of LoadData2DParams is b16 only.
+    vector_casts: frozenset = frozenset()
+    # LoadData with ifTranspose takes 1-byte types (LoadData2DParamsV2 on dav-3510; LoadData2DParams
+    # on dav-c220 transposes b16 only).
+    b8_transpose: bool = False
+    # Fixpipe output dtypes per accumulator dtype (Fixpipe page, data type table).
+    fixpipe_dtypes: tuple = ()
 
     @property
     def macro(self) -> str:
         return "EMU_ARCH_C220" if self.name == "dav-c220" else "EMU_ARCH_3510"
 
+
+F16, BF16, F32, I8, U8, I32, I16 = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.INT8, DType.UINT8,
+                                    DType.INT32, DType.INT16)
+E4M3, E5M2, I4 = DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.INT4
+_COMMON_CUBE = ((F16, F16, F32), (BF16, BF16, F32), (I8, I8, I32))
+_COMMON_CASTS = frozenset({
+    (F16, F32), (BF16, F32), (F32, F16), (F32, BF16), (F32, I32), (I32, F32), (F16, I32), (BF16, I32),
+    (F16, I8), (F16, U8), (I8, F16), (U8, F16), (F16, I16), (I16, F16), (I16, F32), (F32, I16), (I32, I16),
+    (I4, F16), (F16, I4),
+})
 
 DAV_C220 = Arch(
     name="dav-c220",
@@ -45,6 +71,10 @@ DAV_C220 = Arch(
               Scope.L0C: 128 * KB},
     needs_vector_barrier=True,
     l0a_layout=Layout.ZZ,
+    cube_dtypes=_COMMON_CUBE,
+    vector_dtypes=(F16, BF16, F32, I32, I16, DType.UINT16, U8, I8, DType.BOOL),
+    vector_casts=_COMMON_CASTS,
+    fixpipe_dtypes=((F32, (F32, F16, BF16, I8)), (I32, (I32, F16, I8))),
 )
 
 DAV_3510 = Arch(
@@ -59,6 +89,12 @@ DAV_3510 = Arch(
     cross_core_mode4=True,
     load_data_v2=True,
     fixpipe_arch3510=True,
+    cube_dtypes=_COMMON_CUBE + tuple((a, b, F32) for a in (E4M3, E5M2) for b in (E4M3, E5M2)),
+    vector_dtypes=(F16, BF16, F32, I32, I16, DType.UINT16, U8, I8, DType.BOOL, E4M3, E5M2),
+    vector_casts=_COMMON_CASTS | {(F32, E4M3), (F32, E5M2), (E4M3, F32), (E5M2, F32), (I8, I32), (I8, I16),
+                                  (F16, BF16), (BF16, F16), (I4, BF16)},
+    b8_transpose=True,
+    fixpipe_dtypes=((F32, (F32, F16, BF16, I8, E4M3)), (I32, (I32, F16, BF16, I8))),
 )
 
 ARCHES = {a.name: a for a in (DAV_3510, DAV_C220)}

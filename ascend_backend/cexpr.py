@@ -29,8 +29,15 @@ _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_le
 LOAD: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("cexpr_load", default=None)
 
 
+# How the current codegen section names a TVM Var (codegen's name table; None: its DSL name).
+VAR_NAMES: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("cexpr_var_names", default=None)
+
+
 def cname(var) -> str:
-    """A C identifier for a TVM Var (loop variables keep their DSL names)."""
+    """A C identifier for a TVM Var: the name codegen's table gives it (the DSL name when safe)."""
+    names = VAR_NAMES.get()
+    if names is not None and isinstance(var, tirx.Var):
+        return names(var)
     name = str(var.name) if hasattr(var, "name") else str(var)
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 

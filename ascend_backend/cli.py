@@ -3,6 +3,7 @@
     tl-ascend inspect FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--stage STAGE ...|all]
     tl-ascend run FILE.py [--case NAME] [--arch ARCH] [--timeline out.svg] [--no-strict]
     tl-ascend build FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--out DIR]
+    tl-ascend check FILE.cpp [--arch ARCH] [--auto-sync on|off] [--json] [-D NAME=VALUE ...]
     tl-ascend cache info | prune [--all | --max-size SIZE]
 
 How FILE is searched for a kernel (docs/cli.md says the same):
@@ -20,8 +21,9 @@ How FILE is searched for a kernel (docs/cli.md says the same):
 
 Exit codes: 0 success; 1 a run that mismatched its reference or failed on the emulator, or a
 bisheng build that failed; 2 a user error (usage, a missing or unimportable file, no such
-kernel, a kernel the compiler rejects: file:line and a hint are printed); 3 an internal
-compiler error.
+kernel, a kernel the compiler rejects: file:line and a hint are printed; a Case or reference
+that does not fit; an unwritable output path); 3 an internal compiler error (or a bug of the
+CLI itself, said in one line); 130 interrupted. No path prints a traceback (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)
 
 ARCH_CHOICES = ("dav-3510", "dav-c220")
 EXTRA_VIEWS = ("memory", "sync")
@@ -130,15 +133,24 @@ def load_module(path: str):
     folder = os.path.dirname(path)
     sys.path.insert(0, folder)
     sys.modules[name] = module
+    from ascend_backend.diagnostics import quiet_builder, translate
+
     try:
-        spec.loader.exec_module(module)
+        with quiet_builder():
+            spec.loader.exec_module(module)
     except (AscendCompileError, InternalCompilerError):
         raise
     except SystemExit as exc:
         raise CliError(f"error: importing {path} called sys.exit({exc.code})") from None
+    except SyntaxError as exc:
+        where = f"{exc.filename}:{exc.lineno}: " if exc.filename and exc.lineno else ""
+        raise CliError(f"error: cannot import {path}: {where}{type(exc).__name__}: {exc.msg}") from None
     except BaseException as exc:  # noqa: BLE001 - any import failure is reported, not raised
         if isinstance(exc, KeyboardInterrupt):
             raise
+        ours = translate(exc)  # tilelang's / TVM's exception while a top-level kernel was built
+        if ours is not None:
+            raise ours from None
         where = _user_frames(exc, path)
         raise CliError(f"error: cannot import {path}" + (f" ({where})" if where else "")
                        + f":\n  {_exc_line(exc)}") from None
@@ -244,24 +256,59 @@ def _call(c: Candidate, params: dict[str, Any], path: str) -> Any:
             raise CliError(f"error: cannot call {c.name}{_signature(sig_obj)} with "
                            f"{_fmt_params(params)}: {exc}\n  hint: --param sets keyword arguments of the "
                            "factory; pick another kernel with --kernel NAME") from None
+    _check_param_types(c.name, sig_obj, params)
+    from ascend_backend.diagnostics import quiet_builder, translate
+
     try:
-        return fn(**params)
+        with quiet_builder():
+            return fn(**params)
     except (AscendCompileError, InternalCompilerError):
         raise
     except Exception as exc:  # noqa: BLE001 - a failure in the user's factory
+        ours = translate(exc)  # tilelang's / TVM's exception: ours, at the user's line
+        if ours is not None and ours.loc is not None:
+            raise ours from None
         where = _user_frames(exc, path)
         raise CliError(f"error: {c.name}({_fmt_params(params)}) failed"
                        + (f" at {where}" if where else "") + f":\n  {_exc_line(exc)}") from None
+
+
+def _check_param_types(name: str, sig_obj: Any, params: dict[str, Any]) -> None:
+    """A --param whose value is not of its default's type (``--param N=abc`` where N defaults to
+    4096) is a usage error, said in one line, before the factory builds anything with it."""
+    try:
+        sig = inspect.signature(sig_obj)
+    except (TypeError, ValueError):
+        return
+    for key, value in params.items():
+        p = sig.parameters.get(key)
+        if p is None or p.default is inspect.Parameter.empty or p.default is None or value is None:
+            continue
+        want = type(p.default)
+        if want is bool:
+            ok = isinstance(value, bool)
+        elif want is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif want is float:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        else:
+            continue
+        if not ok:
+            examples = {bool: "true or false", int: "an integer such as 512", float: "a number such as 1e-6"}
+            raise CliError(f"error: --param {key}={value!r}: {name}'s {key} takes {want.__name__} values "
+                           f"(its default is {p.default!r}); write {examples[want]}")
 
 
 def _fmt_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
-def _listing(cands: Sequence[Candidate]) -> str:
+def _listing(cands: Sequence[Candidate], failures: dict[str, str] | None = None) -> str:
     if not cands:
         return "  (none: FILE defines no PrimFunc, kernel factory or example())"
-    return "\n".join(f"  {c.describe()}" for c in cands)
+    failures = failures or {}
+    return "\n".join(f"  {c.describe()}" + (f"\n      failed: {failures[c.name]}" if c.name in failures else "")
+                     for c in cands)
 
 
 def _as_selected(c: Candidate, result: Any, params: dict[str, Any]) -> Selected:
@@ -306,7 +353,10 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
     if example is not None:
         return _as_selected(example, _call(example, params, path), params)
 
+    from ascend_backend.errors import AscendCompileError
+
     found: list[tuple[Candidate, Any]] = []
+    failures: dict[str, str] = {}  # candidates whose kernel failed to build: shown when none qualifies
     for c in cands:
         if c.kind in ("primfunc", "compiled"):
             if not params:
@@ -315,6 +365,9 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
         try:
             result = _call(c, params, path)
         except CliError:
+            continue
+        except AscendCompileError as exc:
+            failures[c.name] = str(exc).splitlines()[0]
             continue
         if isinstance(result, tirx.PrimFunc | AscendKernel | Case):
             found.append((c, result))
@@ -325,7 +378,7 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
         with_params = " and " + _fmt_params(params) if params else ""
         raise CliError(f"error: no kernel found in {path}: no example(), and no top-level function returns a "
                        f"PrimFunc when called with its defaults{with_params}"
-                       f"; candidates:\n{_listing(cands)}\n  hint: pick one with --kernel NAME "
+                       f"; candidates:\n{_listing(cands, failures)}\n  hint: pick one with --kernel NAME "
                        "(and --param K=V for arguments without defaults)")
     raise CliError(f"error: {path} defines {len(found)} kernels; pick one with --kernel NAME:\n"
                    + _listing([c for c, _ in found]))
@@ -448,19 +501,90 @@ def _find_case(module, path: str, name: str | None, params: dict[str, Any]):
     return case
 
 
+def _check_case(case, fn_name: str) -> None:
+    """The Case's fields, checked before anything is compiled or run (each problem in one line)."""
+    import torch
+    from tvm import tirx
+
+    where = f"{fn_name}() returned a Case whose"
+    if not isinstance(case.func, tirx.PrimFunc):
+        hint = (" (a function: call the factory, Case(func=make_kernel(...), ...))" if callable(case.func) else "")
+        raise CliError(f"error: {where} func is {type(case.func).__name__}, not a PrimFunc{hint}")
+    if not isinstance(case.inputs, list | tuple):
+        raise CliError(f"error: {where} inputs is {type(case.inputs).__name__}, not a list of the kernel's arguments")
+    n = len(case.func.params)
+    if len(case.inputs) != n:
+        names = ", ".join(str(p.name).removesuffix("_handle") for p in case.func.params)
+        raise CliError(f"error: {where} inputs has {len(case.inputs)} values, but the kernel takes {n} "
+                       f"({names}); inputs lists every argument, outputs included")
+    if not isinstance(case.outputs, list | tuple) or not case.outputs:
+        raise CliError(f"error: {where} outputs is {case.outputs!r}: give the indices of the output arguments, "
+                       "e.g. outputs=[2]")
+    for idx in case.outputs:
+        if not isinstance(idx, int) or isinstance(idx, bool) or not -n <= idx < n:
+            raise CliError(f"error: {where} outputs names argument {idx!r}, but the kernel takes {n} arguments "
+                           f"(indices 0..{n - 1})")
+        if not isinstance(case.inputs[idx], torch.Tensor):
+            raise CliError(f"error: {where} output {idx} is not a tensor (it is {type(case.inputs[idx]).__name__})")
+    if not callable(case.reference):
+        raise CliError(f"error: {where} reference is {type(case.reference).__name__}, not a function")
+    for name in ("atol", "rtol"):
+        value = getattr(case, name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise CliError(f"error: {where} {name} is {value!r}: give a number >= 0 (e.g. {name}=1e-2)")
+
+
+def _check_writable(path: str, what: str) -> None:
+    """Fail before the run, not after it, when ``path`` cannot be written."""
+    full = os.path.abspath(path)
+    folder = os.path.dirname(full)
+    if os.path.isdir(full):
+        raise CliError(f"error: {what} {path}: is a directory; give a file name, e.g. {os.path.join(path, 'out.svg')}")
+    if not os.path.isdir(folder):
+        raise CliError(f"error: {what} {path}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
+        raise CliError(f"error: {what} {path}: not writable (permission denied)")
+
+
+def _run_reference(case, path: str, fn_name: str) -> list:
+    import torch
+
+    try:
+        expected = case.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs])
+    except Exception as exc:  # noqa: BLE001 - the user's reference failed: say where, no traceback
+        where = _user_frames(exc, path)
+        raise CliError(f"error: the reference of {fn_name}() raised" + (f" at {where}" if where else "")
+                       + f": {_exc_line(exc)}") from None
+    if isinstance(expected, torch.Tensor) or not isinstance(expected, list | tuple):
+        raise CliError(f"error: the reference of {fn_name}() returned a {type(expected).__name__}; it must return "
+                       "a list with one tensor per output, e.g. [a + b]")
+    if len(expected) != len(case.outputs):
+        raise CliError(f"error: the reference of {fn_name}() returned {len(expected)} tensors "
+                       f"for {len(case.outputs)} outputs")
+    for n, e in enumerate(expected):
+        if not isinstance(e, torch.Tensor):
+            raise CliError(f"error: the reference of {fn_name}() returned a {type(e).__name__} as item {n}, "
+                           "not a tensor")
+    return list(expected)
+
+
 def cmd_run(args: argparse.Namespace, out, err) -> int:
     import torch
 
     import ascend_backend
     from ascend_backend.emulator import EmulatorCompileError, EmulatorEnvironmentError, EmulatorError
 
+    if args.timeline and args.timeline != "-":
+        _check_writable(args.timeline, "--timeline")
     module = load_module(args.file)
+    fn_name = args.case or "example"
     case = _find_case(module, args.file, args.case, parse_params(args.param))
+    _check_case(case, fn_name)
     kernel = ascend_backend.compile(case.func, target={"kind": "ascendc", "arch": args.arch},
                                     runtime="emulator", strict=not args.no_strict)
     title = case.name or kernel.name
     out.write(f"# running {title} ({kernel.name}) from {args.file} on the emulator, arch {args.arch}, "
-              f"block_dim {kernel.block_dim}, strict={'no' if args.no_strict else 'yes'}\n")
+              f"block_dim {', '.join(map(str, kernel.block_dims))}, strict={'no' if args.no_strict else 'yes'}\n")
     run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
     try:
         kernel(*run_args)
@@ -478,20 +602,28 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
         if exc.report is not None:
             out.write(exc.report.summary() + "\n")
         return EXIT_FAIL
+    except (TypeError, ValueError) as exc:  # the kernel's argument checks: the Case's inputs do not fit
+        raise CliError(f"error: the inputs of {fn_name}() do not fit kernel '{kernel.name}': {exc}") from None
+    reports = list(kernel.reports)
     report = kernel.last_report
+    for n, r in enumerate(reports):
+        # A PrimFunc with several T.Kernel blocks runs them in order: one report per launch.
+        if len(reports) > 1:
+            out.write(f"launch {n} ({kernel.program.entry_name(n)}): ")
+        out.write(r.summary() + "\n")
     if report is not None:
-        out.write(report.summary() + "\n")
         if args.timeline:
             if args.timeline == "-":
                 out.write(report.timeline_text() + "\n")
             else:
-                report.write_timeline_svg(args.timeline)
+                try:
+                    report.write_timeline_svg(args.timeline)
+                except OSError as exc:
+                    raise CliError(f"error: --timeline {args.timeline}: cannot write it: "
+                                   f"{exc.strerror or exc}") from None
                 out.write(f"timeline (modelled) written to {args.timeline}\n")
 
-    expected = case.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs])
-    if len(expected) != len(case.outputs):
-        raise CliError(f"error: the reference returned {len(expected)} tensors "
-                       f"for {len(case.outputs)} outputs")
+    expected = _run_reference(case, args.file, fn_name)
     ok = True
     console = _console(out)
     from rich.table import Table
@@ -517,7 +649,7 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
         table.add_row(params[idx].name, "x".join(map(str, got.shape)), str(got.dtype).replace("torch.", ""),
                       f"{max_err:.3g}", f"{nbad}/{got.numel()}", "PASS" if passed else "FAIL")
     console.print(table)
-    if report is not None and not report.ok:
+    if any(not r.ok for r in reports):
         ok = False
         out.write("the emulator reported problems (see above)\n")
     out.write("PASS\n" if ok else "FAIL\n")
@@ -533,16 +665,20 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
     result = _compile(sel, args.arch, set())
     kernel = result.program
     out_dir = args.out or os.path.join("build", kernel.name)
-    os.makedirs(out_dir, exist_ok=True)
     src = os.path.join(out_dir, f"{kernel.name}.cpp")
     lib = os.path.join(out_dir, f"lib{kernel.name}.so")
-    with open(src, "w") as f:
-        f.write(result.source)
-        f.write(host_wrapper(kernel))
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        with open(src, "w") as f:
+            f.write(result.source)
+            f.write(host_wrapper(kernel))
+    except OSError as exc:
+        raise CliError(f"error: --out {out_dir}: cannot write {exc.filename or src}: {exc.strerror or exc}"
+                       "\n  hint: give a writable directory with --out DIR") from None
     cmd = bisheng_command(src, lib, get_arch(args.arch))
     out.write(f"# kernel {kernel.name} from {args.file} ({sel.how}); arch {args.arch}, block_dim "
               f"{kernel.launch.block_dim}\n")
-    out.write(f"wrote {src} (the kernel and a host wrapper launch_{kernel.name}(block_dim, stream, ...))\n")
+    out.write(f"wrote {src} (the kernel and a host wrapper launch_{kernel.name}(stream, blocks_0, ..., args...))\n")
     out.write("bisheng command:\n")
     out.write(shlex.join(cmd) + "\n")
     if shutil.which("bisheng") is None:
@@ -554,6 +690,50 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
         return EXIT_FAIL
     out.write(f"built {lib}\n")
     return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace, out, err) -> int:
+    """Static sync lint of an Ascend C source (docs/check.md): no inputs, no compiler."""
+    import json
+
+    from ascend_backend.check import CheckError, check_file
+
+    defines = {}
+    for d in args.define or ():
+        name, _, value = d.partition("=")
+        if not name.isidentifier():
+            raise CliError(f"error: -D {d!r} is not NAME or NAME=VALUE")
+        defines[name] = value or "1"
+    if os.path.isdir(args.file):
+        raise CliError(f"{args.file}: error: is a directory, not an Ascend C source")
+    if not os.path.exists(args.file):
+        raise CliError(f"{args.file}: error: no such file")
+    try:
+        res = check_file(args.file, arch=args.arch, auto_sync=args.auto_sync == "on", defines=defines,
+                         follow_includes=not args.no_includes, kernel=args.kernel)
+    except CheckError as exc:
+        raise CliError(str(exc)) from None
+    if args.kernel and not res.kernels:
+        raise CliError(f"{args.file}: error: no __global__ kernel named {args.kernel!r}")
+    if args.json:
+        out.write(json.dumps(res.to_dict(), indent=2) + "\n")
+    else:
+        for d in res.diagnostics:
+            out.write(d.format() + "\n")
+        if args.verbose:
+            for k in res.kernels:
+                paths = ", ".join(f"{c} {n} path{'s' if n != 1 else ''}" for c, n in k["paths"].items())
+                err.write(f"{args.file}:{k['line']}: note: kernel {k['name']} ({k['how']}): {paths}\n")
+            for n in res.notes:
+                err.write(f"{args.file}: note: {n}\n")
+            for f, ln in res.dropped:
+                err.write(f"{f}:{ln}: note: a top-level declaration outside the kernel subset was skipped\n")
+        ne, nw = len(res.errors), len(res.warnings)
+        if not res.kernels:
+            err.write(f"{args.file}: warning: no __global__ kernel found (nothing was checked)\n")
+        err.write(f"{ne} error{'s' if ne != 1 else ''}, {nw} warning{'s' if nw != 1 else ''} "
+                  f"({args.arch}, auto-sync {args.auto_sync})\n")
+    return EXIT_FAIL if res.errors else EXIT_OK
 
 
 # ---------------------------------------------------------------------------------------------
@@ -755,8 +935,9 @@ kernel selection:
 
 _EXIT_HELP = """\
 exit codes: 0 ok; 1 mismatch, emulator error or bisheng failure; 2 user error (usage, file,
-kernel selection, a kernel the compiler rejects, with file:line; an environment fault: no C++
-compiler, an unusable cache directory, a full disk); 3 internal compiler error.
+kernel selection, a kernel the compiler rejects, with file:line; a Case or reference that does
+not fit; an unwritable output path; an environment fault: no C++ compiler, an unusable cache
+directory, a full disk); 3 internal compiler error; 130 interrupted.
 """
 
 
@@ -848,6 +1029,34 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("--out", metavar="DIR", help="output directory (default: build/<kernel>)")
     sp.set_defaults(handler=cmd_build)
+
+    sp = sub.add_parser(
+        "check", formatter_class=fmt, help="static sync lint of an Ascend C source (no inputs needed)",
+        description="Check the synchronization of an Ascend C source without running it: SetFlag/WaitFlag "
+                    "pairs on every path (loops included), event ids, double sets, cross-core flags per "
+                    "mode, PipeBarrier<PIPE_ALL> in loops, overlapping MTE2/MTE3 copies, reads of buffers "
+                    "never written, and every cross-pipe dependency on a buffer with no flag between the two "
+                    "ops (unless --auto-sync on covers that pipe pair). See docs/check.md.",
+        epilog="output: file:line: error|warning: message (gcc style), or --json.\n\nexamples:\n"
+               "  tl-ascend check add_custom.asc\n"
+               "  tl-ascend check kernel.cpp --arch dav-c220 --auto-sync off   # generated code\n"
+               "  tl-ascend check mmad.asc -D SCENARIO_NUM=2 --json\n\n"
+               "exit codes: 0 no errors (warnings allowed); 1 errors; 2 the file cannot be read or parsed "
+               "(one line naming the line) or a usage error.\n")
+    sp.add_argument("file", metavar="FILE.cpp", help="an Ascend C source (.cpp, .asc, .h)")
+    sp.add_argument("--arch", choices=ARCH_CHOICES, default="dav-3510",
+                    help="architecture to check for (__NPU_ARCH__, per-arch rules; default: dav-3510)")
+    sp.add_argument("--auto-sync", choices=("on", "off"), default="on",
+                    help="bisheng's --cce-auto-sync (default on, as bisheng; generated code is built with off)")
+    sp.add_argument("--json", action="store_true", help="print the result as JSON")
+    sp.add_argument("-D", dest="define", metavar="NAME[=VALUE]", action="append", default=[],
+                    help="define a preprocessor macro (repeatable), as -D on the bisheng command line")
+    sp.add_argument("--kernel", metavar="NAME", help="check only this __global__ kernel")
+    sp.add_argument("--no-includes", action="store_true",
+                    help='do not read local #include "x.h" headers beside the file')
+    sp.add_argument("-v", "--verbose", action="store_true",
+                    help="also print the kernels found, paths explored and analysis notes (stderr)")
+    sp.set_defaults(handler=cmd_check)
     add_cache_parser(sub, fmt)
     add_tune_parser(sub, fmt)
     return p
@@ -892,6 +1101,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        err.write("interrupted\n")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - never a traceback: a bug of tl-ascend itself, said so
+        where = ""
+        frames = traceback.extract_tb(exc.__traceback__)
+        if frames:
+            where = f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}"
+        err.write(f"tl-ascend: internal error{where}: {_exc_line(exc)}\n"
+                  "  This is a bug in tl-ascend. Please report it with the command line and FILE; "
+                  "TL_ASCEND_TRACEBACK=1 prints the traceback.\n")
+        if os.environ.get("TL_ASCEND_TRACEBACK"):
+            traceback.print_exc(file=err)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

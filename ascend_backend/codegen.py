@@ -8,13 +8,18 @@ them; the kernel frame is templates/kernel.cpp.j2.
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
+import enum
 import functools
 import os
 from collections.abc import Callable
 
 import jinja2
+from tvm import tirx
 
-from .cexpr import LOAD, cexpr, cname, float_literal
+from .cexpr import LOAD, VAR_NAMES, cexpr, cname, float_literal
+from .cnames import Names
 from .dtypes import DType
 from .errors import InternalCompilerError, UnsupportedError
 from .ir import (
@@ -59,27 +64,41 @@ from .ir import (
     Valid,
     VecBinary,
     VecBinaryBcast,
+    VecBinaryBcastRows,
     VecBinaryOp,
     VecBrcb,
     VecCast,
+    VecCompare,
     VecCopy,
     VecDiagFill,
     VecDuplicate,
     VecFold,
     VecFoldInit,
     VecFoldLoop,
+    VecFoldRows,
+    VecIndex,
+    VecMaskLogic,
     VecScalar,
     VecScalarOp,
+    VecScanRows,
+    VecSelect,
     VecUnary,
     VecUnaryOp,
     VecWholeReduce,
     WaitFlag,
+    static_int,
 )
 
 # The TPosition each memory is declared with.
 POSITION = {Scope.UB: "VECCALC", Scope.L1: "A1", Scope.L0A: "A2", Scope.L0B: "B2", Scope.L0C: "CO1"}
 QUANT = {QuantMode.NONE: "QuantMode_t::NoQuant", QuantMode.F32_TO_F16: "QuantMode_t::F322F16",
-         QuantMode.F32_TO_BF16: "QuantMode_t::F322BF16"}
+         QuantMode.F32_TO_BF16: "QuantMode_t::F322BF16", QuantMode.F32_TO_S8: "QuantMode_t::QF322B8_PRE",
+         QuantMode.F32_TO_FP8: "QuantMode_t::QF322FP8_PRE", QuantMode.S32_TO_F16: "QuantMode_t::DEQF16",
+         QuantMode.S32_TO_BF16: "QuantMode_t::QS322BF16_PRE", QuantMode.S32_TO_S8: "QuantMode_t::REQ8"}
+# Quant word of scale 1.0 (随路量化 page: the scale as a float in bits [31:13]; bit 46 selects a
+# signed int8 result).
+QUANT_ONE = 0x3F800000
+QUANT_SIGNED = 1 << 46
 ROUND = {Rounding.NONE: "RoundMode::CAST_NONE", Rounding.RINT: "RoundMode::CAST_RINT",
          Rounding.TRUNC: "RoundMode::CAST_TRUNC", Rounding.FLOOR: "RoundMode::CAST_FLOOR",
          Rounding.CEIL: "RoundMode::CAST_CEIL", Rounding.ROUND: "RoundMode::CAST_ROUND",
@@ -120,28 +139,69 @@ def _render(macro: str, params) -> str:
 # ---------------------------------------------------------------- values as C++ text
 
 
+# The C++ names of the kernel entry being generated (cnames.Names) and the buffer names of its
+# launch; None outside generate().
+_NAMES: contextvars.ContextVar = contextvars.ContextVar("codegen_names", default=None)
+_BUFFERS: contextvars.ContextVar = contextvars.ContextVar("codegen_buffers", default=None)
+
+
+def B(name: str) -> str:
+    """The C++ name of buffer ``name`` in the kernel entry being generated."""
+    names = _NAMES.get()
+    return names.buffer(name) if names is not None else name
+
+
 def gm_tensor(name: str) -> str:
-    """The GlobalTensor variable of a GM buffer."""
-    return f"{name}_gm"
+    """The GlobalTensor variable of GM buffer ``name`` (its DSL name)."""
+    return f"{B(name)}_gm"
 
 
 def _at(name: str, off: str) -> str:
     return name if off in ("0", "") else f"{name}[{off}]"
 
 
+def _factors(e) -> list:
+    """The factors of a product (a stride of a symbolic shape is a product of dimensions)."""
+    if isinstance(e, tirx.Mul):
+        return _factors(e.a) + _factors(e.b)
+    return [e]
+
+
+def wide_product(head: str, stride) -> str:
+    """``head * stride`` computed in 64 bits: the head and every factor of the stride cast first, so
+    that no partial product is formed in 32 bits."""
+    out = f"(int64_t)({head})"
+    if static_int(stride) == 1:
+        return out
+    for f in _factors(stride):
+        v = static_int(f)
+        out += f" * {v}" if v is not None else f" * (int64_t)({cexpr(f)})"
+    return out
+
+
 def window_offset(w: GmWindow) -> str:
-    """The element offset of a GM window: sum of start index x stride over its dimensions."""
+    """The element offset of a GM window: sum of start index x stride over its dimensions; in 64
+    bits when the tensor may hold 2**31 or more elements (``w.wide``)."""
     terms = []
     for b, stride in zip(w.base, w.strides, strict=True):
         txt = cexpr(b)
-        if txt != "0":
-            terms.append(txt if stride == 1 else f"{txt} * {stride}")
+        if txt == "0":
+            continue
+        if w.wide:
+            terms.append(wide_product(txt, stride))
+        else:
+            terms.append(txt if static_int(stride) == 1 else f"{txt} * {cexpr(stride)}")
     return " + ".join(terms) if terms else "0"
 
 
 def valid(v: Valid) -> str:
-    """A valid extent: its static size, or min(n, size - base) at a tail of the global shape."""
-    return str(v.n) if not v.tail else f"min_i({v.n}, {v.size} - ({cexpr(v.base)}))"
+    """A valid extent: its static size, or min(n, size - base) at a tail of the global shape; with a
+    symbolic size or a window that may start past the end, clamp(size - base, 0, n) in 64 bits."""
+    if not v.tail:
+        return str(v.n)
+    if v.clamp or static_int(v.size) is None:
+        return f"tail_i({v.n}, {cexpr(v.size)}, {cexpr(v.base)})"
+    return f"min_i({v.n}, {v.size} - ({cexpr(v.base)}))"
 
 
 def valid_k(v: Valid) -> str:
@@ -167,24 +227,42 @@ def scalar(v) -> str:
 
 
 def local_ctype(b) -> str:
-    return "float" if b.scope is Scope.L0C else b.dtype.ctype
+    return b.dtype.ctype
 
 
 def _flat(b, indices) -> str:
-    """The element offset of ``indices`` in buffer ``b`` (UB rows are ``pitch`` apart)."""
+    """The element offset of ``indices`` in buffer ``b`` (UB rows are ``pitch`` apart; a GM tensor
+    that may hold 2**31 or more elements is addressed in 64 bits)."""
     shape = list(b.shape)
     if b.scope is Scope.UB and len(shape) == 2 and b.pitch:
         shape[-1] = b.pitch
     if len(indices) != len(shape):
         raise UnsupportedError(f"'{b.name}' is indexed with {len(indices)} indices but has {len(shape)} dimensions")
+    wide = b.scope is Scope.GM and b.wide
     terms = []
     stride = 1
     for i, n in reversed(list(zip(indices, shape, strict=True))):
         txt = cexpr(i)
         if txt != "0":
-            terms.append(txt if stride == 1 else f"({txt}) * {stride}")
-        stride *= int(n)
+            if wide:
+                terms.append(wide_product(txt, stride))
+            else:
+                terms.append(txt if static_int(stride) == 1 else f"({txt}) * {cexpr(stride)}")
+        stride = _mul(stride, n)
     return " + ".join(reversed(terms)) if terms else "0"
+
+
+def _add(a: int, b):
+    """a + b: an int when b is a constant, else a PrimExpr."""
+    return a + static_int(b) if static_int(b) is not None else (b + a if a else b)
+
+
+def _mul(a, b):
+    """a * b: an int when both are constants, else a PrimExpr."""
+    x, y = static_int(a), static_int(b)
+    if x is not None and y is not None:
+        return x * y
+    return (x if x is not None else a) * (y if y is not None else b)
 
 
 def scalar_access(kernel: Kernel, tvm_buffer, indices) -> tuple:
@@ -192,9 +270,9 @@ def scalar_access(kernel: Kernel, tvm_buffer, indices) -> tuple:
     b = kernel.buffer_of(tvm_buffer)
     flat = _flat(b, indices)
     if b.scope is Scope.LOCAL:
-        return b, f"{b.name}[{flat}]"
+        return b, f"{B(b.name)}[{flat}]"
     if b.scope is Scope.UB:
-        return b, f"{b.name}.GetValue({flat})"
+        return b, f"{B(b.name)}.GetValue({flat})"
     if b.scope is Scope.GM:
         return b, f"{gm_tensor(b.name)}.GetValue({flat})"
     raise UnsupportedError(f"the scalar unit cannot read '{b.name}' in {b.scope}; only scalar locals, vector tiles "
@@ -206,9 +284,9 @@ def _store(kernel: Kernel, s: ScalarStore) -> str:
     flat = _flat(b, s.indices)
     value = cexpr(s.value)
     if b.scope is Scope.LOCAL:
-        return f"{b.name}[{flat}] = {value};"
+        return f"{B(b.name)}[{flat}] = {value};"
     if b.scope is Scope.UB:
-        return f"{b.name}.SetValue({flat}, ({b.dtype.ctype})({value}));"
+        return f"{B(b.name)}.SetValue({flat}, ({b.dtype.ctype})({value}));"
     if b.scope is Scope.GM:
         return f"{gm_tensor(b.name)}.SetValue({flat}, ({b.dtype.ctype})({value}));"
     raise UnsupportedError(f"the scalar unit cannot write '{b.name}' in {b.scope}", loc=s.loc,
@@ -221,14 +299,14 @@ def _store(kernel: Kernel, s: ScalarStore) -> str:
 def _gm_ub(op: CopyGmToUb | CopyUbToGm, to_ub: bool) -> dict:
     w = op.window
     esz = op.dtype.bytes
-    gm = _at(gm_tensor(op.gm), window_offset(w))
+    gm = _at(f"{op.gm}_gm", window_offset(w))
     p = {"dst": op.ub if to_ub else gm, "src": gm if to_ub else op.ub, "ctype": op.dtype.ctype,
          "form": op.form.value}
     if op.form is CopyForm.COUNT:
         p["count"] = f"{valid(w.valid_rows)} * {w.cols}" if w.valid_rows.tail else str(w.rows * w.cols)
     else:
         vc = valid(w.valid_cols)
-        gm_gap = f"({w.row_stride} - ({vc})) * {esz}"
+        gm_gap = f"({cexpr(w.row_stride)} - ({vc})) * {esz}"
         ub_gap = f"({op.ub_pitch * esz} - (({vc}) * {esz} + 31) / 32 * 32) / 32"
         p.update(block_count=valid(w.valid_rows), block_len=f"({vc}) * {esz}",
                  src_stride=gm_gap if to_ub else ub_gap, dst_stride=ub_gap if to_ub else gm_gap)
@@ -248,30 +326,34 @@ def _copy_ub_to_gm(op: CopyUbToGm) -> dict:
 
 def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
     w = op.window
-    return {"dst": op.l1, "src": _at(gm_tensor(op.gm), window_offset(w)), "n_value": valid(w.valid_rows),
-            "d_value": valid(w.valid_cols), "src_d_value": str(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
+    # Row r of an NZ tile starts r C0-blocks (32 bytes each) into its first column block.
+    row0 = cexpr(op.row0)
+    dst = op.l1 if row0 == "0" else _at(op.l1, f"({row0}) * {32 // op.dtype.bytes}")
+    return {"dst": dst, "src": _at(f"{op.gm}_gm", window_offset(w)), "n_value": valid(w.valid_rows),
+            "d_value": valid(w.valid_cols), "src_d_value": cexpr(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
 
 
 def _load_data_2d(op: LoadData2D) -> dict:
     kv = valid_k(op.k)
     src = _at(op.src, str(op.src_offset))
+    fr = 16 * op.c0  # elements per fractal
     if op.operand == "A":
         # one fractal row of A per call: ZZ in L0A
         return {"dst": op.dst, "src": src, "count": str(op.mn // 16), "dst_step": f"{kv} * 16",
-                "src_step": f"{op.src_rows // 16} * 256" if op.trans else "256",
-                "repeat": f"(uint8_t)({kv} / 16)", "src_stride": "1" if op.trans else str(op.src_rows // 16),
+                "src_step": f"{op.src_rows // 16} * {fr}" if op.trans else str(fr),
+                "repeat": f"(uint8_t)({kv} / {op.c0})", "src_stride": "1" if op.trans else str(op.src_rows // 16),
                 "trans": "true" if op.trans else "false",
                 "note": "A stored K x M: transpose each fractal into ZZ" if op.trans else
                 "one fractal row of A per call: ZZ in L0A"}
-    return {"dst": op.dst, "src": src, "count": f"{kv} / 16", "dst_step": str(op.mn * 16),
-            "src_step": f"{op.mn // 16} * 256" if op.trans else "256", "repeat": str(op.mn // 16),
+    return {"dst": op.dst, "src": src, "count": f"{kv} / {op.c0}", "dst_step": str(op.mn * op.c0),
+            "src_step": f"{op.mn // 16} * {fr}" if op.trans else str(fr), "repeat": str(op.mn // 16),
             "src_stride": "1" if op.trans else str(op.src_rows // 16), "trans": "false" if op.trans else "true",
             "note": "B stored N x K: its NZ fractals are already ZN" if op.trans else
             "one fractal row of B per call, each fractal transposed: ZN in L0B"}
 
 
 def _steps(x) -> str:
-    return f"{valid_k(x.k)} / 16" if isinstance(x, KFractals) else str(x)
+    return f"{valid_k(x.k)} / {x.unit}" if isinstance(x, KFractals) else str(x)
 
 
 def _load_data_2d_v2(op: LoadData2DV2) -> dict:
@@ -290,9 +372,12 @@ def _mmad(op: Mmad) -> dict:
 
 def _fixpipe_to_gm(op) -> dict:
     w = op.window
-    return {"dst": _at(gm_tensor(op.gm), window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
+    return {"dst": _at(f"{op.gm}_gm", window_offset(w)), "src": op.src, "ctype": op.dtype.ctype,
             "m_size": valid(w.valid_rows), "n_size": valid(w.valid_cols), "src_stride": str(op.src_stride),
-            "dst_stride": str(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
+            "dst_stride": cexpr(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
+            "src_ctype": op.src_dtype.ctype,
+            "deq": (f"{QUANT_ONE | (QUANT_SIGNED if op.dtype == DType.INT8 else 0):#x}ULL"
+                    if op.quant.scaled else None),
             "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None}
 
 
@@ -306,7 +391,7 @@ def _peer_slot(op) -> str:
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
     slot = _peer_slot(op)
     return {"src": op.src, "dst": f"{op.target}_peer" + (f"[{slot}]" if slot else ""), "half": op.half,
-            "rows": op.rows, "cols": op.cols, "pitch": op.pitch, "sub": op.sub}
+            "rows": op.rows, "cols": op.cols, "pitch": op.pitch, "sub": op.sub, "ctype": op.dtype.ctype}
 
 
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
@@ -319,6 +404,25 @@ def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
 
 def _cross_core(op: CrossCoreSetOp | CrossCoreWaitOp) -> dict:
     return {"mode": op.mode, "pipe": op.pipe.value, "hw_id": op.hw_id, "reason": op.reason}
+
+
+def _as(name: str, dt) -> str:
+    """A UB tensor seen as elements of ``dt`` (LocalTensor::ReinterpretCast), or itself."""
+    return f"{name}.ReinterpretCast<{dt.ctype}>()" if dt is not None else name
+
+
+def _select(op: VecSelect) -> dict:
+    return {"dst": _as(op.dst, op.as_dtype), "mask": op.mask, "src0": _as(op.src0, op.as_dtype),
+            "src1": _as(op.src1, op.as_dtype) if op.src1 is not None else None,
+            "scalar": scalar(op.scalar) if op.scalar is not None else None, "ctype": op.dtype.ctype,
+            "count": op.count}
+
+
+def _scan_rows(op: VecScanRows) -> dict:
+    first = op.rows - 1 if op.reverse else 0
+    return {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "rows": op.rows, "cols": op.cols,
+            "pitch": op.pitch, "reverse": op.reverse, "barrier": op.barrier, "first": first,
+            "copy_first": op.dst != op.src}
 
 
 def _repeat(o) -> dict:
@@ -343,11 +447,18 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     VecUnaryOp: lambda op: {"op": VEC_UNARY[op.op], "dst": op.dst, "src": op.src, "count": op.count},
     VecBinaryOp: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src0": op.src0, "src1": op.src1,
                              "count": op.count},
-    VecCast: lambda op: {"dst": op.dst, "src": op.src, "mode": ROUND[op.mode], "count": op.count},
+    # bool tiles hold one byte per element: the Cast reads / writes them as uint8; an int4 source
+    # is a packed 1-byte tile read as int4b_t (two values per byte)
+    VecCast: lambda op: {"dst": _as(op.dst, DType.UINT8 if op.dst_dtype is DType.BOOL else None),
+                         "src": _as(op.src, {DType.BOOL: DType.UINT8, DType.INT4: DType.INT4}.get(op.src_dtype)),
+                         "mode": ROUND[op.mode], "count": op.count},
     VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
     VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
                                 "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,
                                 "chunks": op.chunks},
+    VecBinaryBcastRows: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0),
+                                    "s1": _repeat(op.s1), "rows": op.rows, "lanes": op.lanes, "dst_row": op.dst_row,
+                                    "full": op.cols // op.lanes, "tail": op.cols % op.lanes},
     VecWholeReduce: lambda op: {"kind": op.kind.value, "dst": op.dst, "src": op.src, "mask": op.mask,
                                 "repeat": op.repeat, "src_rep": op.src_rep},
     VecFoldInit: lambda op: {"dst": op.dst, "src": op.src, "lanes": op.lanes, "repeat": op.repeat,
@@ -361,6 +472,16 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
                              "prefix": f"({cexpr(op.prefix.c0)}) + 1" if op.prefix.plus_one
                              else f"-({cexpr(op.prefix.c0)})",
                              "first": scalar(op.first), "rest": scalar(op.rest), "barrier": op.barrier},
+    VecIndex: lambda op: {"dst": op.dst, "first": scalar(op.first), "ctype": op.dtype.ctype, "count": op.count},
+    VecCompare: lambda op: {"dst": op.dst, "src0": op.src0, "src1": op.src1, "mode": op.mode.value,
+                            "scalar": scalar(op.scalar) if op.scalar is not None else None,
+                            "ctype": op.dtype.ctype, "count": op.count},
+    VecMaskLogic: lambda op: {"op": op.op.value, "dst": op.dst, "src0": op.src0, "src1": op.src1, "count": op.count},
+    VecSelect: _select,
+    VecFoldRows: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "lanes": op.lanes,
+                             "rows": op.rows, "pitch": op.pitch, "chunks": op.chunks, "tail": op.tail,
+                             "barrier": op.barrier},
+    VecScanRows: _scan_rows,
     CrossCoreSetOp: _cross_core,
     CrossCoreWaitOp: _cross_core,
 }
@@ -370,7 +491,30 @@ def render_op(op: AscOp) -> str:
     fn = _PARAMS.get(type(op))
     if fn is None:
         raise InternalCompilerError(f"no codegen rule for op {type(op).__name__}", stage="codegen")
-    return _render(op.macro, fn(op))
+    return _render(op.macro, fn(_named(op)))
+
+
+def _named(x):
+    """``x`` with every field that names a buffer of the launch replaced by its C++ name (nested
+    operands too): the rules in _PARAMS then print fields as they are, whatever names the user chose."""
+    known = _BUFFERS.get()
+    if known is None or not dataclasses.is_dataclass(x):
+        return x
+    changes = {}
+    for f in dataclasses.fields(x):
+        v = getattr(x, f.name)
+        if isinstance(v, enum.Enum):  # DType, ReduceKind, ... are str enums, never buffer names
+            continue
+        if isinstance(v, str) and v in known:
+            changes[f.name] = B(v)
+        elif isinstance(v, tuple) and v and all(isinstance(e, str) for e in v):
+            if any(e in known for e in v):
+                changes[f.name] = tuple(B(e) if e in known else e for e in v)
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type) and not isinstance(v, GmWindow | Valid):
+            nv = _named(v)
+            if nv is not v:
+                changes[f.name] = nv
+    return dataclasses.replace(x, **changes) if changes else x
 
 
 def _sync(s) -> str:
@@ -416,7 +560,7 @@ def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
             out.append(f"{pad}{head}{note}{stages}")
             for name, n in s.slots.items():
                 b = kernel.buffers[name]
-                out.append(f"{pad}    LocalTensor<{local_ctype(b)}> {name} = {name}_slots[({v} % {n}) * "
+                out.append(f"{pad}    LocalTensor<{local_ctype(b)}> {B(name)} = {B(name)}_slots[({v} % {n}) * "
                            f"{b.slot_elems}];  // slot {v} % {n} of {b.slots}")
             _body(s.body, indent + 1, kernel, out)
             out.append(f"{pad}}}")
@@ -461,7 +605,7 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
     for b in kernel.buffers.values():
         if b.scope is Scope.LOCAL:
             where = f", {_short_loc(b.loc)}" if b.loc else ""
-            scalars.append({"name": b.name, "ctype": b.dtype.ctype, "count": b.numel,
+            scalars.append({"name": B(b.name), "ctype": b.dtype.ctype, "count": b.numel,
                             "desc": f"scalar local {b.name}{where}"})
             continue
         if b.scope is Scope.GM:
@@ -469,7 +613,7 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
         if b.offset is None:
             raise InternalCompilerError(f"buffer {b.name} has no offset", stage="codegen")
         where = f", {_short_loc(b.loc)}" if b.loc else ""
-        locals_.append({"name": f"{b.name}_slots" if b.slots > 1 else b.name, "ctype": local_ctype(b),
+        locals_.append({"name": f"{B(b.name)}_slots" if b.slots > 1 else B(b.name), "ctype": local_ctype(b),
                         "mem_var": f"{b.scope.value.lower()}_buf", "count": b.slot_elems * b.slots,
                         "offset": b.offset, "desc": f"{b.describe()}{where}"})
     block_index = []
@@ -477,11 +621,11 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
     grid = launch.grid
     for n, ax in enumerate(grid):
         v = cname(ax.var)
-        expr = block_expr if stride == 1 else f"({block_expr} / {stride})"
+        expr = block_expr if static_int(stride) == 1 else f"({block_expr} / {cexpr(stride)})"
         if n < len(grid) - 1:
-            expr = f"{expr} % {ax.extent}"
+            expr = f"{expr} % {cexpr(ax.extent)}"
         block_index.append(f"const int32_t {v} = {expr};")
-        stride *= int(ax.extent)
+        stride = _mul(stride, ax.extent)
     rs = kernel.row_split
     if rs is not None:
         v = cname(rs.var)
@@ -507,10 +651,15 @@ def _globals(program: Program, launch: Launch) -> list:
                 seen[b.name] = b
     out = []
     for b in seen.values():
-        g = {"name": b.name, "var": gm_tensor(b.name), "ctype": b.dtype.ctype, "numel": b.numel, "dtype": str(b.dtype),
-             "shape": "x".join(map(str, b.shape)), "ptr": b.name}
+        numel = b.numel if static_int(b.numel) is not None else " * ".join(
+            str(static_int(f)) if static_int(f) is not None else f"(uint64_t)({cexpr(f)})" for f in _factors(b.numel))
+        g = {"name": b.name, "var": gm_tensor(b.name), "ctype": b.dtype.ctype, "numel": numel, "dtype": str(b.dtype),
+             "shape": "x".join(map(str, b.shape)), "ptr": B(b.name)}
         if b.kind is BufferKind.WORKSPACE:
-            g["ptr"] = f"(workspace + {launch.workspace.offsets[b.name]})"
+            off = _add(program.global_bytes, launch.workspace.offsets[b.name])
+            g["ptr"] = f"(workspace + {cexpr(off)})"
+        elif b.kind is BufferKind.GLOBAL:
+            g["ptr"] = f"(workspace + {program.globals.offsets[b.name]})"
         out.append(g)
     return out
 
@@ -520,10 +669,12 @@ def kernel_params(program: Program) -> list:
     params = []
     for p in program.params:
         if p.is_tensor:
-            params.append(f"GM_ADDR {p.name}")
+            params.append(f"GM_ADDR {B(p.buffer)}")
         else:
-            params.append(f"{p.dtype.ctype} {cname(p.name)}")
-    if program.workspace_bytes:
+            params.append(f"{p.dtype.ctype} {cname(p.var) if p.var is not None else cname(p.name)}")
+    for v in program.entry_shape_vars():
+        params.append(f"{v.dtype.ctype} {cname(v.var)}")
+    if program.has_workspace:
         params.append("GM_ADDR workspace")
     return params
 
@@ -536,15 +687,54 @@ def _peer_memory(sec: dict, owner: Kernel, targets, arch, scope: Scope, label: s
                             "capacity": arch.capacity[scope]})
     for target in targets:
         b = owner.buffers[target]
-        sec["locals"].append({"name": f"{target}{suffix}", "ctype": b.dtype.ctype, "mem_var": var,
+        sec["locals"].append({"name": f"{B(target)}{suffix}", "ctype": b.dtype.ctype, "mem_var": var,
                               "count": b.slot_elems * b.slots, "offset": b.offset,
                               "desc": desc.format(target=target, layout=b.layout)})
 
 
+def entry_names(program: Program) -> Names:
+    """A fresh name table for one kernel entry, its arguments named first (in order: they keep their
+    DSL names unless unsafe, the same in every entry and in the NPU host wrapper)."""
+    # The entries' names and the NPU host wrapper's own (launch_<name>, blocks_<n>) too.
+    extra = {program.entry_name(n) for n in range(len(program.launches))} | {f"launch_{program.name}"} | {
+        f"blocks_{n}" for n in range(len(program.launches))}
+    for table in (VEC_BINARY, VEC_UNARY, VEC_SCALAR):
+        extra |= set(table.values())
+    names = Names(extra)
+    for p in program.params:
+        if p.is_tensor:
+            names.buffer(p.buffer)
+        elif p.var is not None:
+            names.var(p.var)
+    for v in program.entry_shape_vars():
+        names.var(v.var)
+    return names
+
+
+def entry_arg_names(program: Program) -> list:
+    """The C++ names of the kernel entry's arguments: the PrimFunc's, then the symbolic dimensions."""
+    names = entry_names(program)
+    return [names.buffer(p.buffer) if p.is_tensor else names.var(p.var) if p.var is not None else p.name
+            for p in program.params] + [names.var(v.var) for v in program.entry_shape_vars()]
+
+
 def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
     """The kernel entry of one launch: its name, type, grid, parameters, GM tensors and sections."""
+    names = entry_names(program)
+    known = {name for k in launch.kernels.values() for name in k.buffers}
+    t_names, t_vars, t_bufs = _NAMES.set(names), VAR_NAMES.set(names.var), _BUFFERS.set(known)
+    try:
+        return _launch_frame_named(program, n, launch)
+    finally:
+        _NAMES.reset(t_names)
+        VAR_NAMES.reset(t_vars)
+        _BUFFERS.reset(t_bufs)
+
+
+def _launch_frame_named(program: Program, n: int, launch: Launch) -> dict:
     arch = program.arch
-    frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value, "block_dim": launch.block_dim,
+    frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value,
+             "block_dim": block_dim_text(launch),
              "params": kernel_params(program), "globals": _globals(program, launch), "peer_ub": False}
     if not launch.mixed:
         (kernel,) = launch.kernels.values()
@@ -564,15 +754,39 @@ def _launch_frame(program: Program, n: int, launch: Launch) -> dict:
             "sections": [{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}]}
 
 
+def _workspace_note(program: Program) -> dict | None:
+    """What the header comment says about the workspace argument."""
+    if not program.has_workspace:
+        return None
+    ws = program.workspace_bytes
+    parts = []
+    if program.globals:
+        names = ", ".join(program.globals.offsets)
+        parts.append(f"its first {program.global_bytes} bytes hold the T.alloc_global tensors ({names}), kept across "
+                     "the launches" + (";" if any(lc.workspace for lc in program.launches) else "."))
+    if any(lc.workspace for lc in program.launches):
+        parts.append("tiles that cross between the Cube core and the Vector cores go through "
+                     + ("the rest." if program.globals else "it."))
+    return {"bytes": ws, "when": "" if static_int(ws) is not None else " (computed at each call)", "parts": parts}
+
+
+def block_dim_text(launch: Launch) -> str:
+    """The launch's block count as the generated code's comment states it."""
+    n = launch.static_block_dim
+    return str(n) if n is not None else f"{launch.block_dim} (computed at each call)"
+
+
 def generate(program: Program) -> str:
     """Ascend C source of a compiled Program: one kernel entry per launch, launched in order."""
     from ascend_backend import __version__
 
     src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
     kernels = [_launch_frame(program, n, lc) for n, lc in enumerate(program.launches)]
+    uses_tail = any("tail_i(" in sec["body"] for k in kernels for sec in k["sections"])
     return _env().get_template("kernel.cpp.j2").render(
-        version=__version__, arch=program.arch.name, source=src, kernels=kernels,
-        workspace_bytes=program.workspace_bytes, peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
+        version=__version__, arch=program.arch.name, source=src, kernels=kernels, workspace=_workspace_note(program),
+        shape_vars=[v.name for v in program.entry_shape_vars()], tail_i=uses_tail,
+        peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
 
 
-__all__ = ["generate", "kernel_params", "render_op", "POSITION"]
+__all__ = ["generate", "kernel_params", "render_op", "POSITION", "entry_arg_names"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import tvm
 from tvm import tirx
 
+from .cnames import CPP_KEYWORDS
 from .dtypes import dtype, known
 from .errors import SrcLoc, UnsupportedError
 from .ir import (
@@ -31,6 +32,7 @@ from .ir import (
     Region,
     ScalarStore,
     Scope,
+    ShapeVar,
     TileCopy,
     TileCumsum,
     TileFill,
@@ -38,6 +40,7 @@ from .ir import (
     TileParallel,
     TileReduce,
 )
+from .ir.program import global_scratch
 
 _TILE_OPS = {
     "tl.tileop.copy": "copy",
@@ -83,6 +86,61 @@ def buffer_loc(buf) -> SrcLoc | None:
     return SrcLoc(str(span.source_name.name), int(span.line))
 
 
+def _span_of(node):
+    """The span of a node (statements keep theirs where tilelang.ir can read it)."""
+    span = getattr(node, "span", None)
+    if span is None:
+        try:
+            from tilelang.ir import get_stmt_span
+
+            span = get_stmt_span(node)
+        except Exception:  # noqa: BLE001 - spans are best effort
+            span = None
+    return span
+
+
+def _rename_clashing_buffers(stmt, taken: set):
+    """Give every tile allocated in ``stmt`` a name of its own.
+
+    TVM buffers are told apart by identity, not by name: a T.macro called twice allocates two
+    buffers of one name, and a tile may be named like a parameter. The IR and the passes find a
+    buffer by its name (in tile-op regions and in the loads and stores of expressions alike), so a
+    clashing allocation is replaced by a copy named ``<name>_<n>`` everywhere it is used.
+    """
+    renames: dict = {}
+
+    def visit(n) -> bool:
+        if isinstance(n, tirx.SBlock):
+            for b in n.alloc_buffers:
+                name = base = str(b.name)
+                k = 1
+                while name in taken:
+                    name = f"{base}_{k}"
+                    k += 1
+                taken.add(name)
+                if name != base:
+                    renames[b] = tirx.Buffer(b.data, b.dtype, b.shape, b.strides, b.axis_separators, b.elem_offset,
+                                             name, b.data_alignment, b.offset_factor, b.buffer_type, b.span)
+        return True
+
+    tirx.stmt_functor.pre_order_visit(stmt, visit)
+    if not renames:
+        return stmt
+
+    def rewrite(n):
+        if isinstance(n, tirx.BufferLoad) and n.buffer in renames:
+            return tirx.BufferLoad(renames[n.buffer], n.indices, n.predicate, n.span)
+        if isinstance(n, tirx.BufferStore) and n.buffer in renames:
+            return tirx.BufferStore(renames[n.buffer], n.value, n.indices, n.predicate, _span_of(n))
+        if isinstance(n, tirx.SBlock) and any(b in renames for b in n.alloc_buffers):
+            return tirx.SBlock(n.iter_vars, n.reads, n.writes, n.name_hint, n.body, n.init,
+                               [renames.get(b, b) for b in n.alloc_buffers], n.match_buffers, n.annotations,
+                               _span_of(n))
+        return None
+
+    return tirx.stmt_functor.ir_transform(stmt, None, rewrite)
+
+
 class _Importer:
     def __init__(self, func: tirx.PrimFunc, name: str, arch) -> None:
         self.func = func
@@ -96,6 +154,9 @@ class _Importer:
         self.macro: tuple | None = None  # (tilelang file, line, user line) of the last macro statement
         self.macro_user: SrcLoc | None = None  # the user line the last macro call was found at
         self.thread_vars: set = set()  # the vars T.Kernel binds to thread indices (threads=...)
+        # Scalar arguments and symbolic dimensions: what a grid extent or a tensor shape may use.
+        self.arg_vars: set = {p for p in func.params if p not in func.buffer_map}
+        self.shape_vars: dict = {}  # tvm Var -> [(parameter, dimension)] where it is a whole extent
 
     # -- helpers
     def _add_buffer(self, buf, kind: BufferKind, loc: SrcLoc | None) -> str:
@@ -105,20 +166,72 @@ class _Importer:
             name = f"{base}_{n}"
             n += 1
         shape = []
-        for s in buf.shape:
-            if not isinstance(s, tirx.IntImm | int):
+        what = {BufferKind.PARAM: "tensor", BufferKind.GLOBAL: "T.alloc_global tensor"}.get(kind, "tile")
+        for d, s in enumerate(buf.shape):
+            if isinstance(s, tirx.IntImm | int):
+                if int(s) <= 0:
+                    raise UnsupportedError(
+                        f"{what} '{buf.name}' has shape {_shape_text(buf.shape)}: dimension {d} is {int(s)}",
+                        loc=loc, hint="every dimension of a tensor or tile must be at least 1")
+                if int(s) >= 2**31:
+                    # Indices along one dimension are int32 in the generated code (offsets over several
+                    # dimensions are computed in 64 bits where the tensor needs it).
+                    raise UnsupportedError(
+                        f"{what} '{buf.name}' has shape {_shape_text(buf.shape)}: dimension {d} has 2**31 or more "
+                        "elements", loc=loc, hint="split the dimension in two (a view of shape [n // k, k])")
+                shape.append(int(s))
+            elif kind is BufferKind.PARAM:
+                self._shape_dim(buf, d, s, loc)
+                shape.append(s)
+            elif kind is BufferKind.GLOBAL:
                 raise UnsupportedError(
-                    f"buffer '{buf.name}' has a symbolic shape {list(buf.shape)}",
+                    f"T.alloc_global tensor '{buf.name}' has a symbolic shape {_shape_text(buf.shape)}: the launcher "
+                    "allocates it from a size known at compile time", loc=loc,
+                    hint="give it a constant shape (an upper bound), or pass the tensor as a kernel argument")
+            else:
+                raise UnsupportedError(
+                    f"tile '{buf.name}' has a symbolic shape {_shape_text(buf.shape)}: tiles are planned into "
+                    "on-chip memory at compile time, so their shapes must be constants",
                     loc=loc,
-                    hint="give the kernel static shapes (the ascendc target compiles one kernel per shape)",
+                    hint="give the tile a constant size (e.g. block_M) and let the copies take the runtime tail: "
+                    "T.copy(A[bx * block_M, 0], tile) clips the window at the end of A",
                 )
-            shape.append(int(s))
         if not known(buf.dtype):
             raise UnsupportedError(f"buffer '{buf.name}' has dtype {buf.dtype}, which the ascendc target does not know",
                                    loc=loc, hint="use float16, bfloat16, float32 or an integer type")
-        self.buffers[name] = Buffer(name=name, shape=tuple(shape), dtype=dtype(buf.dtype), kind=kind, loc=loc)
+        self.buffers[name] = Buffer(name=name, shape=tuple(shape), dtype=dtype(buf.dtype), kind=kind, loc=loc,
+                                    scope=Scope.GM if kind is BufferKind.GLOBAL else None)
         self.tvm_buffers[buf] = name
         return name
+
+    def _shape_dim(self, buf, d: int, s, loc) -> None:
+        """A symbolic dimension of a tensor parameter: record where each shape variable appears alone
+        (the callable reads its value there); an expression of them must use only known ones."""
+        if isinstance(s, tirx.Var):
+            if not s.dtype.startswith("int"):
+                raise UnsupportedError(f"tensor '{buf.name}' dimension {d} is '{s.name}' of dtype {s.dtype}",
+                                       loc=loc, hint="declare symbolic dimensions as integers (T.symbolic / "
+                                       "T.dynamic give int32)")
+            self.shape_vars.setdefault(s, []).append((str(buf.name), d))
+            return
+        self._pending_dims.append((buf, d, s, loc))
+
+    def _check_pending_dims(self) -> None:
+        """A dimension that is an expression: each of its variables must be known from elsewhere, or
+        be its only unknown with the dimension linear in it (``batch + 1``: the callable solves it)."""
+        known_vars = set(self.shape_vars) | self.arg_vars
+        for buf, d, s, loc in self._pending_dims:
+            missing = [v for v in _free_vars(s) if v not in known_vars]
+            if len(missing) == 1 and _linear(s, missing[0]) is not None:
+                self.shape_vars.setdefault(missing[0], []).append((str(buf.name), d))
+                known_vars.add(missing[0])
+                continue
+            if missing:
+                raise UnsupportedError(
+                    f"tensor '{buf.name}' dimension {d} is '{_dsl(s)}': the callable cannot derive "
+                    f"'{missing[0].name}' from it, because no tensor has '{missing[0].name}' as a whole dimension",
+                    loc=loc, hint=f"give some tensor a dimension that is exactly '{missing[0].name}' (or a + b * "
+                    f"{missing[0].name}), or pass it as a scalar argument of the kernel")
 
     def buffer_name(self, buf) -> str:
         if buf not in self.tvm_buffers:
@@ -127,6 +240,7 @@ class _Importer:
 
     # -- entry
     def run(self) -> Program:
+        self._pending_dims: list = []
         params = []
         for p in self.func.params:
             if p in self.func.buffer_map:
@@ -140,9 +254,20 @@ class _Importer:
                     raise UnsupportedError(f"scalar argument '{p.name}' has dtype {p.dtype}, which the ascendc target "
                                            "does not know")
                 params.append(Param(name=str(p.name), dtype=dtype(p.dtype), var=p))
+        self._check_pending_dims()
+        scalar_names = {p.name for p in params if not p.is_tensor}
+        shape_vars = [ShapeVar(name=str(v.name), var=v, dtype=dtype(v.dtype), sources=tuple(src),
+                               param=v in self.arg_vars) for v, src in self.shape_vars.items()]
+        for sv in shape_vars:
+            if not sv.param and sv.name in scalar_names:
+                raise UnsupportedError(f"the symbolic dimension '{sv.name}' has the name of a scalar argument",
+                                       hint="give the two different names")
         launches = [self._launch(s) for s in self._top_level(self.func.body)]
-        return Program(name=self.name, arch=self.arch, params=params, launches=launches,
-                       source_file=self.first_loc.file if self.first_loc else None)
+        program = Program(name=self.name, arch=self.arch, params=params, launches=launches,
+                          source_file=self.first_loc.file if self.first_loc else None, shape_vars=shape_vars,
+                          globals=global_scratch(self.buffers))
+        program.bounds_checks = check_windows(program)
+        return program
 
     def _top_level(self, stmt) -> list:
         """The launches of the PrimFunc: each T.Kernel is a blockIdx-bound loop nest; several run in order."""
@@ -169,10 +294,17 @@ class _Importer:
         return launches
 
     def _launch(self, stmt) -> Launch:
+        # Each launch sees the parameters and the PrimFunc-level allocations plus its own tiles.
+        shared = dict(self.buffers), dict(self.tvm_buffers)
         self.grid = []
-        body = self._strip_launch(stmt)
+        self.bad_grid: UnsupportedError | None = None
+        body = self._strip_launch(_rename_clashing_buffers(stmt, set(self.buffers)))
+        if self.bad_grid is not None:  # raised after the tiles: a bad tile size is the better message
+            raise self.bad_grid
         stmts = self._stmts(body)
-        return Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=dict(self.buffers), body=stmts)})
+        launch = Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=dict(self.buffers), body=stmts)})
+        self.buffers, self.tvm_buffers = shared
+        return launch
 
     def _strip_launch(self, stmt):
         """Peel the block bindings, launch-thread binds and root blocks; collect allocations."""
@@ -181,9 +313,7 @@ class _Importer:
                 tag = str(stmt.thread_binding.thread_tag)
                 if not tag.startswith("blockIdx"):
                     raise _gpu_only(f"a loop bound to the thread index '{tag}'", stmt_loc(stmt) or self.last_loc)
-                extent = stmt.extent
-                self.grid.append(GridAxis(stmt.loop_var, int(extent) if isinstance(extent, tirx.IntImm) else extent,
-                                          tag))
+                self.grid.append(GridAxis(stmt.loop_var, self._grid_extent(stmt), tag))
                 stmt = stmt.body
             elif isinstance(stmt, tirx.SBlockRealize):
                 stmt = stmt.block
@@ -202,6 +332,29 @@ class _Importer:
                 return tirx.SeqStmt([])
             else:
                 return stmt
+
+    def _grid_extent(self, stmt):
+        """A grid extent: a constant in [1, MAX_BLOCKS], or an expression of the scalar arguments and
+        symbolic dimensions (the callable computes it at each call)."""
+        extent = stmt.extent
+        loc = stmt_loc(stmt) or self.last_loc
+        if isinstance(extent, tirx.IntImm):
+            n = int(extent)
+            if (n < 1 or n > MAX_BLOCKS) and self.bad_grid is None:
+                hint = (f"numBlocks of an Ascend C launch is in [1, {MAX_BLOCKS}]; give each block more work (a "
+                        "larger tile, or a loop over several tiles inside the kernel)") if n > MAX_BLOCKS else \
+                    "a grid extent is a count of blocks: check the sizes it is computed from (T.ceildiv(n, block))"
+                self.bad_grid = UnsupportedError(
+                    f"T.Kernel grid extent {n} ('{stmt.loop_var}'): a launch has 1 to {MAX_BLOCKS} blocks",
+                    loc=loc, hint=hint)
+            return n
+        missing = [v for v in _free_vars(extent) if v not in self.arg_vars and v not in self.shape_vars]
+        if missing:
+            raise UnsupportedError(
+                f"T.Kernel grid extent '{_dsl(extent)}' uses '{missing[0].name}', which is neither a scalar argument "
+                "nor a symbolic dimension of the kernel's tensors", loc=loc,
+                hint="size the grid with constants, scalar arguments or symbolic dimensions")
+        return extent
 
     def _is_launch_bind(self, s) -> bool:
         if type(s).__name__ == "Bind" and "launch_thread" in str(s.value):
@@ -284,6 +437,7 @@ class _Importer:
             return self._stmts(inner.body)
         if isinstance(stmt, tirx.BufferStore):
             name = self.buffer_name(stmt.buffer)
+            _check_depth(stmt.value, loc)
             return [ScalarStore(buffer=name, indices=tuple(stmt.indices), value=stmt.value, loc=loc)]
         if isinstance(stmt, tirx.AttrStmt):
             if str(stmt.attr_key) == "threadblock_swizzle_pattern":
@@ -323,6 +477,11 @@ class _Importer:
         loop_vars, extents = [], []
         body = stmt
         while isinstance(body, tirx.For) and body.kind == tirx.ForKind.PARALLEL:
+            if not isinstance(body.extent, tirx.IntImm):
+                raise UnsupportedError(
+                    f"T.Parallel extent '{_dsl(body.extent)}' of '{body.loop_var}' is not a constant", loc=loc,
+                    hint="T.Parallel runs over a tile: give it the tile's constant shape and mask the runtime tail "
+                    "with T.if_then_else")
             loop_vars.append(body.loop_var)
             extents.append(int(body.extent))
             body = body.body
@@ -339,6 +498,7 @@ class _Importer:
                 value = s.value
                 if cond is not None:  # `if c: x[i, j] = v` is x[i, j] = c ? v : x[i, j]
                     value = tirx.if_then_else(cond, value, tirx.BufferLoad(s.buffer, s.indices))
+                _check_depth(value, sl)
                 stores.append(ParallelStore(tirx.BufferStore(s.buffer, value, s.indices), sl))
             elif isinstance(s, tirx.IfThenElse):
                 c = s.condition if cond is None else tirx.And(cond, s.condition)
@@ -376,8 +536,18 @@ class _Importer:
         """Decode a ``tl.region(buf[base...], access, extents...)`` (or a BufferLoad/Buffer)."""
         if isinstance(arg, tirx.Call) and str(arg.op.name) == "tl.region":
             load = arg.args[0]
-            extents = tuple(int(e) if isinstance(e, tirx.IntImm) else e for e in arg.args[2:])
-            return Region(self.buffer_name(load.buffer), tuple(load.indices), extents)
+            extents = []
+            for d, e in enumerate(arg.args[2:]):
+                if not isinstance(e, tirx.IntImm):
+                    e = _simplify(e)  # H1 - H0 of a slice H0:H1 often cancels to a constant
+                if not isinstance(e, tirx.IntImm):
+                    raise UnsupportedError(
+                        f"the window of '{load.buffer.name}' has the extent '{_dsl(e)}' in dimension {d}, which is not "
+                        "a constant", loc=loc,
+                        hint="a T.copy window has the constant shape of its tile (e.g. A[bx * 32 : bx * 32 + 32, :]); "
+                        "at the end of a tensor the copy takes the tail by itself")
+                extents.append(int(e))
+            return Region(self.buffer_name(load.buffer), tuple(load.indices), tuple(extents))
         if isinstance(arg, tirx.BufferLoad):
             return Region(self.buffer_name(arg.buffer), tuple(arg.indices), (1,) * len(arg.indices))
         raise UnsupportedError(f"unexpected tile-op operand {arg}", loc=loc)
@@ -419,13 +589,160 @@ class _Importer:
         if op == "reduce":
             kind = str(a[2].value) if hasattr(a[2], "value") else str(a[2])
             if kind not in {k.value for k in ReduceKind}:
-                raise UnsupportedError(f"T.reduce_{kind} is not supported (sum, max, min are)", loc=loc)
+                raise UnsupportedError(f"T.reduce_{kind} is not supported (sum, max, min, abssum, absmax are)", loc=loc)
             return [TileReduce(src=self._region(a[0], loc), dst=self._region(a[1], loc), kind=ReduceKind(kind),
                                dim=int(a[3]), clear=bool(a[4]), loc=loc)]
         # gemm: A, B, C, trans_A, trans_B, M, N, K, policy, clear_accum, ...
         return [TileGemm(a=self._region(a[0], loc), b=self._region(a[1], loc), c=self._region(a[2], loc),
                          trans_a=bool(a[3]), trans_b=bool(a[4]), clear_accum=bool(a[9]) if len(a) > 9 else False,
                          loc=loc)]
+
+
+# numBlocks of a kernel launch <<<numBlocks, ...>>> is in [1, 65535] (Ascend C guide, SIMD BuiltIn
+# keywords, "kernel function configuration").
+MAX_BLOCKS = 65535
+
+
+def _free_vars(e) -> list:
+    """The TVM Vars ``e`` uses, in first-use order."""
+    out: list = []
+
+    def visit(n):
+        if isinstance(n, tirx.Var) and not any(n.same_as(v) for v in out):
+            out.append(n)
+
+    tirx.stmt_functor.post_order_visit(e, visit)
+    return out
+
+
+def _linear(e, v) -> tuple | None:
+    """(a, b) with e == a * v + b for integers a != 0, b; else None."""
+    import tvm
+
+    coef = tvm.arith.detect_linear_equation(e, [v])
+    if len(coef) != 2 or not all(isinstance(c, tirx.IntImm) for c in coef) or int(coef[0]) == 0:
+        return None
+    return int(coef[0]), int(coef[1])
+
+
+def _simplify(e):
+    import tvm
+
+    return tvm.arith.Analyzer().simplify(e)
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(_dsl(x) for x in shape) + "]"
+
+
+def _dsl(e) -> str:
+    """A shape, extent or index as the DSL reads it (TVM prints ceildiv as (x + 31) // 32)."""
+    if isinstance(e, tirx.IntImm):
+        return str(int(e))
+    if isinstance(e, tirx.PrimExpr) and not isinstance(e, tirx.Var):
+        e = _simplify(e)  # bx * 64 + -16 -> bx * 64 - 16
+    return str(int(e)) if isinstance(e, tirx.IntImm) else str(e)
+
+
+def check_windows(program: Program) -> list:
+    """Check every T.copy window into a global tensor against the tensor's shape: a window that can
+    start before the tensor or past its end is an error at its DSL line (a window across the end
+    is fine: the copy takes the tail). Returns the checks that depend on symbolic dimensions, for
+    the callable to run with each call's shapes."""
+    from .bounds import BoundsCheck, Fit, Ranges, fit
+
+    runtime: list = []
+
+    def window_text(r: Region) -> str:
+        dims = [f"{_dsl(b)} : {_dsl(b + e)}" for b, e in zip(r.base, r.extents, strict=True)]
+        return f"{r.buffer}[{', '.join(dims)}]"
+
+    def check(r: Region, kernel: Kernel, ranges: Ranges, loc) -> None:
+        buf = kernel.buffers.get(r.buffer)
+        if buf is None or buf.kind not in (BufferKind.PARAM, BufferKind.GLOBAL) or len(r.base) != len(buf.shape):
+            return
+        for d, (b, e, size) in enumerate(zip(r.base, r.extents, buf.shape, strict=True)):
+            n = e if isinstance(e, int) else (int(e) if isinstance(e, tirx.IntImm) else None)
+            if n is None:
+                continue
+            v = fit(ranges, b, n, size)
+            what = f"the T.copy window {window_text(r)}"
+            if v.fit is Fit.NEGATIVE:
+                raise UnsupportedError(
+                    f"{what} can start before the beginning of '{r.buffer}': in dimension {d} its start can be "
+                    f"{v.lo}", loc=loc, hint="a window's start must be >= 0 for every block and iteration")
+            if v.fit is Fit.OUTSIDE:
+                raise UnsupportedError(
+                    f"{what} can lie outside '{r.buffer}': dimension {d} has {size} elements and the window can start "
+                    f"at {v.hi}", loc=loc,
+                    hint=f"make the grid or loop cover the tensor exactly (T.ceildiv({size}, {n}) steps of {n}), or "
+                    f"guard the copy with `if start < {size}:`")
+            if v.fit is Fit.UNKNOWN and isinstance(size, tirx.PrimExpr) and not isinstance(size, tirx.IntImm):
+                deps = _free_vars(b)
+                if not any(isinstance(x, tirx.BufferLoad) for x in _loads(b)) and deps:
+                    runtime.append(BoundsCheck(r.buffer, d, b, n, size, ranges, loc, window_text(r)))
+
+    def walk_body(body: list, kernel: Kernel, ranges: Ranges) -> None:
+        for s in body:
+            if isinstance(s, Loop) and (s.var is None or s.extent is None):  # a while loop: no range
+                walk_body(s.body, kernel, ranges)
+            elif isinstance(s, Loop):
+                step = s.step if isinstance(s.step, int) else 1
+                span = s.extent if step == 1 else (s.extent - 1) * step + 1
+                walk_body(s.body, kernel, ranges.with_var(s.var, s.start, span))
+            elif isinstance(s, If):
+                walk_body(s.then_body, kernel, ranges.with_cond(s.cond))
+                walk_body(s.else_body, kernel, ranges.with_cond(tirx.Not(s.cond)))
+            elif isinstance(s, TileCopy):
+                check(s.src, kernel, ranges, s.loc)
+                check(s.dst, kernel, ranges, s.loc)
+
+    for lc in program.launches:
+        ranges = Ranges()
+        for ax in lc.grid:
+            ranges = ranges.with_var(ax.var, 0, ax.extent)
+        for k in lc.kernels.values():
+            walk_body(k.body, k, ranges)
+    return runtime
+
+
+def _loads(e) -> list:
+    out: list = []
+    if isinstance(e, tirx.PrimExpr):
+        tirx.stmt_functor.post_order_visit(e, lambda n: out.append(n) if isinstance(n, tirx.BufferLoad) else None)
+    return out
+
+
+#: The deepest expression tree the passes take. They walk expressions recursively; a tree this deep
+#: compiles with room to spare below Python's default recursion limit (about 480 levels do).
+MAX_EXPR_DEPTH = 256
+_EXPR_CHILDREN = ("a", "b", "value", "args", "indices", "condition", "true_value", "false_value")
+
+
+def expr_depth(expr) -> int:
+    """The depth of an expression tree (a leaf is 1), walked without recursion."""
+    deepest, stack = 0, [(expr, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        for attr in _EXPR_CHILDREN:
+            child = getattr(node, attr, None) if isinstance(node, tvm.ir.PrimExpr) else None
+            if child is None:
+                continue
+            if isinstance(child, tvm.ir.PrimExpr):
+                stack.append((child, d + 1))
+            elif not isinstance(child, str | int | float) and hasattr(child, "__len__"):
+                stack.extend((c, d + 1) for c in child if isinstance(c, tvm.ir.PrimExpr))
+    return deepest
+
+
+def _check_depth(expr, loc) -> None:
+    depth = expr_depth(expr)
+    if depth > MAX_EXPR_DEPTH:
+        raise UnsupportedError(
+            f"this expression is nested {depth} levels deep; the ascendc target takes at most {MAX_EXPR_DEPTH}",
+            loc=loc, hint="split it into several statements through a temporary tile (t[i, j] = <first part>; "
+            "x[i, j] = t[i, j] + <rest>)")
 
 
 def _inline_binds(seq) -> list:
@@ -498,6 +815,8 @@ def _gpu_only(what: str, loc) -> UnsupportedError:
 
 
 def _kind_of(scope: str) -> BufferKind:
+    if scope == "global":
+        return BufferKind.GLOBAL
     if scope in ("local", "local.var"):
         return BufferKind.LOCAL
     return BufferKind.FRAGMENT if "fragment" in scope or scope.startswith("local") else BufferKind.SHARED
@@ -506,12 +825,36 @@ def _kind_of(scope: str) -> BufferKind:
 def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Program:
     """Import ``func`` into the kernel IR (stage ``frontend``)."""
     if not isinstance(func, tirx.PrimFunc):
-        raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}")
+        raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}",
+                               hint=_not_primfunc_hint(func))
     gname = name or (str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main")
     kname = _c_identifier(gname)
-    if kname == "main":
-        kname = "main_kernel"  # `main` is reserved for the C++ entry point
+    if kname in _RESERVED_ENTRY_NAMES:
+        kname = f"{kname}_kernel"  # the entry is an extern "C" symbol: it must not meet the C library's
     return _Importer(func, kname, arch).run()
+
+
+# Names a kernel entry (an extern "C" function) cannot take: C++ keywords, `main`, and the C and
+# POSIX library functions the emulator's and the host wrapper's headers declare.
+_RESERVED_ENTRY_NAMES = CPP_KEYWORDS | frozenset("""
+main abort abs accept access alarm atexit atof atoi atol bind bsearch calloc ceil chdir clock close connect cos
+div dup exit exp fabs fclose fflush floor fmax fmin fopen fork fprintf free fscanf getenv gets index ioctl
+kill labs link listen log lseek malloc memcmp memcpy memmove memset mmap open pause perror pipe poll pow
+printf putchar puts qsort raise rand read realloc recv remove rename rewind round scanf select send signal sin
+sleep socket sprintf sqrt srand sscanf stat strcat strchr strcmp strcpy strlen strncpy strstr strtod strtol
+sync system tan time tmpfile truncate unlink wait write
+""".split())
+
+
+def _not_primfunc_hint(obj) -> str:
+    """What to pass instead of ``obj``."""
+    if type(obj).__name__ == "JITImpl":
+        return ("a @tilelang.jit function: decorate it with @ascend_backend.jit instead, or pass its PrimFunc "
+                "(f.get_tir(...))")
+    if callable(obj):
+        name = getattr(obj, "__name__", "f")
+        return f"'{name}' is a function: pass the PrimFunc it returns, e.g. ascend_backend.compile({name}(...))"
+    return "pass the @T.prim_func kernel (or the PrimFunc a kernel factory returns)"
 
 
 def _c_identifier(s: str) -> str:
@@ -519,4 +862,4 @@ def _c_identifier(s: str) -> str:
     return out if out and not out[0].isdigit() else f"k_{out}"
 
 
-__all__ = ["import_primfunc", "stmt_loc", "buffer_loc", "tvm"]
+__all__ = ["import_primfunc", "stmt_loc", "buffer_loc", "tvm", "MAX_BLOCKS"]

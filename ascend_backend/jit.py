@@ -32,6 +32,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .diagnostics import building_kernel, quiet_builder, translate
 from .errors import UnsupportedError
 from .kernel import AscendKernel, compile
 from .target import parse_target
@@ -191,11 +192,15 @@ class _TileLangFrontend:
         # without T.Tensor-annotated parameters it is most likely a factory returning something else.
         suspect = mode == "eager" and not self.impl.func.tensor_args
         try:
-            prim = self.impl.func(*args, **kwargs)  # JITFunc.get_tir: lazy -> f(...); eager -> traced TIR
+            with quiet_builder():
+                prim = self.impl.func(*args, **kwargs)  # JITFunc.get_tir: lazy -> f(...); eager -> traced TIR
         except Exception as exc:
             if suspect:
                 raise _not_a_kernel(self.f, f"building it failed with {type(exc).__name__}: {exc}") from exc
-            raise
+            err = translate(exc, f"building '{self.f.__name__}'")  # tilelang's / TVM's -> ours, at the user's line
+            if err is None:
+                raise
+            raise err from exc
         if not isinstance(prim, tirx.PrimFunc):
             raise _returned_other(self.f, prim)
         if suspect and not prim.params:
@@ -220,7 +225,8 @@ class _FactoryFrontend:
     def build(self, args: tuple, kwargs: dict):
         from tvm import tirx
 
-        prim = self.f(*args, **kwargs)
+        with building_kernel():
+            prim = self.f(*args, **kwargs)
         if not isinstance(prim, tirx.PrimFunc):
             raise _returned_other(self.f, prim)
         return prim

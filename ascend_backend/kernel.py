@@ -11,6 +11,9 @@ from .pipeline import CompileResult, compile_kernel
 from .target import parse_target
 
 RUNTIMES = ("auto", "emulator", "npu")
+# The emulator's own cap on blocks per launch (emulator/src/emu_runtime.cpp, parse_cfg): a resource
+# limit of the emulator, which allocates every core's memories at launch; not a hardware limit.
+EMULATOR_MAX_BLOCKS = 4096
 
 
 class AscendKernel:
@@ -27,9 +30,9 @@ class AscendKernel:
         self.arch = result.program.arch
         self.runtime = runtime
         self.strict = strict
-        n = len(self.program.params)
-        self.out_idx = sorted(i % n for i in (out_idx or []))
+        self.out_idx = check_out_idx(self.program, out_idx)
         self.last_report = None
+        self.last_block_dims: list = []  # each launch's block count in the last call
         self.reports: list = []  # one emulator report per launch of the last call
         self._npu = None
 
@@ -49,12 +52,13 @@ class AscendKernel:
         return self.program.params
 
     @property
-    def block_dim(self) -> int:
-        """Blocks of the (first) launch; ``block_dims`` has one per launch."""
+    def block_dim(self):
+        """Blocks of the (first) launch; ``block_dims`` has one per launch. A grid sized at call time
+        gives a PrimExpr of the arguments here (``last_block_dims`` holds the last call's counts)."""
         return self.program.launches[0].block_dim
 
     @property
-    def block_dims(self) -> list[int]:
+    def block_dims(self) -> list:
         return [lc.block_dim for lc in self.program.launches]
 
     def get_kernel_source(self) -> str:
@@ -74,6 +78,8 @@ class AscendKernel:
     def __call__(self, *args: Any) -> Any:
         import torch
 
+        from .shapes import bind, block_dims, output_shape, run_bounds_checks
+
         params = self.program.params
         n_in = len(params) - len(self.out_idx)
         if len(args) not in (len(params), n_in):
@@ -81,22 +87,35 @@ class AscendKernel:
                             f"({', '.join(p.name for p in params)})"
                             + (f", or {n_in} without its outputs {self.out_idx}" if self.out_idx else "")
                             + f"; got {len(args)}")
+        allocate = len(args) == n_in and bool(self.out_idx)
         full: list = []
         it = iter(args)
-        allocate = len(args) == n_in and bool(self.out_idx)
+        for i, _p in enumerate(params):
+            full.append(None if allocate and i in self.out_idx else next(it))
         outputs = []
-        for i, p in enumerate(params):
-            if allocate and i in self.out_idx:
-                buf = self.program.buffer(p.buffer)
-                t = torch.empty(buf.shape, dtype=buf.dtype.torch_dtype())
+        if allocate:
+            # The outputs' symbolic dimensions come from the inputs: bind those first.
+            inputs_only = self.program.replace(params=[p for i, p in enumerate(params) if i not in self.out_idx])
+            env = bind(inputs_only, [a for i, a in enumerate(full) if i not in self.out_idx], self.runtime,
+                       complete=False)
+            device = next((a.device for a in args if isinstance(a, torch.Tensor)), "cpu")
+            for i in self.out_idx:
+                buf = self.program.buffer(params[i].buffer)
+                t = torch.empty(output_shape(self.program, params[i], env), dtype=buf.dtype.torch_dtype(),
+                                device=device)
                 outputs.append(t)
-                full.append(t)
-            else:
-                full.append(next(it))
-        self._check_args(full)
-        full = launch_args(self.program, full)
+                full[i] = t
+        env = bind(self.program, full, self.runtime)
+        run_bounds_checks(self.program, env)
+        dims = block_dims(self.program, env)
+        self.last_block_dims = dims
+        if self.runtime != "npu" and max(dims) > EMULATOR_MAX_BLOCKS:
+            raise ValueError(f"kernel '{self.name}' would run {max(dims)} blocks; the emulator runs at most "
+                             f"{EMULATOR_MAX_BLOCKS} per launch (it allocates every core's memories up front; the "
+                             "hardware takes up to 65535): use fewer, larger blocks to run it here")
+        entry = launch_args(self.program, full, env)
         if self.runtime == "npu":
-            self._run_npu(full)
+            self._run_npu(entry, dims)
         else:
             from .emulator import run_source
 
@@ -105,40 +124,21 @@ class AscendKernel:
             # the NPU (npu.py), so it is checked without bisheng's automatic syncs.
             self.reports = []
             for n, lc in enumerate(self.program.launches):
-                self.reports.append(run_source(self.kernel_source, self.program.entry_name(n), full, lc.block_dim,
-                                               arch=self.arch.name, strict=self.strict, auto_sync=False))
+                # Each entry's own type: the launches of one PrimFunc may differ (AIV only, then mixed).
+                self.reports.append(run_source(self.kernel_source, self.program.entry_name(n), entry, dims[n],
+                                               arch=self.arch.name, strict=self.strict, auto_sync=False,
+                                               kernel_type=lc.kernel_type.value))
             self.last_report = self.reports[-1]
         if allocate:
             return outputs[0] if len(outputs) == 1 else outputs
         return None
 
-    def _check_args(self, args: list) -> None:
-        import torch
-
-        for p, a in zip(self.program.params, args, strict=True):
-            if not p.is_tensor:
-                if not isinstance(a, int | float):
-                    raise TypeError(f"argument '{p.name}' of kernel '{self.name}' is a scalar ({p.dtype}); "
-                                    f"got {type(a).__name__}")
-                continue
-            buf = self.program.buffer(p.buffer)
-            if not isinstance(a, torch.Tensor):
-                raise TypeError(f"argument '{p.name}' of kernel '{self.name}' must be a torch tensor of shape "
-                                f"{list(buf.shape)} and dtype {buf.dtype}; got {type(a).__name__}")
-            if tuple(a.shape) != tuple(buf.shape) or a.dtype != buf.dtype.torch_dtype():
-                raise TypeError(f"argument '{p.name}' of kernel '{self.name}' must have shape {list(buf.shape)} and "
-                                f"dtype {buf.dtype}; got shape {list(a.shape)} and dtype {a.dtype}")
-            if not a.is_contiguous():
-                raise TypeError(f"argument '{p.name}' must be contiguous (call .contiguous() first)")
-            if self.runtime != "npu" and a.device.type != "cpu":
-                raise TypeError(f"argument '{p.name}' is on {a.device}; the emulator runs on CPU tensors")
-
-    def _run_npu(self, args: list) -> None:
+    def _run_npu(self, args: list, dims: list) -> None:
         from .npu import NpuLauncher
 
         if self._npu is None:
             self._npu = NpuLauncher(self.kernel_source, self.program)
-        self._npu(args)
+        self._npu(args, dims)
 
     def __repr__(self) -> str:
         types = ", ".join(lc.kernel_type.value for lc in self.program.launches)
@@ -147,15 +147,45 @@ class AscendKernel:
                 f"runtime={self.runtime}>")
 
 
-def launch_args(program: Program, args: list) -> list:
-    """The kernel entry's arguments: the PrimFunc's, then (when tiles cross between the Cube and the
-    Vector cores through GM) a zeroed workspace of ``program.workspace_bytes``."""
+def check_out_idx(program: Program, out_idx: Sequence[int] | None) -> list[int]:
+    """The output parameters ``out_idx`` names (negative indices count from the end), each a tensor
+    named once; anything else is a ValueError."""
+    params = program.params
+    n = len(params)
+    names = ", ".join(f"{i}: {p.name}" for i, p in enumerate(params))
+    out: list[int] = []
+    for i in out_idx or []:
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise ValueError(f"out_idx must hold parameter indices (ints); got {i!r}")
+        if not -n <= i < n:
+            raise ValueError(f"out_idx {i} is out of range for kernel '{program.name}', which has {n} parameters "
+                             f"({names}): use 0..{n - 1} (or -{n}..-1 from the end)")
+        j = i % n
+        if not params[j].is_tensor:
+            raise ValueError(f"out_idx {i} names '{params[j].name}' of kernel '{program.name}', a scalar; outputs "
+                             "are tensors")
+        if j in out:
+            raise ValueError(f"out_idx names parameter {j} ('{params[j].name}') twice")
+        out.append(j)
+    return sorted(out)
+
+
+def launch_args(program: Program, args: list, env: dict | None = None) -> list:
+    """The kernel entry's arguments: the PrimFunc's, then the symbolic dimensions it does not take
+    itself (their values from the tensors), then (when tiles cross between the Cube and the Vector
+    cores through GM) a zeroed workspace of ``program.workspace_bytes``. ``env`` are the values
+    ``shapes.bind`` gave (worked out here when None)."""
     import torch
 
-    if not program.workspace_bytes:
-        return list(args)
+    from .shapes import bind, workspace_bytes
+
+    if env is None and (program.shape_vars or not isinstance(program.workspace_bytes, int)):
+        env = bind(program, args)
+    out = list(args) + [env[v.var] for v in program.entry_shape_vars()]
+    if not program.has_workspace:
+        return out
     device = next((a.device for a in args if isinstance(a, torch.Tensor)), "cpu")
-    return [*args, torch.zeros(program.workspace_bytes, dtype=torch.uint8, device=device)]
+    return [*out, torch.zeros(workspace_bytes(program, env or {}), dtype=torch.uint8, device=device)]
 
 
 def resolve_runtime(runtime: str) -> str:

@@ -56,20 +56,25 @@ def bisheng_command(source_path: str, out_path: str, arch) -> list[str]:
 
 
 def host_wrapper(program) -> str:
-    """A C entry ``launch_<name>(stream, args...)`` that launches the program's kernels in order with
-    <<<>>> (each with its own block count): tensors as device pointers, scalars of their own C type
-    (16-bit floats as float, converted by the call), then the GM workspace when the program has one."""
-    decl, call = [], []
-    for p in program.params:
-        decl.append(f"uint8_t* {p.name}" if p.is_tensor else f"{p.dtype.host_ctype} {p.name}")
-        call.append(p.name)
-    if program.workspace_bytes:
+    """A C entry ``launch_<name>(stream, blocks_0, ..., args...)`` that launches the program's kernels
+    in order with <<<>>>, launch n over ``blocks_n`` blocks (the callable computes them for each
+    call: a grid may be sized by the arguments): tensors as device pointers, scalars of their own
+    C type (16-bit floats as float, converted by the call), the symbolic dimensions, then the GM
+    workspace when the program has one."""
+    from .codegen import entry_arg_names
+
+    decl = [f"uint32_t blocks_{n}" for n in range(len(program.launches))]
+    call = entry_arg_names(program)  # the entry's own argument names (DSL names made safe C++)
+    for p, c in zip(program.params, call, strict=False):
+        decl.append(f"uint8_t* {c}" if p.is_tensor else f"{p.dtype.host_ctype} {c}")
+    for v, c in zip(program.entry_shape_vars(), call[len(program.params):], strict=True):
+        decl.append(f"{v.dtype.ctype} {c}")
+    if program.has_workspace:
         decl.append("uint8_t* workspace")
         call.append("workspace")
-    launches = "".join(f"    {program.entry_name(n)}<<<{lc.block_dim}, nullptr, stream>>>({', '.join(call)});\n"
-                       for n, lc in enumerate(program.launches))
-    return (f'\nextern "C" void launch_{program.name}(void* stream{", " if decl else ""}{", ".join(decl)}) '
-            f'{{\n{launches}}}\n')
+    launches = "".join(f"    {program.entry_name(n)}<<<blocks_{n}, nullptr, stream>>>({', '.join(call)});\n"
+                       for n in range(len(program.launches)))
+    return f'\nextern "C" void launch_{program.name}(void* stream, {", ".join(decl)}) {{\n{launches}}}\n'
 
 
 def _ctype_arg(dtype, value):
@@ -134,17 +139,22 @@ class NpuLauncher:
         self.lib = ctypes.CDLL(str(lib))
         self.fn = getattr(self.lib, f"launch_{name}")
 
-    def __call__(self, args: list) -> None:
-        """Launch on the current stream; ``args`` are the kernel's arguments, workspace last."""
+    def __call__(self, args: list, block_dims: list) -> None:
+        """Launch on the current stream; ``args`` are the kernel entry's arguments (the PrimFunc's,
+        the symbolic dimensions, the workspace last), ``block_dims`` each launch's block count."""
         import torch
 
         stream = torch.npu.current_stream().npu_stream
-        cargs = [ctypes.c_void_p(stream)]
+        cargs = [ctypes.c_void_p(stream), *(ctypes.c_uint32(b) for b in block_dims)]
+        params = list(self.program.params)
+        dims = self.program.entry_shape_vars()
         for n, a in enumerate(args):
-            p = self.program.params[n] if n < len(self.program.params) else None
-            if p is None or p.is_tensor:  # a tensor, or the workspace after the parameters
+            if n < len(params):
+                p = params[n]
+                cargs.append(ctypes.c_void_p(a.data_ptr()) if p.is_tensor else _ctype_arg(p.dtype, a))
+            elif n < len(params) + len(dims):
+                cargs.append(_ctype_arg(dims[n - len(params)].dtype, a))
+            else:  # the workspace
                 cargs.append(ctypes.c_void_p(a.data_ptr()))
-            else:
-                cargs.append(_ctype_arg(p.dtype, a))
         self.fn(*cargs)
         torch.npu.synchronize()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .arch import Arch
-from .errors import AscendCompileError, InternalCompilerError
+from .errors import AscendCompileError, InternalCompilerError, MemoryBudgetError
 from .ir import Program
 
 
@@ -92,11 +92,89 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
             dumps[stage] = out
         return out
 
-    program = run("frontend", import_primfunc, func, arch, name)
-    for stage, fn in passes():
-        program = run(stage, fn, program)
-    source = run("codegen", generate, program)
+    done: list[tuple[str, Program]] = []  # the IR after each stage that ran, for an ICE dump
+    try:
+        program = run("frontend", import_primfunc, func, arch, name)
+        done.append(("frontend", program))
+        stages = passes()
+        names = [n for n, _ in stages]
+        lowering = names.index("lower_tile_ops") if "lower_tile_ops" in names else len(stages)
+        for stage, fn in stages[:lowering]:
+            program = run(stage, fn, program)
+            done.append((stage, program))
+        before = program
+        try:
+            for stage, fn in stages[lowering:]:
+                program = run(stage, fn, program)
+                done.append((stage, program))
+        except MemoryBudgetError:
+            if lowering == len(stages):
+                raise
+            # Second try: vector results overwrite their operands' temporaries, which needs fewer
+            # UB bytes; kernels that fit the first time keep their first lowering.
+            from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+
+            program = run("lower_tile_ops", lambda p: lower_tile_ops(p, compact_temps=True), before)
+            done.append(("lower_tile_ops", program))
+            for stage, fn in stages[lowering + 1:]:
+                program = run(stage, fn, program)
+                done.append((stage, program))
+        source = run("codegen", generate, program)
+    except InternalCompilerError as ice:
+        if ice.dump_path is not None:
+            raise
+        path = write_ice_dump(func, arch, ice, done)
+        raise InternalCompilerError(ice.what, stage=ice.stage, dump_path=path) from (ice.__cause__ or ice)
     return CompileResult(program=program, source=source, dumps=dumps, timings=timings)
+
+
+def write_ice_dump(func, arch: Arch, ice: InternalCompilerError, done: list[tuple[str, Program]]) -> str | None:
+    """Write what `tl-ascend inspect --stage all` would show (the TIR, the IR after every stage that
+    ran, the memory map and sync table when planning finished) and the error to a temp file."""
+    import tempfile
+    import traceback
+
+    from .ir.printer import print_program
+
+    parts = []
+    cause = ice.__cause__ or ice
+    try:
+        from . import __version__
+    except ImportError:  # pragma: no cover - partial import during a failure
+        __version__ = "?"
+    name = done[0][1].name if done else "kernel"
+    parts.append(f"# tilelang-ascendc {__version__} internal compiler error dump\n"
+                 f"# kernel {name}, arch {arch.name}, failed in stage '{ice.stage}'\n# {ice.what}\n")
+    parts.append("==== traceback ====\n" + "".join(traceback.format_exception(type(cause), cause, cause.__traceback__)))
+    for title, make in [("TIR (the PrimFunc as tilelang built it)", lambda: func.script())] + [
+            (f"after {st}" if st != "frontend" else "frontend IR", lambda p=p: print_program(p)) for st, p in done]:
+        try:
+            text = make()
+        except Exception as exc:  # noqa: BLE001 - a dump is best effort; say what could not be printed
+            text = f"(could not print: {type(exc).__name__}: {exc})"
+        parts.append(f"==== {title} ====\n{text}")
+    if done and done[-1][0] == "plan_memory":
+        try:
+            import io
+
+            from rich.console import Console
+
+            from .reports import render_memory_map, render_sync_table
+
+            buf = io.StringIO()
+            console = Console(file=buf, width=200, highlight=False, soft_wrap=False)
+            console.print(render_memory_map(done[-1][1]))
+            console.print(render_sync_table(done[-1][1]))
+            parts.append("==== memory map and sync table ====\n" + buf.getvalue())
+        except Exception:  # noqa: BLE001 - best effort, as above
+            pass
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"tl-ascend-ice-{name}-", suffix=".txt")
+        with os.fdopen(fd, "w") as fh:
+            fh.write("\n".join(p if p.endswith("\n") else p + "\n" for p in parts))
+        return path
+    except OSError:
+        return None
 
 
 def _guard(stage: str, fn):

@@ -44,10 +44,10 @@ def _cross_core_rows(lc, start: int) -> list[FlagRecord]:
             buf, mode = f"AIC:{name}", "mode 4, one set per AIV (AIC ids {0} / {1})"
         elif t.direction is Direction.C2V:
             prod, cons = f"AIC: Fixpipe {name} -> workspace", f"AIV: DataCopy workspace -> {name}"
-            buf, mode = f"ws_{name}", "mode 2"
+            buf, mode = t.ws or f"ws_{name}", "mode 2"
         else:
             prod, cons = f"AIV: DataCopy {name} -> workspace", f"AIC: Nd2Nz workspace -> {name}"
-            buf, mode = f"ws_{name}", "mode 2"
+            buf, mode = t.ws or f"ws_{name}", "mode 2"
         rows.append(FlagRecord(index=start + len(rows), event="CrossCore (ready)", event_id=t.ready, producer=prod,
                                consumer=cons, buffer=buf, kind=f"cross-core RAW, {mode.format(t.ready, t.ready + 16)}",
                                producer_loc=t.loc, consumer_loc=t.loc))

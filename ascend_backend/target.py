@@ -66,18 +66,65 @@ def make_tvm_target(arch: Arch):
     return Target({"kind": "ext_dev", "keys": [TARGET_KEY], "model": arch.name})
 
 
+def _is_ours(target: Any) -> bool:
+    """A spelling meant for this target: "ascendc", "ascendc:ARCH", "ascendc -arch=..." or kind "ascendc"."""
+    if isinstance(target, str):
+        t = target.strip()
+        return t == TARGET_KEY or t.startswith((TARGET_KEY + ":", TARGET_KEY + " "))
+    if isinstance(target, Mapping):
+        return target.get("kind") == TARGET_KEY
+    return False
+
+
 def _normalize(target: Any):
-    """tilelang target normaliser: our spellings -> an ext_dev Target; others untouched."""
-    try:
-        if isinstance(target, str) and not target.strip().startswith(TARGET_KEY):
-            return None
-        if isinstance(target, Mapping) and target.get("kind") != TARGET_KEY:
-            return None
-        if not isinstance(target, str | Mapping):
-            return None
-        return make_tvm_target(parse_target(target))
-    except TargetError:
+    """tilelang target normaliser: our spellings -> an ext_dev Target; others untouched (None).
+
+    A spelling of ours with a bad arch or option raises our TargetError here: tilelang calls the
+    normaliser before anything else (tilelang.lower, tilelang.compile), so the user sees our message
+    instead of tilelang's generic "Target ... is not supported" AssertionError."""
+    if not _is_ours(target):
         return None
+    return make_tvm_target(parse_target(target))
+
+
+#: What tilelang.compile / tilelang.jit say for an ascendc target (see _execution_supported).
+COMPILE_HINT = ("tilelang.compile and @tilelang.jit cannot build ascendc kernels (tilelang 0.1.15 has no hook for "
+                "another backend's kernel runner): use ascend_backend.compile(func, target=\"ascendc\") or "
+                "@ascend_backend.jit (see docs/jit.md)")
+
+
+def _execution_supported(target) -> bool:
+    """Our ExecutionBackendSpec's target predicate; tilelang asks it while resolving the backend
+    context of tilelang.lower (fine: lowering works) and of tilelang.compile / tilelang.jit, whose
+    kernel cache then looks the backend up in a closed, module-private table and fails with
+    "Cannot find support for execution backend" (docs/jit.md). Only the stack tells the two apart:
+    when tilelang's cache dispatch is asking, raise our one-line error naming ascend_backend.compile
+    instead. Nothing of tilelang's is changed; if a later tilelang renames the function, its own
+    ValueError comes back (tests/compiler/test_jit.py pins both)."""
+    import sys
+
+    from .errors import SrcLoc, UnsupportedError
+
+    frame = sys._getframe(1)
+    caller = None
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_resolve_cache_dispatch" and "tilelang" in code.co_filename:
+            caller = frame
+            break
+        frame = frame.f_back
+    if caller is None:
+        return True
+    from .diagnostics import is_user_file
+
+    loc = None
+    frame = caller
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename):
+            loc = SrcLoc(frame.f_code.co_filename, frame.f_lineno)
+            break
+        frame = frame.f_back
+    raise UnsupportedError(COMPILE_HINT, loc=loc)
 
 
 _REGISTERED = False
@@ -109,7 +156,7 @@ def register() -> None:
             pipelines={"ext_dev": PassPipeline("ext_dev", lower_module)},
             device_codegens={"ext_dev": DeviceCodegen(name=TARGET_KEY, build=codegen_device,
                                                       build_without_compile=codegen_device)},
-            execution_backends=(ExecutionBackendSpec(TARGET_KEY),),
+            execution_backends=(ExecutionBackendSpec(TARGET_KEY, supports_target=_execution_supported),),
         )
     )
     _REGISTERED = True

@@ -1,10 +1,13 @@
 """assign_layout: choose the data layout (and padding) of every buffer for the target arch.
 
 Needs: every buffer has a scope (infer_scope).
-Establishes: GM buffers are ND; L1 gemm operands are NZ (fractals of 16 x C0) with both tile
-dimensions multiples of 16; L0C accumulators are NZ with 16 x 16 fractals; UB tiles are ND with
-a row pitch padded to 16 elements (32 B for fp16, 64 B for fp32), so every row starts 32 B
-aligned and tiles of different dtypes share one element pitch. The L0A/L0B layouts of the arch
+Establishes: GM buffers are ND; L1 gemm operands are NZ (fractals of 16 x C0, C0 = 32 bytes) with
+rows a multiple of 16 and columns a multiple of C0; L0C accumulators (float32, or int32 for int8
+operands) are NZ with 16 x 16 fractals; UB tiles are ND with a row pitch padded to 16 elements
+(32 B for fp16, 64 B for fp32), so every row starts 32 B aligned and tiles of different dtypes share
+one element pitch (1-byte tiles need a multiple of 32 columns for that). Dtypes each unit takes
+come from the arch (``Arch.vector_dtypes``; the gemm's operand pairs are checked at the gemm's
+line in lower_tile_ops against ``Arch.cube_dtypes``). The L0A/L0B layouts of the arch
 (ZZ/ZN on dav-c220, NZ/ZN on dav-3510) are decided in lower_tile_ops, which creates those buffers.
 """
 
@@ -15,11 +18,9 @@ from ascend_backend.errors import AlignmentError, InternalCompilerError, Unsuppo
 from ascend_backend.ir import Kernel, Layout, Program, Scope
 
 UB_PITCH_ELEMS = 16
-CUBE_DTYPES = (DType.FLOAT16, DType.BFLOAT16)
-VECTOR_DTYPES = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.INT32)
 
 
-def assign_kernel_layouts(kernel: Kernel) -> Kernel:
+def assign_kernel_layouts(kernel: Kernel, arch) -> Kernel:
     buffers = kernel.copy_buffers()
     for b in buffers.values():
         if b.scope in (Scope.GM, Scope.LOCAL):
@@ -27,18 +28,18 @@ def assign_kernel_layouts(kernel: Kernel) -> Kernel:
         elif b.scope in (Scope.L1, Scope.L0C):
             if len(b.shape) != 2:
                 raise UnsupportedError(f"gemm tile '{b.name}' must be 2-D, it has shape {list(b.shape)}", loc=b.loc)
-            if b.scope is Scope.L1 and b.dtype not in CUBE_DTYPES:
+            if b.scope is Scope.L0C and b.dtype not in (DType.FLOAT32, DType.INT32):
                 raise UnsupportedError(
-                    f"gemm operand '{b.name}' has dtype {b.dtype}; the Cube core takes float16 or bfloat16 here",
+                    f"gemm accumulator '{b.name}' has dtype {b.dtype}; the Cube core accumulates in float32 "
+                    "(int32 for int8 operands)",
                     loc=b.loc,
-                    hint="cast the operand to float16/bfloat16 before the gemm",
+                    hint="allocate the accumulator as T.alloc_fragment(..., 'float32') ('int32' for int8 operands)",
                 )
-            if b.scope is Scope.L0C and b.dtype != DType.FLOAT32:
-                raise UnsupportedError(
-                    f"gemm accumulator '{b.name}' has dtype {b.dtype}; the Cube core accumulates in float32",
-                    loc=b.loc,
-                    hint="allocate the accumulator as T.alloc_fragment(..., 'float32')",
-                )
+            if b.scope is Scope.L1 and b.elem_bytes == 1 and b.cols % 32:
+                raise AlignmentError(
+                    f"gemm tile '{b.name}' ({b.dtype}) has {b.cols} columns; a 1-byte Cube tile's contiguous "
+                    "dimension must be a multiple of 32 (one fractal is 16 x 32 for 1-byte types)",
+                    loc=b.loc, hint=f"use a block size that is a multiple of 32 (e.g. {(b.cols + 31) // 32 * 32})")
             for dim, size in zip(("rows", "columns"), b.shape, strict=True):
                 if size % 16:
                     raise AlignmentError(
@@ -50,9 +51,12 @@ def assign_kernel_layouts(kernel: Kernel) -> Kernel:
                     )
             b.layout = Layout.NZ
         elif b.scope is Scope.UB:
-            if b.dtype not in VECTOR_DTYPES:
+            if b.dtype not in arch.vector_dtypes:
+                what = (f"; {b.dtype} exists only on dav-3510 (Ascend 950)" if b.dtype in
+                        (DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2) else "")
                 raise UnsupportedError(
-                    f"tile '{b.name}' has dtype {b.dtype}; vector tiles take {', '.join(map(str, VECTOR_DTYPES))}",
+                    f"tile '{b.name}' has dtype {b.dtype}; vector tiles on {arch.name} take "
+                    f"{', '.join(map(str, arch.vector_dtypes))}{what}",
                     loc=b.loc,
                 )
             if len(b.shape) > 2:
@@ -63,6 +67,22 @@ def assign_kernel_layouts(kernel: Kernel) -> Kernel:
                 )
             b.layout = Layout.ND
             b.pitch = (b.cols + UB_PITCH_ELEMS - 1) // UB_PITCH_ELEMS * UB_PITCH_ELEMS
+            if b.elem_bytes == 1 and b.pitch % 32:
+                # 8-bit rows are padded to 32 elements (32 B); a 2-D such tile would no longer share
+                # the element pitch of the other tiles, so it needs whole 32-column rows.
+                if b.rows > 1:
+                    raise AlignmentError(
+                        f"tile '{b.name}' ({b.dtype}) has {b.cols} columns; 2-D 8-bit vector tiles take a multiple "
+                        "of 32 columns", loc=b.loc, hint="use a 1-D tile, or 32, 64, ... columns")
+                b.pitch = (b.cols + 31) // 32 * 32
+            if b.elem_bytes == 1 and b.pitch % 32:
+                # 8-bit rows are padded to 32 elements (32 B); a 2-D such tile would no longer share
+                # the element pitch of the other tiles, so it needs whole 32-column rows.
+                if b.rows > 1:
+                    raise UnsupportedError(
+                        f"tile '{b.name}' ({b.dtype}) has {b.cols} columns; 2-D 8-bit vector tiles take a multiple "
+                        "of 32 columns", loc=b.loc, hint="use a 1-D tile, or 32, 64, ... columns")
+                b.pitch = (b.cols + 31) // 32 * 32
         else:
             raise InternalCompilerError(f"buffer {b.name} in scope {b.scope} before lowering", stage="assign_layout")
     return kernel.replace(buffers=buffers)
@@ -70,7 +90,8 @@ def assign_kernel_layouts(kernel: Kernel) -> Kernel:
 
 def assign_layout(program: Program) -> Program:
     """Pick ND/NZ layouts and UB row pitches."""
-    out = program.map_kernels(lambda k, lc, p: assign_kernel_layouts(k))
+    arch = program.arch
+    out = program.map_kernels(lambda k, lc, p: assign_kernel_layouts(k, arch))
     verify_layout(out)
     return out
 

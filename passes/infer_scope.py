@@ -30,6 +30,8 @@ def infer_kernel_scopes(kernel: Kernel) -> Kernel:
             buf.scope, buf.role = Scope.GM, "kernel argument"
         elif buf.kind is BufferKind.WORKSPACE:
             buf.scope = Scope.GM
+        elif buf.kind is BufferKind.GLOBAL:
+            buf.scope, buf.role = Scope.GM, "T.alloc_global (GM allocated by the launcher)"
         elif buf.kind is BufferKind.LOCAL:
             buf.scope, buf.role = Scope.LOCAL, "scalar local"
         elif kernel.core is Core.AIC:

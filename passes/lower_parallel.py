@@ -21,8 +21,10 @@ from ascend_backend.errors import UnsupportedError
 from ascend_backend.ir import (
     Buffer,
     BufferKind,
+    CmpMode,
     DiagPrefix,
     Layout,
+    MaskLogic,
     ReduceKind,
     Region,
     RepeatOperand,
@@ -35,21 +37,29 @@ from ascend_backend.ir import (
     Scope,
     VecBinary,
     VecBinaryBcast,
+    VecBinaryBcastRows,
     VecBinaryOp,
     VecBrcb,
     VecCast,
+    VecCompare,
     VecCopy,
     VecDiagFill,
     VecDuplicate,
     VecFold,
     VecFoldInit,
     VecFoldLoop,
+    VecFoldRows,
+    VecIndex,
+    VecMaskLogic,
     VecScalar,
     VecScalarOp,
+    VecSelect,
     VecUnary,
     VecUnaryOp,
     VecWholeReduce,
 )
+
+from . import unpack_int4
 
 LN2 = math.log(2.0)
 
@@ -118,9 +128,12 @@ _SCALAR_FORM = {VecBinary.ADD: VecScalarOp.ADDS, VecBinary.MUL: VecScalarOp.MULS
 class VectorEmitter:
     """Builds vector ops and manages UB temporaries."""
 
-    def __init__(self, buffers: dict, arch) -> None:
+    def __init__(self, buffers: dict, arch, compact: bool = False) -> None:
         self.buffers = buffers
         self.arch = arch
+        # compact: a node's result may overwrite its operand's temporary (fewer UB temporaries);
+        # the driver asks for it when the first plan does not fit the memory budget
+        self.compact = compact
         self.free: dict[tuple, list[str]] = {}
         self.n = 0
 
@@ -133,9 +146,13 @@ class VectorEmitter:
             return self.buffers[pool.pop()]
         self.n += 1
         name = f"tmp{self.n}_{dt}"
+        while name in self.buffers:  # a user tile may have this name
+            self.n += 1
+            name = f"tmp{self.n}_{dt}"
         cols = shape[-1]
+        align = 32 if dt.bytes == 1 else 16  # every row starts 32 B aligned
         b = Buffer(name=name, shape=tuple(shape), dtype=dt, kind=BufferKind.TEMP, scope=Scope.UB, layout=Layout.ND,
-                   pitch=(cols + 15) // 16 * 16, role="vector temporary")
+                   pitch=(cols + align - 1) // align * align, role="vector temporary")
         self.buffers[name] = b
         return b
 
@@ -165,7 +182,35 @@ class VectorEmitter:
         if d.dtype == s.dtype:
             # A UB -> UB DataCopy runs on the vector pipe.
             return [VecCopy(dst=dst, src=src, count=self.count(dst), loc=loc)]
+        steps = cast_steps(s.dtype, d.dtype, self.arch)
+        if steps is None:
+            fp8 = (DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2)
+            if s.dtype in fp8 or d.dtype in fp8:
+                raise UnsupportedError(f"no vector conversion from {s.dtype} ('{src}') to {d.dtype} ('{dst}') on "
+                                       f"{self.arch.name}: fp8 exists only on dav-3510", loc=loc)
+            return self._cast_fallback(dst, src, loc)
+        ops: list = []
+        cur = src
+        for k, (a, b, mode) in enumerate(steps):
+            out = dst if k == len(steps) - 1 else self.temp(s.shape, b).name
+            ops.append(VecCast(dst=out, src=cur, mode=mode, count=self.count(dst), src_dtype=a, dst_dtype=b, loc=loc))
+            if cur != src:
+                self.release(cur)
+            cur = out
+        return ops
+
+    def _cast_fallback(self, dst: str, src: str, loc) -> list:
+        """Pairs outside the arch's Cast table (bool and uint16 tiles): 8-bit integers and bool go
+        through float16 (exact for them), float16 <-> bfloat16 through float32, else one Cast."""
+        d, s = self.buffers[dst], self.buffers[src]
         half_types = (DType.FLOAT16, DType.BFLOAT16)
+        byte_ints = (DType.UINT8, DType.INT8, DType.BOOL)
+        if (s.dtype in byte_ints) != (d.dtype in byte_ints) and DType.FLOAT16 not in (s.dtype, d.dtype):
+            # 8-bit integers convert to and from float16 only: go through it (exact for them).
+            mid = self.temp(s.shape, DType.FLOAT16)
+            ops = self.copy_or_cast(mid.name, src, loc) + self.copy_or_cast(dst, mid.name, loc)
+            self.release(mid)
+            return ops
         if s.dtype in half_types and d.dtype in half_types:
             mid = self.temp(s.shape, DType.FLOAT32)
             ops = self.copy_or_cast(mid.name, src, loc) + self.copy_or_cast(dst, mid.name, loc)
@@ -210,12 +255,16 @@ class VectorEmitter:
         ops: list = []
         srcs = []
         temps = []
-        for o in (a, b):
+        long_rows = d.pitch * esz // 32 > 255 and rows > 1
+        for n, o in enumerate((a, b)):
             if o.kind == "tile":
                 srcs.append(RepeatOperand(o.buffer, row=d.pitch, chunk=1, blk=1, rep=d.pitch * esz // 32))
             elif o.kind == "col":
                 srcs.append(RepeatOperand(o.buffer, row=0, chunk=1, blk=1, rep=0))
             elif o.kind == "row":
+                if n == 1 and a.kind == "row" and a.buffer == b.buffer:
+                    srcs.append(srcs[0])  # the same per-row vector twice: one Brcb
+                    continue
                 # Brcb writes each per-row value into its own 32 B block.
                 rows8 = (rows + 7) // 8 * 8
                 t = self.temp((rows8 * blk,), d.dtype)
@@ -224,17 +273,30 @@ class VectorEmitter:
                 srcs.append(RepeatOperand(t.name, row=blk, chunk=0, blk=0, rep=1))
             else:
                 raise UnsupportedError("internal: scalar operand in broadcast op")
-        dst_rep = d.pitch * esz // 32
-        if dst_rep > 255:
-            raise UnsupportedError(f"tile '{dst}' rows are {d.pitch * esz} bytes; row-broadcast vector ops take rows "
-                                   "of at most 8160 bytes", loc=loc, hint="use a narrower tile")
         lanes = 256 // esz
-        ops.append(VecBinaryBcast(op=op, dst=dst, s0=srcs[0], s1=srcs[1], rows=rows, cols=cols, lanes=lanes,
-                                  dst_row=d.pitch, dst_rep=dst_rep, chunks=(cols + lanes - 1) // lanes,
-                                  what=f"{a.buffer}({a.kind}), {b.buffer}({b.kind})", loc=loc))
+        what = f"{a.buffer}({a.kind}), {b.buffer}({b.kind})"
+        if long_rows:
+            # Rows over 8160 bytes: a repeat stride cannot step from one row to the next, so each
+            # row is one call whose column chunks are the repeats.
+            ops.append(VecBinaryBcastRows(op=op, dst=dst, s0=srcs[0], s1=srcs[1], rows=rows, cols=cols, lanes=lanes,
+                                          dst_row=d.pitch, dst_rep=8, chunks=(cols + lanes - 1) // lanes, what=what,
+                                          loc=loc))
+        else:
+            dst_rep = d.pitch * esz // 32
+            if dst_rep > 255:
+                # One row: the repeat strides are never used, so a row longer than they reach is fine.
+                dst_rep = 0
+                srcs = [RepeatOperand(x.buffer, x.row, x.chunk, x.blk, 0) for x in srcs]
+            ops.append(VecBinaryBcast(op=op, dst=dst, s0=srcs[0], s1=srcs[1], rows=rows, cols=cols, lanes=lanes,
+                                      dst_row=d.pitch, dst_rep=dst_rep, chunks=(cols + lanes - 1) // lanes,
+                                      what=what, loc=loc))
         for t in temps:
             self.release(t)
         return ops
+
+    def expand(self, dst: str, o: Opnd, rows: int, cols: int, loc) -> list:
+        """A per-row or per-column vector repeated into a whole tile (max(v, v) = v, exactly)."""
+        return self.broadcast_binary(VecBinary.MAX, dst, o, o, rows, cols, loc)
 
     def row_reduce(self, kind: ReduceKind, dst: str, src: str, clear: bool, loc, valid_cols=None) -> list:
         s = self.buffers[src]
@@ -246,9 +308,11 @@ class VectorEmitter:
             raise UnsupportedError(f"reduction over {rows} rows of '{src}'; at most 255 rows per tile",
                                    loc=loc, hint="use a block of at most 255 rows")
         src_rep = s.pitch * esz // 32
-        if src_rep > 255:
-            raise UnsupportedError(f"rows of '{src}' are {s.pitch * esz} bytes, over the 8160 bytes a reduction "
-                                   "repeat can stride", loc=loc)
+        long_rows = src_rep > 255
+        if long_rows and valid_cols is not None and rows > 1:
+            raise UnsupportedError(f"rows of '{src}' are {s.pitch * esz} bytes and end at a runtime column tail; "
+                                   "a reduction over such rows takes one row per tile", loc=loc,
+                                   hint="use a block of one row, or a block width that divides the global width")
         vop = {ReduceKind.SUM: VecBinary.ADD, ReduceKind.MAX: VecBinary.MAX, ReduceKind.MIN: VecBinary.MIN}[kind]
         ops: list = []
         out = dst if clear else self.temp(d.shape, d.dtype).name
@@ -257,11 +321,20 @@ class VectorEmitter:
             # the valid ones, chunk by chunk with a runtime mask, into an accumulator that starts
             # at the reduction's identity.
             acc = self.temp((rows * lanes,), s.dtype)
-            identity = {ReduceKind.SUM: 0.0, ReduceKind.MAX: -math.inf, ReduceKind.MIN: math.inf}[kind]
-            ops.extend(self.duplicate(acc.name, identity, loc))
-            ops.append(VecFoldLoop(op=vop, dst=acc.name, src=src, lanes=lanes, repeat=rows, src_rep=src_rep,
-                                   chunks=(cols + lanes - 1) // lanes, valid=valid_cols,
-                                   barrier=self.arch.needs_vector_barrier, loc=loc))
+            ops.extend(self.duplicate(acc.name, identity(kind, s.dtype), loc))
+            ops.append(VecFoldLoop(op=vop, dst=acc.name, src=src, lanes=lanes, repeat=rows,
+                                   src_rep=0 if long_rows else src_rep, chunks=(cols + lanes - 1) // lanes,
+                                   valid=valid_cols, barrier=self.arch.needs_vector_barrier, loc=loc))
+            ops.append(VecWholeReduce(kind=kind, dst=out, src=acc.name, mask=lanes, repeat=rows, src_rep=8, loc=loc))
+            self.release(acc)
+        elif long_rows:
+            # Rows over 8160 bytes (a repeat stride's reach): each row's column chunks are the
+            # repeats of one call, accumulated into the row's lanes, then one WholeReduce.
+            acc = self.temp((rows * lanes,), s.dtype)
+            ops.extend(self.duplicate(acc.name, identity(kind, s.dtype), loc))
+            ops.append(VecFoldRows(op=vop, dst=acc.name, src=src, lanes=lanes, rows=rows, pitch=s.pitch,
+                                   chunks=cols // lanes, tail=cols % lanes, barrier=self.arch.needs_vector_barrier,
+                                   loc=loc))
             ops.append(VecWholeReduce(kind=kind, dst=out, src=acc.name, mask=lanes, repeat=rows, src_rep=8, loc=loc))
             self.release(acc)
         elif cols <= lanes:
@@ -281,38 +354,140 @@ class VectorEmitter:
             self.release(out)
         return ops
 
+    def col_reduce(self, kind: ReduceKind, dst: str, src: str, clear: bool, loc) -> list:
+        """dst[c] = reduce over the rows r of src[r, c] (a reduction over dim 0): each row is one
+        repeat that combines into the same lanes of dst (dst is also the second source, with
+        repeat stride 0: the overlap the vector unit allows for Add/Max/Min)."""
+        s = self.buffers[src]
+        d = self.buffers[dst]
+        esz = s.dtype.bytes
+        rows, cols = s.rows, s.cols
+        src_rep = s.pitch * esz // 32
+        if rows > 255 or src_rep > 255:
+            raise UnsupportedError(f"reduction over the {rows} rows of '{src}' (rows of {s.pitch * esz} bytes): a "
+                                   "reduction over dim 0 takes at most 255 rows of at most 8160 bytes", loc=loc,
+                                   hint="reduce a smaller block, or accumulate blocks in a loop")
+        if d.numel != cols:
+            raise UnsupportedError(f"reduce output '{dst}' has {d.numel} elements for the {cols} columns of '{src}'",
+                                   loc=loc)
+        vop = {ReduceKind.SUM: VecBinary.ADD, ReduceKind.MAX: VecBinary.MAX, ReduceKind.MIN: VecBinary.MIN}[kind]
+        ops: list = []
+        if clear:
+            ops.extend(self.duplicate(dst, identity(kind, d.dtype), loc))
+        lanes = 256 // esz
+        ops.append(VecBinaryBcast(op=vop, dst=dst, s0=RepeatOperand(src, row=s.pitch, chunk=1, blk=1, rep=src_rep),
+                                  s1=RepeatOperand(dst, row=0, chunk=1, blk=1, rep=0), rows=rows, cols=cols,
+                                  lanes=lanes, dst_row=0, dst_rep=0, chunks=(cols + lanes - 1) // lanes,
+                                  what=f"every row of {src} into {dst}", loc=loc))
+        return ops
+
+
+_CONDITIONS = (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE, tirx.And, tirx.Or, tirx.Not)
+# Element types CreateVecIndex takes on both arches.
+_INDEX_DTYPES = (DType.INT32, DType.FLOAT32, DType.FLOAT16, DType.INT16)
+
+
+def _round_up(x: int, m: int) -> int:
+    return (x + m - 1) // m * m
+
+
+def _to_f32(e, lw: ParallelLowerer):
+    """An integer (or bfloat16) expression as float32: casts pushed to its leaves, so that index
+    arithmetic runs on float32 vectors (exact for integers up to 2^24)."""
+    f32 = "float32"
+    if str(e.dtype) == f32:
+        return e
+    if not lw._uses_domain(e):
+        return tirx.Cast(f32, e)
+    if isinstance(e, tirx.IntImm):
+        return tirx.FloatImm(f32, float(e.value))
+    if isinstance(e, tirx.Add | tirx.Sub | tirx.Mul | tirx.Max | tirx.Min):
+        return type(e)(_to_f32(e.a, lw), _to_f32(e.b, lw))
+    if isinstance(e, tirx.Var | tirx.BufferLoad | tirx.Cast):
+        return tirx.Cast(f32, e)
+    if isinstance(e, tirx.Select):
+        return tirx.Select(e.condition, _to_f32(e.true_value, lw), _to_f32(e.false_value, lw))
+    if isinstance(e, tirx.Call) and str(e.op.name).endswith("if_then_else"):
+        c, a, b = e.args
+        return tirx.Call(f32, e.op, [c, _to_f32(a, lw), _to_f32(b, lw)])
+    raise UnsupportedError(f"'{e}' ({e.dtype}) in a condition inside T.Parallel: integer division and modulo of "
+                           "the loop indices are not supported", loc=lw.loc,
+                           hint="compare affine expressions of the indices (i, j, block indices, loop variables)")
+
+
+def identity(kind: ReduceKind, dt: DType) -> float:
+    """The value a reduction starts from, in ``dt``."""
+    if kind is ReduceKind.SUM:
+        return 0.0
+    if dt.is_int:
+        lo, hi = dt.int_range
+        return float(lo if kind is ReduceKind.MAX else hi)
+    return -math.inf if kind is ReduceKind.MAX else math.inf
+
+
+def cast_steps(src: DType, dst: DType, arch) -> list | None:
+    """The vector Casts that convert ``src`` to ``dst`` on ``arch``: the direct one when the arch's
+    Cast table has it (``Arch.vector_casts``), else the shortest chain through float32, float16
+    or int32 (e.g. float16 -> bfloat16 through float32 on dav-c220, bfloat16 -> fp8 through
+    float32, int8 -> float32 through float16). Each step is (src, dst, rounding); None when no
+    chain exists. Narrowing float steps inside a chain to an integer take the final step's
+    rounding (trunc): exact for values an 8/16-bit integer holds."""
+    if (src, dst) in arch.vector_casts:
+        return [(src, dst, cast_round_mode(src, dst))]
+    final = cast_round_mode(src, dst) if dst.is_int else None
+    for mids in ((DType.FLOAT32,), (DType.FLOAT16,), (DType.INT32,), (DType.FLOAT16, DType.FLOAT32),
+                 (DType.FLOAT32, DType.FLOAT16)):
+        chain = (src, *mids, dst)
+        if len(set(chain)) == len(chain) and all(p in arch.vector_casts for p in zip(chain, chain[1:], strict=False)):
+            return [(a, b, final if final is not None and b.is_float and a.is_float else cast_round_mode(a, b))
+                    for a, b in zip(chain, chain[1:], strict=False)]
+    return None
+
 
 def cast_round_mode(src: DType, dst: DType) -> Rounding:
-    if dst in (DType.INT32, DType.INT16, DType.INT8):
+    """TileLang's cast semantics on the Cast page's modes: float -> integer (and bool) truncates;
+    narrowing float conversions and int32 -> float round to nearest even; exact ones take CAST_NONE."""
+    if dst == DType.BOOL or (src.is_float and dst.is_int):
         return Rounding.TRUNC
-    if src == DType.FLOAT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
+    if src.is_int and dst.is_int:
+        return Rounding.NONE
+    if src.is_float and dst.is_float and dst.bytes < src.bytes:
         return Rounding.RINT
-    if src == DType.INT32 and dst in (DType.FLOAT16, DType.BFLOAT16):
+    if src == DType.INT32 and dst.is_float:
+        return Rounding.RINT  # the Cast page lists no CAST_NONE for int32 -> float on dav-3510
+    if {src, dst} == {DType.FLOAT16, DType.BFLOAT16}:
         return Rounding.RINT
     return Rounding.NONE
 
 
-def promote_bf16(e):
-    """Rewrite bfloat16 arithmetic to float32 (casts at the leaves and at the root).
+# Float types the vector units convert but do not compute in: bfloat16 (only in casts on
+# dav-c220) and the fp8 types (dav-3510's Cast page converts them to and from float32 only).
+NARROW = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
-    The vector units compute bfloat16 only in casts on dav-c220, so every bfloat16 value is
-    widened to float32 for arithmetic and rounded back once where a bfloat16 result is needed.
+
+def promote_bf16(e):
+    """Rewrite bfloat16 and fp8 arithmetic to float32 (casts at the leaves and at the root).
+
+    Every such value is widened to float32 for arithmetic and rounded back once where a
+    narrow result is needed.
     """
-    bf, f32 = "bfloat16", "float32"
+    f32 = "float32"
 
     def go(x):
         dt = str(x.dtype)
         if isinstance(x, tirx.BufferLoad | tirx.Var | tirx.FloatImm | tirx.IntImm):
-            return tirx.Cast(f32, x) if dt == bf else x
+            return tirx.Cast(f32, x) if dt in NARROW else x
         if isinstance(x, tirx.Cast):
             inner = go(x.value)
-            if dt == bf:  # keep the rounding to bfloat16, then widen again
-                return tirx.Cast(f32, tirx.Cast(bf, inner))
+            if dt in NARROW:  # keep the rounding to the narrow type, then widen again
+                return tirx.Cast(f32, tirx.Cast(dt, inner))
             return tirx.Cast(dt, inner) if str(inner.dtype) != dt else inner
         for cls in _BINARY:
             if isinstance(x, cls):
                 return cls(go(x.a), go(x.b))
-        if isinstance(x, tirx.Call) and dt == bf:
+        if isinstance(x, tirx.Select):
+            return tirx.Select(x.condition, go(x.true_value), go(x.false_value))
+        if isinstance(x, tirx.Call) and dt in NARROW:
             return tirx.Call(f32, x.op, [go(a) for a in x.args])
         if isinstance(x, tirx.Call):
             return tirx.Call(dt, x.op, [go(a) for a in x.args])
@@ -321,14 +496,14 @@ def promote_bf16(e):
     if not _has_bf16(e):
         return e
     out = go(e)
-    return tirx.Cast(bf, out) if str(e.dtype) == bf else out
+    return tirx.Cast(str(e.dtype), out) if str(e.dtype) in NARROW else out
 
 
 def _has_bf16(e) -> bool:
     found = []
 
     def visit(n):
-        if hasattr(n, "dtype") and str(n.dtype) == "bfloat16":
+        if hasattr(n, "dtype") and str(n.dtype) in NARROW:
             found.append(n)
 
     tirx.stmt_functor.post_order_visit(e, visit)
@@ -338,8 +513,10 @@ def _has_bf16(e) -> bool:
 class ParallelLowerer:
     """Lower one T.Parallel nest (a list of assignments) to vector ops."""
 
-    def __init__(self, vec: VectorEmitter, buffers: dict, op, gm_ub_op, ub_gm_op, gm_window) -> None:
+    def __init__(self, vec: VectorEmitter, buffers: dict, op, gm_ub_op, ub_gm_op, gm_window, columns=None) -> None:
         self.vec = vec
+        # (column_of, column_to_ub, column_to_gm) of the TileLowerer: strided GM columns
+        self.columns = columns
         self.buffers = buffers
         self.op = op
         self.loc = op.loc
@@ -355,6 +532,7 @@ class ParallelLowerer:
         self.rows = self.shape[0] if len(self.shape) == 2 else 1
         self.cols = self.shape[-1]
         self.pre: list = []
+        self.index_cache: dict = {}  # (loop index position, dtype) -> UB vector of its values
 
     # -- access patterns
     def _pattern(self, load) -> str:
@@ -444,13 +622,31 @@ class ParallelLowerer:
             if buf.scope is Scope.GM:
                 region, shape, pattern = self._gm_region(buf, list(e.indices))
                 t = self.vec.temp(shape, buf.dtype)
-                w = self.gm_window(buf, region, shape, self.loc)
-                self.pre.append(self.gm_ub_op(buf, t, w, self.loc))
+                column = self.columns[0](buf, region, shape) if self.columns else None
+                if column is not None:
+                    self.pre.extend(self.columns[1](buf, region, t, *column, self.loc))
+                else:
+                    w = self.gm_window(buf, region, shape, self.loc)
+                    self.pre.append(self.gm_ub_op(buf, t, w, self.loc))
                 return Opnd(pattern, buf.dtype, buffer=t.name, temp=True)
             if buf.scope is not Scope.UB:
                 raise UnsupportedError(f"'{buf.name}' lives in {buf.scope}; T.Parallel reads vector tiles only",
                                        loc=self.loc)
             return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
+        if isinstance(e, tirx.Var):
+            return self._index(e, to_dtype(dtype))
+        if dtype == "bool" and isinstance(e, _CONDITIONS):
+            # a condition used as a value (stored into a bool / uint8 mask tile): 1 where it holds
+            mask = self._cond(e)
+            t = self.vec.temp(self.shape, DType.FLOAT16)
+            self.pre.extend(self.vec.duplicate(t.name, 1.0, self.loc))
+            self.pre.append(VecSelect(dst=t.name, mask=mask.name, src0=t.name, src1=None,
+                                      scalar=scalar_literal(0.0, DType.FLOAT16), count=self._n, dtype=DType.FLOAT16,
+                                      loc=self.loc))
+            self.vec.release(mask)
+            return Opnd("tile", "float16", buffer=t.name, temp=True)
+        if isinstance(e, tirx.Cast) and isinstance(e.value, tirx.Var) and to_dtype(dtype) in _INDEX_DTYPES:
+            return self._index(e.value, to_dtype(dtype))  # generated in the wanted type directly
         if isinstance(e, tirx.Cast):
             src = self.expr(e.value)
             if src.kind == "scalar":
@@ -467,36 +663,39 @@ class ParallelLowerer:
             return self._select(e, dtype, out)
         if isinstance(e, tirx.Call):
             fname = str(e.op.name).split(".")[-1] if hasattr(e.op, "name") else str(e.op)
+            if fname == "clamp" and len(e.args) == 3:  # T.clamp(x, lo, hi) = min(max(x, lo), hi)
+                return self.expr(tirx.Min(tirx.Max(e.args[0], e.args[1]), e.args[2]), out=out)
             if fname in _UNARY and len(e.args) == 1:
                 src = self.expr(e.args[0])
                 if src.kind == "scalar":
                     raise UnsupportedError(f"{fname} of a scalar inside T.Parallel", loc=self.loc,
                                            hint="compute it outside the loop")
-                dst = self._dest(out, src.kind, dtype)
+                dst = self._dest(out, src.kind, dtype, src)
                 self.pre.extend(self.vec.unary(_UNARY[fname], dst, src.buffer, self.loc))
-                self._free(src)
+                self._free(src, keep=dst)
                 return Opnd(src.kind, dtype, buffer=dst, temp=dst != out)
             raise UnsupportedError(
                 f"function T.{fname} is not supported inside T.Parallel on the ascendc target", loc=self.loc,
                 hint="supported: + - * / max min, exp, exp2, log, log2, sqrt, rsqrt, abs, tanh, sigmoid, casts, "
-                "if_then_else (diagonal masks)")
+                "T.if_then_else, the loop indices as values")
         raise UnsupportedError(f"expression '{e}' ({type(e).__name__}) is not supported inside T.Parallel",
                                loc=self.loc)
 
     def _select(self, e, dtype: str, out: str | None) -> Opnd:
-        """T.if_then_else(cond, a, b) with scalar a, b and cond linear in (i, j) with opposite unit
-        coefficients (a causal mask): each row is a prefix of one value and a rest of the other."""
+        """T.if_then_else(cond, a, b): the diagonal fill where it applies, else a general select."""
+        cond, a, b = (e.condition, e.true_value, e.false_value) if isinstance(e, tirx.Select) else e.args
+        fast = self._diag_fill(cond, a, b, dtype, out)
+        if fast is not None:
+            return fast
+        return self._general_select(cond, a, b, dtype, out)
+
+    def _diag_fill(self, cond, a, b, dtype: str, out: str | None) -> Opnd | None:
+        """Scalar a, b and cond linear in (i, j) with opposite unit coefficients (a causal mask):
+        each row is a prefix of one value and a rest of the other (one Duplicate and a row loop)."""
         from tvm import arith
 
-        cond, a, b = (e.condition, e.true_value, e.false_value) if isinstance(e, tirx.Select) else e.args
-        hint = ("supported: T.if_then_else(<i and j compared, e.g. q_idx >= k_idx>, scalar, scalar), as in a "
-                "causal mask")
-        if len(self.vars) != 2:
-            raise UnsupportedError("T.if_then_else inside a 1-D T.Parallel is not supported", loc=self.loc, hint=hint)
-        va, vb = self.expr(a), self.expr(b)
-        if va.kind != "scalar" or vb.kind != "scalar":
-            raise UnsupportedError("T.if_then_else with tile-valued branches is not supported", loc=self.loc,
-                                   hint=hint)
+        if len(self.vars) != 2 or self._uses_domain(a) or self._uses_domain(b):
+            return None
         if isinstance(cond, tirx.GE):
             diff = cond.a - cond.b
         elif isinstance(cond, tirx.GT):
@@ -506,38 +705,236 @@ class ParallelLowerer:
         elif isinstance(cond, tirx.LT):
             diff = cond.b - cond.a - 1
         else:
-            raise UnsupportedError(f"condition '{cond}' of T.if_then_else is not a comparison", loc=self.loc, hint=hint)
+            return None
+        if "int" not in str(cond.a.dtype):
+            return None
         i, j = self.vars
         coef = arith.detect_linear_equation(diff, [i, j])
         ana = arith.Analyzer()
         if len(coef) != 3 or not all(isinstance(ana.simplify(c), tirx.IntImm) for c in coef[:2]):
-            raise UnsupportedError(f"condition '{cond}' of T.if_then_else is not linear in {i} and {j}",
-                                   loc=self.loc, hint=hint)
+            return None
         ci, cj = (int(ana.simplify(c)) for c in coef[:2])
         c0 = ana.simplify(coef[2])
+        if self._uses_domain(c0):
+            return None
+        va, vb = self.expr(a), self.expr(b)
         if (ci, cj) == (1, -1):  # j <= i + c0: the first i + c0 + 1 columns take a
             prefix, first, rest = DiagPrefix(c0, plus_one=True), va.expr, vb.expr
         elif (ci, cj) == (-1, 1):  # j >= i - c0: the first i - c0 columns take b
             prefix, first, rest = DiagPrefix(c0, plus_one=False), vb.expr, va.expr
         else:
-            raise UnsupportedError(f"condition '{cond}' of T.if_then_else compares {i} and {j} with coefficients "
-                                   f"{ci}, {cj}; only i - j (a diagonal mask) is supported", loc=self.loc, hint=hint)
+            return None
         dst = self._dest(out, "tile", dtype)
         d = self.buffers[dst]
         self.pre.append(VecDiagFill(dst=dst, rows=self.rows, cols=self.cols, pitch=d.pitch, prefix=prefix, first=first,
                                     rest=rest, barrier=self.vec.arch.needs_vector_barrier, loc=self.loc))
         return Opnd("tile", dtype, buffer=dst, temp=dst != out)
 
-    def _dest(self, out: str | None, kind: str, dtype: str) -> str:
+    # -- general masks: Compare/Compares into bit masks, And/Or/Not, Select
+    @property
+    def _n(self) -> int:
+        """Elements of a domain tile in UB (rows x padded pitch): the count of a Select."""
+        return self.rows * ((self.cols + 15) // 16 * 16)
+
+    def _mask_temp(self) -> Buffer:
+        """A bit mask over the domain tile (one bit per element of its padded rows), in 16-bit
+        words, large enough for a Compare of whole 256-byte repeats of any element type."""
+        words = -(-_round_up(self._n, 128) // 16)
+        return self.vec.temp((_round_up(words, 16),), DType.UINT16)
+
+    def _general_select(self, cond, a, b, dtype: str, out: str | None) -> Opnd:
+        dt = to_dtype(dtype)
+        if isinstance(cond, tirx.Not):  # else-branches: swap the values instead of inverting bits
+            cond, a, b = cond.a, b, a
+        mask = self._cond(cond)
+        va, vb = self.expr(a), self.expr(b)
+        dst = self._dest(out, "tile", dtype)
+        as_dt = self._select_dtype(dt)
+        # src0 is a tile; src1 a tile or a scalar (a scalar cannot be reinterpreted: make it a tile).
+        # _as_tile consumes its operand (returns it, or a new tile and frees the old one).
+        src0 = self._as_tile(va, dt, avoid=vb.buffer, prefer=dst)
+        src1 = None
+        if not (vb.kind == "scalar" and as_dt is None):
+            src1 = self._as_tile(vb, dt, avoid=src0.buffer)
+        self.pre.append(VecSelect(dst=dst, mask=mask.name, src0=src0.buffer, src1=src1.buffer if src1 else None,
+                                  scalar=vb.expr if src1 is None else None, count=self._n, dtype=dt, as_dtype=as_dt,
+                                  loc=self.loc))
+        self.vec.release(mask)
+        for o in (src0, src1):
+            if o is not None and o.buffer != dst:
+                self._free(o)
+        return Opnd("tile", dtype, buffer=dst, temp=dst != out)
+
+    def _select_dtype(self, dt: DType) -> DType | None:
+        """The type a Select of ``dt`` tiles runs in when the arch's Select does not take ``dt``
+        (its bits are moved unchanged): None when it does."""
+        if dt in (DType.FLOAT16, DType.FLOAT32):
+            return None
+        if not self.vec.arch.needs_vector_barrier and dt in (DType.INT32, DType.INT16, DType.UINT16, DType.UINT32,
+                                                             DType.INT8, DType.UINT8, DType.BFLOAT16):
+            return None  # dav-3510's Select takes these
+        if dt.bytes == 4:
+            return DType.FLOAT32
+        if dt.bytes == 2:
+            return DType.FLOAT16
+        raise UnsupportedError(f"T.if_then_else on {dt} tiles is not supported on {self.vec.arch.name}", loc=self.loc,
+                               hint="select in float16 (cast the values) and cast the result back")
+
+    def _as_tile(self, o: Opnd, dt: DType, avoid: str | None = None, prefer: str | None = None) -> Opnd:
+        """``o`` as a whole tile of ``dt`` (a scalar duplicated, a vector expanded, a tile cast)."""
+        if o.kind == "tile" and str(o.dtype) == str(dt):
+            return o
+        use_prefer = prefer is not None and prefer != avoid
+        t = prefer if use_prefer else self.vec.temp(self.shape, dt).name
+        if o.kind == "scalar":
+            self.pre.extend(self.vec.duplicate_expr(t, o.expr, self.loc))
+        elif str(o.dtype) != str(dt):
+            o = self._as_tile(o, to_dtype(o.dtype))
+            self.pre.extend(self.vec.copy_or_cast(t, o.buffer, self.loc))
+            self._free(o)
+        else:
+            self.pre.extend(self.vec.expand(t, o, self.rows, self.cols, self.loc))
+            self._free(o)
+        return Opnd("tile", str(dt), buffer=t, temp=not use_prefer)
+
+    def _cond(self, c) -> Buffer:
+        """The bit mask of a condition over the domain (a UB temp the caller releases)."""
+        if isinstance(c, tirx.And | tirx.Or):
+            m0, m1 = self._cond(c.a), self._cond(c.b)
+            op = MaskLogic.AND if isinstance(c, tirx.And) else MaskLogic.OR
+            self.pre.append(VecMaskLogic(op=op, dst=m0.name, src0=m0.name, src1=m1.name, count=m0.numel, loc=self.loc))
+            self.vec.release(m1)
+            return m0
+        if isinstance(c, tirx.Not):
+            m = self._cond(c.a)
+            self.pre.append(VecMaskLogic(op=MaskLogic.NOT, dst=m.name, src0=m.name, src1=None, count=m.numel,
+                                         loc=self.loc))
+            return m
+        if not self._uses_domain(c):
+            # the same for every element: all ones or all zeros, decided by the scalar unit
+            m = self._mask_temp()
+            value = ScalarExpr(tirx.Select(c, tirx.IntImm("int32", 0xFFFF), tirx.IntImm("int32", 0)), DType.UINT16)
+            self.pre.append(VecDuplicate(dst=m.name, value=value, count=m.numel, loc=self.loc))
+            return m
+        modes = {tirx.LT: CmpMode.LT, tirx.LE: CmpMode.LE, tirx.GT: CmpMode.GT, tirx.GE: CmpMode.GE,
+                 tirx.EQ: CmpMode.EQ, tirx.NE: CmpMode.NE}
+        for cls, mode in modes.items():
+            if isinstance(c, cls):
+                return self._compare(mode, c.a, c.b)
+        if str(c.dtype) == "bool" and isinstance(c, tirx.BufferLoad):  # a bool tile: its nonzero elements
+            return self._compare(CmpMode.NE, c, tirx.IntImm("bool", 0))
+        raise UnsupportedError(f"condition '{c}' inside T.Parallel is not supported", loc=self.loc,
+                               hint="write comparisons of expressions of the loop indices, scalars and tiles, joined "
+                               "with `and`, `or`, `not`")
+
+    def _compare(self, mode: CmpMode, ea, eb) -> Buffer:
+        """Compare two expressions element-wise into a bit mask. Integer and bfloat16 operands are
+        compared as float32 (exact for integers up to 2^24), as the Compare of both arches takes
+        float16 and float32 in every mode."""
+        dt = str(ea.dtype)
+        if "int" in dt:
+            affine = self._affine(ea - eb)
+            if affine is not None:
+                # sum(c_k * index_k) + c0 OP 0, compared as  sum(c_k * index_k) OP -c0
+                f, c0 = affine
+                ea, eb = f, _to_f32(-c0, self) if not isinstance(c0, tirx.IntImm) else tirx.FloatImm(
+                    "float32", -float(c0.value))
+        if dt not in ("float16", "float32"):
+            ea, eb = _to_f32(ea, self), _to_f32(eb, self)
+            dt = "float32"
+        a, b = self.expr(ea), self.expr(eb)
+        cdt = to_dtype(dt)
+        m = self._mask_temp()
+        ncmp = _round_up(self._n, 256 // cdt.bytes)
+        if a.kind == "scalar" or b.kind == "scalar":
+            t, sc, mode = (a, b, mode) if b.kind == "scalar" else (b, a, mode.swapped)
+            src = self._cmp_operand(t, cdt, ncmp)
+            self.pre.append(VecCompare(mode=mode, dst=m.name, src0=src, src1=None, scalar=sc.expr, count=ncmp,
+                                       dtype=cdt, loc=self.loc))
+            self.vec.release(src)
+        else:
+            s0 = self._cmp_operand(a, cdt, ncmp)
+            s1 = self._cmp_operand(b, cdt, ncmp)
+            self.pre.append(VecCompare(mode=mode, dst=m.name, src0=s0, src1=s1, scalar=None, count=ncmp, dtype=cdt,
+                                       loc=self.loc))
+            self.vec.release(s0)
+            self.vec.release(s1)
+        return m
+
+    def _affine(self, e) -> tuple | None:
+        """``e`` (an integer expression) as (f, c0): f a sum of coefficient x loop index with the
+        coefficients independent of the domain, c0 the rest; None when ``e`` is not of that form
+        (loads of tiles, division)."""
+        from tvm import arith
+
+        ana = arith.Analyzer()
+        coef = arith.detect_linear_equation(ana.simplify(e), self.vars)
+        if len(coef) != len(self.vars) + 1 or any(self._uses_domain(c) for c in coef):
+            return None
+        f = None
+        for c, v in zip(coef[:-1], self.vars, strict=True):
+            c = ana.simplify(c)
+            if isinstance(c, tirx.IntImm) and int(c.value) == 0:
+                continue
+            term = v if isinstance(c, tirx.IntImm) and int(c.value) == 1 else c * v
+            if isinstance(c, tirx.IntImm) and int(c.value) == -1 and f is not None:
+                f = f - v
+                continue
+            f = term if f is None else f + term
+        if f is None:
+            return None
+        return f, ana.simplify(coef[-1])
+
+    def _cmp_operand(self, o: Opnd, dt: DType, ncmp: int) -> str:
+        """``o`` as a tile of at least ``ncmp`` elements (a Compare reads whole 256-byte repeats):
+        copied into a padded temp when the tile itself is smaller."""
+        t = self._as_tile(o, dt)
+        if self.vec.count(t.buffer) >= ncmp:
+            return t.buffer
+        pitch = (self.cols + 15) // 16 * 16
+        shape = (-(-ncmp // pitch), self.cols) if len(self.shape) == 2 else (ncmp,)
+        padded = self.vec.temp(shape, dt)
+        self.pre.append(VecCopy(dst=padded.name, src=t.buffer, count=self._n, loc=self.loc))
+        self._free(t)
+        return padded.name
+
+    def _index(self, v, dt: DType) -> Opnd:
+        """The values of parallel index ``v``: per row (i of a 2-D domain), per column (j) or the
+        whole tile (1-D), made by CreateVecIndex."""
+        k = next((n for n, x in enumerate(self.vars) if x.same_as(v)), None)
+        if k is None:
+            raise UnsupportedError(f"'{v}' inside T.Parallel is neither a loop index nor a scalar", loc=self.loc)
+        if dt not in _INDEX_DTYPES:
+            raise UnsupportedError(f"the loop index '{v}' used as a {dt} value", loc=self.loc,
+                                   hint="cast it to int32, float32 or float16")
+        kind = "tile" if len(self.vars) == 1 else ("row" if k == 0 else "col")
+        key = (k, dt)
+        if key not in self.index_cache:  # made once per T.Parallel, freed at its end
+            t = self.vec.temp(self._kind_shape(kind), dt)
+            n = self.rows if kind == "row" else self.cols
+            self.pre.append(VecIndex(dst=t.name, first=scalar_literal(0, dt), count=n, dtype=dt, loc=self.loc))
+            self.index_cache[key] = t.name
+        return Opnd(kind, str(dt), buffer=self.index_cache[key], temp=False)
+
+    def _dest(self, out: str | None, kind: str, dtype: str, *operands: Opnd) -> str:
+        """Where a node's result goes: ``out`` when it has the result's shape and dtype; in compact
+        mode the temporary of an operand of the same kind and dtype (it is dead after this node,
+        and an element-wise instruction may write over its source); else a fresh temporary."""
         if out is not None and self.buffers[out].dtype == dtype and self._kind_shape(kind) == self.buffers[out].shape:
             return out
+        if self.vec.compact:
+            for o in operands:
+                if o.temp and o.buffer and o.kind == kind and str(o.dtype) == str(dtype) and \
+                        self.buffers[o.buffer].shape == self._kind_shape(kind):
+                    return o.buffer
         return self.vec.temp(self._kind_shape(kind), dtype).name
 
     def _kind_shape(self, kind: str) -> tuple:
         return {"tile": self.shape, "row": (self.rows,), "col": (self.cols,)}[kind]
 
-    def _free(self, o: Opnd) -> None:
-        if o.temp and o.buffer:
+    def _free(self, o: Opnd, keep: str | None = None) -> None:
+        """Release ``o``'s temporary, unless it became the result ``keep``."""
+        if o.temp and o.buffer and o.buffer != keep:
             self.vec.release(o.buffer)
 
     def _binary(self, name: str, ea, eb, dtype: str, out: str | None) -> Opnd:
@@ -548,7 +945,7 @@ class ParallelLowerer:
         # tile-with-scalar: the scalar forms Adds/Muls/Maxs/Mins.
         if b.kind == "scalar" or a.kind == "scalar":
             t, s, scalar_first = (a, b, False) if b.kind == "scalar" else (b, a, True)
-            dst = self._dest(out, t.kind, dtype)
+            dst = self._dest(out, t.kind, dtype, t)
             if name in _SCALAR_FORM:
                 self.pre.extend(self.vec.scalar_op(_SCALAR_FORM[name], dst, t.buffer, s.expr, self.loc))
             elif name is VecBinary.SUB and not scalar_first:
@@ -566,23 +963,19 @@ class ParallelLowerer:
                 x, y = (tmp.name, t.buffer) if scalar_first else (t.buffer, tmp.name)
                 self.pre.extend(self.vec.binary(name, dst, x, y, self.loc))
                 self.vec.release(tmp)
-            self._free(t)
+            self._free(t, keep=dst)
             return Opnd(t.kind, dtype, buffer=dst, temp=dst != out)
         if a.kind == b.kind:
-            dst = self._dest(out, a.kind, dtype)
+            dst = self._dest(out, a.kind, dtype, a, b)
             self.pre.extend(self.vec.binary(name, dst, a.buffer, b.buffer, self.loc))
-            self._free(a)
-            self._free(b)
+            self._free(a, keep=dst)
+            if b.buffer != a.buffer:
+                self._free(b, keep=dst)
             return Opnd(a.kind, dtype, buffer=dst, temp=dst != out)
-        kinds = {a.kind, b.kind}
-        if kinds == {"row", "col"}:
-            raise UnsupportedError("an operation between a per-row and a per-column vector (an outer product) is "
-                                   "not supported inside T.Parallel", loc=self.loc,
-                                   hint="broadcast one of them into a full tile first")
-        dst = self._dest(out, "tile", dtype)
+        dst = self._dest(out, "tile", dtype, a, b)
         self.pre.extend(self.vec.broadcast_binary(name, dst, a, b, self.rows, self.cols, self.loc))
-        self._free(a)
-        self._free(b)
+        self._free(a, keep=dst)
+        self._free(b, keep=dst)
         return Opnd("tile", dtype, buffer=dst, temp=dst != out)
 
     # -- statements
@@ -598,7 +991,54 @@ class ParallelLowerer:
                 ops.extend(self._store(st))
             else:
                 ops.extend(self._store(st, atomic=ps.atomic))
+        for name in self.index_cache.values():
+            self.vec.release(name)
         return ops
+
+    def _reduce_store(self, st, buf: Buffer, pattern: str) -> list:
+        """``r[i] = r[i] op e`` (or r[j]) inside a 2-D T.Parallel: a store that writes the same element
+        for every value of the other index is a reduction over that index (T.alloc_reducer, or any
+        per-row / per-column accumulator): op is +, T.max or T.min, e varies along both indices."""
+        v = st.value
+        target = tirx.BufferLoad(st.buffer, st.indices)
+        same = lambda x: isinstance(x, tirx.BufferLoad) and x.buffer.same_as(st.buffer) and all(  # noqa: E731
+            tirx.analysis.expr_deep_equal(p, q) for p, q in zip(x.indices, st.indices, strict=True))
+        kinds = {tirx.Add: ReduceKind.SUM, tirx.Max: ReduceKind.MAX, tirx.Min: ReduceKind.MIN}
+        kind = other = None
+        for cls, k in kinds.items():
+            if isinstance(v, cls):
+                if same(v.a):
+                    kind, other = k, v.b
+                elif same(v.b):
+                    kind, other = k, v.a
+        axis = "j" if pattern == "row" else "i"
+        if kind is None:
+            raise UnsupportedError(
+                f"store to {buf.name}[{', '.join(map(str, st.indices))}] inside a 2-D T.Parallel writes the same "
+                f"element for every {axis}: only a reduction over {axis} is taken (`{target} += e`, "
+                f"`{target} = T.max({target}, e)`, T.min)", loc=self.loc,
+                hint="store per-row values in a T.Parallel over rows only, or reduce with T.reduce_*")
+        if self._uses_domain(other) is False:
+            raise UnsupportedError(f"'{other}' does not vary inside T.Parallel: accumulating it into {target} adds "
+                                   f"it once per {axis}", loc=self.loc, hint="multiply it by the extent instead")
+        res = self.expr(promote_bf16(other))
+        if res.kind not in ("tile",):
+            raise UnsupportedError(f"the value accumulated into {target} does not vary along {axis}", loc=self.loc,
+                                   hint="accumulate a value of both indices, or write the per-row value directly")
+        if str(res.dtype) != str(buf.dtype):
+            t = self.vec.temp(self.shape, buf.dtype)
+            self.pre.extend(self.vec.copy_or_cast(t.name, res.buffer, self.loc))
+            self._free(res)
+            res = Opnd("tile", str(buf.dtype), buffer=t.name, temp=True)
+        if buf.dtype not in (DType.FLOAT16, DType.FLOAT32):
+            raise UnsupportedError(f"a {buf.dtype} accumulator '{buf.name}' inside T.Parallel", loc=self.loc,
+                                   hint="accumulate in a float32 or float16 fragment")
+        if pattern == "row":
+            self.pre.extend(self.vec.row_reduce(kind, buf.name, res.buffer, False, self.loc))
+        else:
+            self.pre.extend(self.vec.col_reduce(kind, buf.name, res.buffer, False, self.loc))
+        self._free(res)
+        return self.pre
 
     def _store(self, st, atomic=None) -> list:
         self.pre = []
@@ -609,15 +1049,20 @@ class ParallelLowerer:
             if pattern != "tile":
                 raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
             out_buf = self.vec.temp(shape, buf.dtype)
-            w = self.gm_window(buf, region, shape, self.loc)
-            post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
+            column = self.columns[0](buf, region, shape) if self.columns else None
+            if column is not None:
+                post.extend(self.columns[2](out_buf, buf, region, *column, atomic, self.loc))
+            else:
+                w = self.gm_window(buf, region, shape, self.loc)
+                post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
         elif buf.scope is Scope.UB:
-            if self._pattern(st) != "tile":
-                raise UnsupportedError(
-                    f"store to {buf.name}[{', '.join(map(str, st.indices))}] inside a "
-                    f"{len(self.vars)}-D T.Parallel writes the same element many times",
-                    loc=self.loc, hint="store per-row values in a T.Parallel over rows only")
+            pattern = self._pattern(st)
+            packed = unpack_int4.match(st, self.vars)
+            if packed is not None and pattern == "tile":
+                return unpack_int4.lower(self.vec, buf.name, packed, self.rows, self.cols, self.loc)
+            if pattern != "tile":
+                return self._reduce_store(st, buf, pattern)
             out = buf.name
         else:
             raise UnsupportedError(f"T.Parallel cannot write '{buf.name}' in {buf.scope}", loc=self.loc,
@@ -627,12 +1072,11 @@ class ParallelLowerer:
         if res.kind == "scalar":
             self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
         elif res.buffer != out:
-            if res.kind != "tile":
-                raise UnsupportedError(
-                    f"the value stored to '{buf.name}' varies along one dimension only; broadcasting a vector into "
-                    "a tile is written as `x[i, j] = v[i] + 0` for now", loc=self.loc)
-            self.pre.extend(self.vec.copy_or_cast(out, res.buffer, self.loc))
-            self._free(res)
+            if res.kind != "tile":  # a per-row or per-column value repeated over the tile
+                res = self._as_tile(res, to_dtype(res.dtype), prefer=out if str(res.dtype) == str(buf.dtype) else None)
+            if res.buffer != out:
+                self.pre.extend(self.vec.copy_or_cast(out, res.buffer, self.loc))
+                self._free(res)
         if buf.scope is Scope.GM:
             self.vec.release(out)
         return self.pre + post

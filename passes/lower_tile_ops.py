@@ -20,6 +20,7 @@ import dataclasses
 
 from tvm import tirx
 
+from ascend_backend.bounds import Fit, Ranges, fit
 from ascend_backend.dtypes import DType
 from ascend_backend.errors import AlignmentError, InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
@@ -56,37 +57,67 @@ from ascend_backend.ir import (
     Print,
     Program,
     QuantMode,
+    ReduceKind,
     Region,
     ScalarStore,
     Scope,
     TileAccumulate,
     TileCopy,
+    TileCumsum,
     TileFill,
     TileGemm,
     TileParallel,
     TileReduce,
     Valid,
     VecBinary,
+    VecBrcb,
+    VecScanRows,
+    VecUnary,
+    VecWholeReduce,
+    fresh_name,
+    static_int,
     walk,
 )
 
 from .lower_parallel import ParallelLowerer, VectorEmitter, const_value
+
+# Fixpipe's conversion for (accumulator, output) dtypes; the scaled modes get scale 1.0.
+FIXPIPE_QUANT = {
+    (DType.FLOAT32, DType.FLOAT32): QuantMode.NONE, (DType.FLOAT32, DType.FLOAT16): QuantMode.F32_TO_F16,
+    (DType.FLOAT32, DType.BFLOAT16): QuantMode.F32_TO_BF16, (DType.FLOAT32, DType.INT8): QuantMode.F32_TO_S8,
+    (DType.FLOAT32, DType.FLOAT8_E4M3FN): QuantMode.F32_TO_FP8, (DType.INT32, DType.INT32): QuantMode.NONE,
+    (DType.INT32, DType.FLOAT16): QuantMode.S32_TO_F16, (DType.INT32, DType.BFLOAT16): QuantMode.S32_TO_BF16,
+    (DType.INT32, DType.INT8): QuantMode.S32_TO_S8,
+}
 
 
 def _is_zero(e) -> bool:
     return isinstance(e, int) and e == 0 or isinstance(e, tirx.IntImm) and int(e.value) == 0
 
 
-def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
-    """Map a GM region onto a (rows, cols) tile: innermost dim = columns, next non-unit dim = rows."""
+def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc, ranges: Ranges | None = None) -> GmWindow:
+    """Map a GM region onto a (rows, cols) tile: innermost dim = columns, next non-unit dim = rows.
+
+    A dimension gets a runtime valid extent (``Valid``) where the window may cross the tensor's
+    end: decided from the ranges of the block indices, loop variables and enclosing conditions
+    (``ranges``) when the start depends only on them; a start read from memory crosses where the
+    dimension is symbolic or, along the rows, always (clamped at 0: such a window may even start
+    past the end); along the columns such a start is assumed in bounds when the tile divides the
+    dimension (a column tail changes how the tile is reduced)."""
     shape = list(buf.shape)
     base = list(region.base)
-    ext = [int(e) for e in region.extents]
+    ext = [static_int(e) for e in region.extents]
     if len(base) != len(shape):
         raise UnsupportedError(f"region of '{buf.name}' has {len(base)} indices for a {len(shape)}-D tensor", loc=loc)
-    strides = [1] * len(shape)
+    if None in ext:
+        raise UnsupportedError(
+            f"the copy window of '{buf.name}' has the runtime extent {region.extents[ext.index(None)]} in dimension "
+            f"{ext.index(None)}", loc=loc,
+            hint="a window has the constant shape of its tile; at the end of a symbolic dimension the copy takes "
+            "the tail by itself")
+    strides: list = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * shape[d + 1]
+        strides[d] = _mul(strides[d + 1], shape[d + 1])
     rows_t, cols_t = (tile_shape[0], tile_shape[1]) if len(tile_shape) == 2 else (1, tile_shape[0])
     if len(shape) == 1:
         row_dim = None
@@ -106,16 +137,75 @@ def gm_window(buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
             loc=loc,
         )
     cols_dim = len(shape) - 1
+    trusted = buf.kind is BufferKind.WORKSPACE  # laid out by route: one region per block, always inside
 
-    def valid(d, n) -> Valid:
-        if d is None or (shape[d] % n == 0 and shape[d] >= n):
+    def valid(d, n, along_rows: bool) -> Valid:
+        if d is None or trusted:
             return Valid(n)
-        return Valid(n, shape[d], base[d])
+        size = shape[d]
+        v = fit(ranges or Ranges(), base[d], n, size)
+        if v.fit is Fit.INSIDE:
+            return Valid(n)
+        if v.fit is Fit.TAIL:
+            return Valid(n, size, base[d])
+        if v.fit is Fit.NEGATIVE:
+            raise UnsupportedError(f"a copy window of '{buf.name}' can start at {v.lo} in dimension {d}", loc=loc,
+                                   hint="a window's start must be >= 0")
+        if v.fit is Fit.UNKNOWN and static_int(size) is not None and not along_rows:
+            s = static_int(size)
+            return Valid(n) if s % n == 0 and s >= n else Valid(n, size, base[d])
+        return Valid(n, size, base[d], clamp=True)
 
-    vr = valid(row_dim, rows_t) if rows_t > 1 else Valid(1)
-    vc = valid(cols_dim, cols_t)
+    vr = valid(row_dim, rows_t, True) if rows_t > 1 else Valid(1)
+    vc = valid(cols_dim, cols_t, False)
     row_stride = strides[row_dim] if row_dim is not None else shape[-1]
-    return GmWindow(buf.name, tuple(base), tuple(strides), rows_t, cols_t, row_stride, vr, vc)
+    return GmWindow(buf.name, tuple(base), tuple(strides), rows_t, cols_t, row_stride, vr, vc, wide=buf.wide)
+
+
+def _window_2d(region: Region, buf: Buffer, loc) -> tuple:
+    """(rows, cols) of a GM window: the innermost extent and the one other extent above 1."""
+    ext = [int(e) for e in region.extents]
+    outer = [e for e in ext[:-1] if e != 1]
+    if len(outer) > 1:
+        raise UnsupportedError(f"T.copy between global tensors of the window {ext} of '{buf.name}': a GM -> GM copy "
+                               "moves a 2-D window (one extent above 1 besides the innermost)", loc=loc,
+                               hint="copy one 2-D slice at a time (a loop over the outer dimension)")
+    return (outer[0] if outer else 1), ext[-1]
+
+
+def _rows_of(region: Region, r0: int, n: int) -> Region:
+    """Rows r0 .. r0 + n of a 2-D GM window (its non-unit outer dimension)."""
+    ext = [int(e) for e in region.extents]
+    outer = [d for d in range(len(ext) - 1) if ext[d] != 1]
+    if not outer:
+        return region
+    d = outer[0]
+    base, extents = list(region.base), list(ext)
+    base[d] = base[d] + r0 if r0 else base[d]
+    extents[d] = n
+    return Region(region.buffer, tuple(base), tuple(extents))
+
+
+def _mul(a, b):
+    x, y = static_int(a), static_int(b)
+    if x is not None and y is not None:
+        return x * y
+    return (x if x is not None else a) * (y if y is not None else b)
+
+
+def column_of(gm: Buffer, region: Region, tile_shape: tuple) -> tuple[int, int] | None:
+    """(GM dimension, length) when ``region`` is a strided column copied to or from a (n,) or
+    (1, n) tile: its only non-unit extent is n, on a dimension other than the innermost."""
+    ext = [int(e) if isinstance(e, int | tirx.IntImm) else -1 for e in region.extents]
+    n = 1
+    for d in tile_shape:
+        n *= int(d)
+    if len(tile_shape) > 1 and tile_shape[0] != 1 or n == 1 or len(ext) < 2:
+        return None
+    non_unit = [d for d, e in enumerate(ext) if e != 1]
+    if len(non_unit) == 1 and non_unit[0] != len(ext) - 1 and ext[non_unit[0]] == n:
+        return non_unit[0], n
+    return None
 
 
 # Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
@@ -123,11 +213,14 @@ PINGPONG = ("_ping", "_pong")
 
 
 class TileLowerer:
-    def __init__(self, kernel: Kernel, arch) -> None:
+    def __init__(self, kernel: Kernel, arch, grid: list | None = None, compact_temps: bool = False) -> None:
         self.kernel = kernel
+        self.grid = grid or []
+        self.cond_stack: list = []  # conditions of the enclosing ifs
+        self.l0_names: dict = {}  # (L1 tile, scope, ping/pong suffix) -> its L0 buffers
         self.buffers = kernel.copy_buffers()
         self.arch = arch
-        self.vec = VectorEmitter(self.buffers, arch)
+        self.vec = VectorEmitter(self.buffers, arch, compact=compact_temps)
         self.loop_stack: list = []
         self.pending_clear: dict[str, int] = {}  # L0C buffer -> loop depth at T.clear
         self.valid_extents: dict[str, tuple] = {}  # L1 buffer -> (valid rows, valid cols, global shape, loc)
@@ -135,6 +228,8 @@ class TileLowerer:
         # tail (the columns past it hold stale data, which reductions must not see).
         self.ub_valid_cols: dict[str, Valid] = {}
         self._gemms = [s for s in walk(kernel.body) if isinstance(s, TileGemm)]
+        self._lowered: set = set()  # id() of the gemms lowered so far
+        self._l0_of: dict = {}  # (L1 tile, L0 scope) -> names of its L0 buffers
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
@@ -150,8 +245,12 @@ class TileLowerer:
                 self.loop_stack.pop()
                 out.append(dataclasses.replace(s, body=inner))
             elif isinstance(s, If):
-                out.append(dataclasses.replace(s, then_body=self.lower_body(s.then_body),
-                                               else_body=self.lower_body(s.else_body)))
+                self.cond_stack.append(s.cond)
+                then_body = self.lower_body(s.then_body)
+                self.cond_stack[-1] = tirx.Not(s.cond)
+                else_body = self.lower_body(s.else_body)
+                self.cond_stack.pop()
+                out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body))
             elif isinstance(s, ScalarStore | Print):
                 out.append(s)
             else:
@@ -164,6 +263,25 @@ class TileLowerer:
                     self._track_valid(op)
                     out.append(op)
         return out
+
+    def ranges(self) -> Ranges:
+        """The block indices, loop variables (and this AIV's half) in scope, with their ranges."""
+        r = Ranges()
+        for ax in self.grid:
+            r = r.with_var(ax.var, 0, ax.extent)
+        if self.kernel.row_split is not None:
+            r = r.with_var(self.kernel.row_split.var, 0, 2)
+        for lp in self.loop_stack:
+            if lp.var is None or lp.extent is None:  # a while loop: its variables have no range
+                continue
+            span = lp.extent if lp.step == 1 else (lp.extent - 1) * lp.step + 1
+            r = r.with_var(lp.var, lp.start, span)
+        for c in self.cond_stack:
+            r = r.with_cond(c)
+        return r
+
+    def window(self, buf: Buffer, region: Region, tile_shape: tuple, loc) -> GmWindow:
+        return gm_window(buf, region, tile_shape, loc, self.ranges())
 
     def _track_valid(self, op) -> None:
         """Propagate the valid column count of UB tiles through the ops that write them."""
@@ -194,6 +312,8 @@ class TileLowerer:
             return [self.copy_gm_l1(s, src, dst)]
         if key == (Scope.L0C, Scope.GM):
             return [self.fixpipe_gm(s, src, dst)]
+        if key == (Scope.GM, Scope.GM):
+            return self.copy_gm_gm(s, src, dst)
         if s.atomic is not None and dst.scope is Scope.UB:
             # One vector program per block: an atomic add into a tile is a plain add.
             self._check_full(s.src, src, s)
@@ -221,12 +341,16 @@ class TileLowerer:
 
     def copy_gm_ub(self, s: TileCopy, gm: Buffer, ub: Buffer) -> list:
         self._check_full(s.dst, ub, s)
-        w = gm_window(gm, s.src, ub.shape, s.loc)
+        column = column_of(gm, s.src, ub.shape)
+        w = self.window(gm, s.src, ub.shape, s.loc) if column is None else None
         stage = ub
         ops = []
         if gm.dtype != ub.dtype:
             stage = self.vec.temp(ub.shape, gm.dtype)
-        ops.append(self.gm_ub_op(gm, stage, w, s.loc))
+        if column is not None:
+            ops.extend(self.column_to_ub(gm, s.src, stage, *column, s.loc))
+        else:
+            ops.append(self.gm_ub_op(gm, stage, w, s.loc))
         if stage is not ub:
             ops.extend(self.vec.copy_or_cast(ub.name, stage.name, s.loc))
             self.vec.release(stage)
@@ -234,15 +358,106 @@ class TileLowerer:
 
     def copy_ub_gm(self, s: TileCopy, ub: Buffer, gm: Buffer) -> list:
         self._check_full(s.src, ub, s)
-        w = gm_window(gm, s.dst, ub.shape, s.loc)
+        column = column_of(gm, s.dst, ub.shape)
+        w = self.window(gm, s.dst, ub.shape, s.loc) if column is None else None
         ops = []
         stage = ub
         if gm.dtype != ub.dtype:
             stage = self.vec.temp(ub.shape, gm.dtype)
             ops.extend(self.vec.copy_or_cast(stage.name, ub.name, s.loc))
-        ops.append(self.ub_gm_op(stage, gm, w, s.loc, atomic=s.atomic))
+        if column is not None:
+            ops.extend(self.column_to_gm(stage, gm, s.dst, *column, s.atomic, s.loc))
+        else:
+            ops.append(self.ub_gm_op(stage, gm, w, s.loc, atomic=s.atomic))
         if stage is not ub:
             self.vec.release(stage)
+        return ops
+
+    # A strided column: the window runs along a GM dimension that is not the innermost (its
+    # elements are a stride apart) into a (n,) or (1, n) tile. DataCopyPad moves it as n rows of
+    # one element, each into its own 32-byte block of a staging buffer (element k at block k);
+    # the blocks are packed into the tile (or spread out of it) on the vector unit.
+    def _column_window(self, gm: Buffer, region: Region, dim: int, n: int) -> GmWindow:
+        shape = list(gm.shape)
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        base = tuple(region.base)
+        vr = Valid(n) if shape[dim] % n == 0 else Valid(n, shape[dim], base[dim])
+        return GmWindow(gm.name, base, tuple(strides), n, 1, strides[dim], vr, Valid(1))
+
+    def column_to_ub(self, gm: Buffer, region: Region, ub: Buffer, dim: int, n: int, loc) -> list:
+        w = self._column_window(gm, region, dim, n)
+        if gm.dtype in (DType.FLOAT16, DType.FLOAT32) and n <= 255:
+            blk = 32 // gm.elem_bytes
+            stage = self.vec.temp((n * blk,), gm.dtype)
+            # WholeReduceMax over one element per repeat, one repeat per 32-byte block: the max of a
+            # single value is the value itself, written packed (one result per repeat).
+            ops = [CopyGmToUb(gm=gm.name, ub=stage.name, window=w, form=CopyForm.PAD, ub_pitch=blk, dtype=gm.dtype,
+                              loc=loc),
+                   VecWholeReduce(kind=ReduceKind.MAX, dst=ub.name, src=stage.name, mask=1, repeat=n, src_rep=1,
+                                  loc=loc)]
+            self.vec.release(stage)
+            return ops
+        # Other element types: the scalar unit reads the column element by element.
+        k = tirx.Var(f"{ub.name}_k", "int32")
+        src_idx = list(region.base)
+        src_idx[dim] = src_idx[dim] + k
+        dst_idx = (k,) if len(ub.shape) == 1 else (tirx.IntImm("int32", 0), k)
+        value = tirx.BufferLoad(tirx.decl_buffer(gm.shape, str(gm.dtype), gm.name), src_idx)
+        extent = n if not w.valid_rows.tail else tirx.Min(tirx.IntImm("int32", n), w.valid_rows.size -
+                                                          w.valid_rows.base)
+        return [Loop(var=k, extent=extent, body=[ScalarStore(buffer=ub.name, indices=dst_idx, value=value, loc=loc)],
+                     loc=loc)]
+
+    def column_to_gm(self, ub: Buffer, gm: Buffer, region: Region, dim: int, n: int, atomic, loc) -> list:
+        if ub.elem_bytes not in (2, 4):
+            raise UnsupportedError(f"T.copy of the {ub.dtype} tile '{ub.name}' into a strided column of '{gm.name}' "
+                                   "(elements a row apart) is not supported", loc=loc,
+                                   hint="store a 16- or 32-bit tile, or copy into a window along the last dimension")
+        blk = 32 // ub.elem_bytes
+        rows8 = (n + 7) // 8 * 8
+        stage = self.vec.temp((rows8 * blk,), ub.dtype)
+        w = self._column_window(gm, region, dim, n)
+        ops = [VecBrcb(dst=stage.name, src=ub.name, repeat=rows8 // 8, loc=loc),
+               CopyUbToGm(ub=stage.name, gm=gm.name, window=w, form=CopyForm.PAD, ub_pitch=blk, dtype=gm.dtype,
+                          atomic=atomic, loc=loc)]
+        self.vec.release(stage)
+        return ops
+
+    # Bytes of UB one GM -> GM stage takes at most (the rest of the UB stays for the kernel's tiles).
+    GM_GM_STAGE_BYTES = 32 * 1024
+
+    def copy_gm_gm(self, s: TileCopy, src: Buffer, dst: Buffer) -> list:
+        """GM -> GM: there is no documented GM -> GM DataCopy, so the window goes through UB: GM -> UB
+        (MTE2), a cast on the vector unit when the dtypes differ, UB -> GM (MTE3, atomic when asked),
+        in chunks of rows that keep each stage within GM_GM_STAGE_BYTES."""
+        rows_s, cols_s = _window_2d(s.src, src, s.loc)
+        rows_d, cols_d = _window_2d(s.dst, dst, s.loc)
+        if (rows_s, cols_s) != (rows_d, cols_d):
+            raise UnsupportedError(
+                f"T.copy from '{src.name}' window {[int(e) for e in s.src.extents]} to '{dst.name}' window "
+                f"{[int(e) for e in s.dst.extents]}: the windows have different shapes", loc=s.loc,
+                hint="copy windows of the same (rows, columns) shape")
+        rows, cols = rows_s, cols_s
+        pitch = (cols + 15) // 16 * 16
+        per_row = pitch * (src.elem_bytes + (dst.elem_bytes if dst.dtype != src.dtype else 0))
+        chunk = max(1, min(rows, self.GM_GM_STAGE_BYTES // per_row))
+        ops: list = []
+        for r0 in range(0, rows, chunk):
+            n = min(chunk, rows - r0)
+            shape = (n, cols) if rows > 1 else (cols,)
+            stage = self.vec.temp(shape, src.dtype)
+            src_r, dst_r = _rows_of(s.src, r0, n), _rows_of(s.dst, r0, n)
+            ops.append(self.gm_ub_op(src, stage, self.window(src, src_r, shape, s.loc), s.loc))
+            out = stage
+            if dst.dtype != src.dtype:
+                out = self.vec.temp(shape, dst.dtype)
+                ops.extend(self.vec.copy_or_cast(out.name, stage.name, s.loc))
+            ops.append(self.ub_gm_op(out, dst, self.window(dst, dst_r, shape, s.loc), s.loc, atomic=s.atomic))
+            self.vec.release(stage)
+            if out is not stage:
+                self.vec.release(out)
         return ops
 
     @staticmethod
@@ -260,28 +475,52 @@ class TileLowerer:
         return CopyUbToGm(ub=ub.name, gm=gm.name, window=w, form=self._form(gm, ub, w), ub_pitch=ub.pitch,
                           dtype=gm.dtype, atomic=atomic, loc=loc)
 
+    def _tile_rows(self, region: Region, buf: Buffer, s) -> tuple:
+        """(first row, row count) of a region of a 2-D tile that is whole rows; the tile's own
+        (0, rows) when it is all of it. Anything else is refused at the copy."""
+        if len(buf.shape) == 2 and len(region.extents) == 2 and _is_zero(region.base[1]) \
+                and isinstance(region.extents[0], int | tirx.IntImm) and int(region.extents[1]) == buf.cols:
+            n = int(region.extents[0])
+            r0 = int(region.base[0]) if isinstance(region.base[0], int | tirx.IntImm) else None
+            if r0 is None or 0 <= r0 <= buf.rows - n:
+                return region.base[0], n
+        self._check_full(region, buf, s)
+        return 0, buf.rows
+
     def copy_gm_l1(self, s: TileCopy, gm: Buffer, l1: Buffer) -> CopyGmToL1:
-        self._check_full(s.dst, l1, s)
+        row0, n = self._tile_rows(s.dst, l1, s)
+        if n != l1.rows:
+            # Whole rows of the tile (e.g. a gather, one row per index): Nd2Nz writes them at their
+            # row of every column block. A row index past the tile is the caller's to keep in range.
+            if gm.dtype != l1.dtype:
+                raise UnsupportedError(f"T.copy from '{gm.name}' ({gm.dtype}) to gemm operand '{l1.name}' ({l1.dtype}) "
+                                       "would need a cast on the way into L1", loc=s.loc,
+                                       hint="give the global tensor the operand's dtype")
+            w = self.window(gm, s.src, (n, l1.cols), s.loc)
+            self.valid_extents.pop(l1.name, None)
+            return CopyGmToL1(gm=gm.name, l1=l1.name, window=w, l1_rows=l1.rows, dtype=gm.dtype, row0=row0, loc=s.loc)
         if gm.dtype != l1.dtype:
             raise UnsupportedError(
                 f"T.copy from '{gm.name}' ({gm.dtype}) to gemm operand '{l1.name}' ({l1.dtype}) would need a cast "
                 "on the way into L1, which the hardware path (Nd2Nz) cannot do",
                 loc=s.loc, hint="give the global tensor the operand's dtype")
-        w = gm_window(gm, s.src, l1.shape, s.loc)
+        w = self.window(gm, s.src, l1.shape, s.loc)
         self.valid_extents[l1.name] = (w.valid_rows, w.valid_cols, gm.shape, s.loc)
         return CopyGmToL1(gm=gm.name, l1=l1.name, window=w, l1_rows=l1.rows, dtype=gm.dtype, loc=s.loc)
 
     def fixpipe_gm(self, s: TileCopy, l0c: Buffer, gm: Buffer):
         self._check_full(s.src, l0c, s)
-        w = gm_window(gm, s.dst, l0c.shape, s.loc)
-        quant = {DType.FLOAT16: QuantMode.F32_TO_F16, DType.BFLOAT16: QuantMode.F32_TO_BF16,
-                 DType.FLOAT32: QuantMode.NONE}.get(gm.dtype)
-        if quant is None:
-            raise UnsupportedError(f"gemm result copied to '{gm.name}' of dtype {gm.dtype}; Fixpipe writes "
-                                   "float16, bfloat16 or float32", loc=s.loc)
+        w = self.window(gm, s.dst, l0c.shape, s.loc)
+        quant = FIXPIPE_QUANT.get((l0c.dtype, gm.dtype))
+        outs = dict(self.arch.fixpipe_dtypes).get(l0c.dtype, ())
+        if quant is None or gm.dtype not in outs:
+            raise UnsupportedError(f"gemm result '{l0c.name}' ({l0c.dtype}) copied to '{gm.name}' of dtype {gm.dtype}; "
+                                   f"Fixpipe on {self.arch.name} writes a {l0c.dtype} accumulator as "
+                                   f"{', '.join(map(str, outs))}", loc=s.loc,
+                                   hint="copy the accumulator into a vector tile and convert it there")
         cls = FixpipeToGmArch3510 if self.arch.fixpipe_arch3510 else FixpipeToGmV220
         return cls(gm=gm.name, src=l0c.name, window=w, src_stride=l0c.rows, quant=quant, relu=False, dtype=gm.dtype,
-                   atomic=s.atomic, loc=s.loc)
+                   src_dtype=l0c.dtype, atomic=s.atomic, loc=s.loc)
 
     # ------------------------------------------------------------ fill
     def lower_fill(self, s: TileFill) -> list:
@@ -308,19 +547,102 @@ class TileLowerer:
         if src.scope is not Scope.UB or dst.scope is not Scope.UB:
             raise UnsupportedError("reductions work on vector tiles (T.alloc_fragment / T.alloc_shared not used "
                                    "by a gemm)", loc=s.loc)
-        if len(src.shape) == 2 and s.dim not in (1, -1):
-            raise UnsupportedError(f"{name} over dim={s.dim} of '{src.name}': only the last "
-                                   "dimension (dim=1, a row reduction) is supported", loc=s.loc,
-                                   hint="transpose the tile or reduce along rows")
-        if dst.numel != src.rows:
-            raise UnsupportedError(f"reduce output '{dst.name}' has {dst.numel} elements for {src.rows} rows",
-                                   loc=s.loc)
-        if src.dtype != dst.dtype or src.dtype not in (DType.FLOAT32, DType.FLOAT16):
-            raise UnsupportedError(f"{name} from {src.dtype} to {dst.dtype}: reductions take float32 "
-                                   "or float16 tiles of one dtype", loc=s.loc,
-                                   hint="T.copy the tile into a float32 fragment first")
-        return self.vec.row_reduce(s.kind, dst.name, src.name, s.clear, s.loc,
-                                   valid_cols=self.ub_valid_cols.get(src.name))
+        dim = s.dim + len(src.shape) if s.dim < 0 else s.dim
+        if len(src.shape) == 2 and dim not in (0, 1) or len(src.shape) == 1 and dim != 0:
+            raise UnsupportedError(f"{name} over dim={s.dim} of the {len(src.shape)}-D tile '{src.name}'", loc=s.loc)
+        over_rows = len(src.shape) == 2 and dim == 0
+        want = src.cols if over_rows else src.rows
+        if dst.numel != want:
+            raise UnsupportedError(f"reduce output '{dst.name}' has {dst.numel} elements for the {want} "
+                                   f"{'columns' if over_rows else 'rows'} of '{src.name}'", loc=s.loc)
+        cdt = self._reduce_dtype(src.dtype, dst.dtype, name, s.loc)
+        kind = {ReduceKind.ABSSUM: ReduceKind.SUM, ReduceKind.ABSMAX: ReduceKind.MAX}.get(s.kind, s.kind)
+        ops: list = []
+        temps: list = []
+        work = src.name
+        if src.dtype != cdt:  # reduce a widened copy (bfloat16, or float16 into a float32 result)
+            t = self.vec.temp(src.shape, cdt)
+            temps.append(t)
+            ops += self.vec.copy_or_cast(t.name, work, s.loc)
+            work = t.name
+        if s.kind in (ReduceKind.ABSSUM, ReduceKind.ABSMAX):
+            t = self.vec.temp(src.shape, cdt)
+            temps.append(t)
+            ops += self.vec.unary(VecUnary.ABS, t.name, work, s.loc)
+            work = t.name
+        out = dst.name
+        if dst.dtype != cdt:
+            t = self.vec.temp(dst.shape, cdt)
+            temps.append(t)
+            if not s.clear:
+                ops += self.vec.copy_or_cast(t.name, dst.name, s.loc)
+            out = t.name
+        valid = self.ub_valid_cols.get(src.name)  # the widened copies keep the columns
+        if over_rows:
+            ops += self.vec.col_reduce(kind, out, work, s.clear, s.loc)
+        else:
+            ops += self.vec.row_reduce(kind, out, work, s.clear, s.loc, valid_cols=valid)
+        if out != dst.name:
+            ops += self.vec.copy_or_cast(dst.name, out, s.loc)
+        for t in temps:
+            self.vec.release(t)
+        return ops
+
+    def _reduce_dtype(self, src: DType, dst: DType, name: str, loc) -> DType:
+        """The element type a reduction runs in: the tiles' own where the vector unit reduces it
+        (float16, float32), float32 for bfloat16 and for a float16 tile reduced into float32; int32
+        tiles in float32 (exact up to 2^24: the reduce instructions take no int32 on dav-c220)."""
+        floats = (DType.FLOAT16, DType.FLOAT32)
+        if src == dst and src in floats:
+            return src
+        if src in (*floats, DType.BFLOAT16, DType.INT32) and dst in (*floats, DType.BFLOAT16, DType.INT32):
+            return DType.FLOAT32
+        raise UnsupportedError(f"{name} from {src} to {dst}: reductions take float16, bfloat16, float32 and int32 "
+                               "tiles", loc=loc, hint="T.copy the tile into a float32 fragment first")
+
+    # ------------------------------------------------------------ cumsum
+    def lower_cumsum(self, s: TileCumsum) -> list:
+        """Inclusive prefix sums. Over the rows of a 2-D tile (dim 0): one vector Add per row, each
+        adding the previous row's result. Along a row (dim 1, or a 1-D tile): the elements of a
+        row depend on each other one by one, which no vector instruction takes (its lanes cannot
+        shift), so the scalar unit adds them in place: rows x (cols - 1) scalar steps."""
+        src, dst = self.buffers[s.src.buffer], self.buffers[s.dst.buffer]
+        if src.scope is not Scope.UB or dst.scope is not Scope.UB:
+            raise UnsupportedError("T.cumsum works on vector tiles (T.alloc_shared / T.alloc_fragment)", loc=s.loc)
+        self._check_full(s.src, src, s)
+        self._check_full(s.dst, dst, s)
+        if src.shape != dst.shape or src.dtype != dst.dtype:
+            raise UnsupportedError(f"T.cumsum from '{src.name}' ({list(src.shape)}, {src.dtype}) into '{dst.name}' "
+                                   f"({list(dst.shape)}, {dst.dtype}): the tiles must have one shape and dtype",
+                                   loc=s.loc, hint="T.copy into a tile of the result's dtype first")
+        if src.dtype not in (DType.FLOAT16, DType.FLOAT32, DType.INT32):
+            raise UnsupportedError(f"T.cumsum of the {src.dtype} tile '{src.name}'", loc=s.loc,
+                                   hint="use a float16, float32 or int32 tile")
+        dim = s.dim + len(src.shape) if s.dim < 0 else s.dim
+        if dim not in range(len(src.shape)):
+            raise UnsupportedError(f"T.cumsum over dim={s.dim} of the {len(src.shape)}-D tile '{src.name}'", loc=s.loc)
+        if len(src.shape) == 2 and dim == 0:
+            return [VecScanRows(op=VecBinary.ADD, dst=dst.name, src=src.name, rows=src.rows, cols=src.cols,
+                                pitch=src.pitch, reverse=s.reverse, barrier=self.arch.needs_vector_barrier, loc=s.loc)]
+        ops = [] if dst.name == src.name else self.vec.copy_or_cast(dst.name, src.name, s.loc)
+        n = dst.cols
+        if n == 1:
+            return ops
+        tb = tirx.decl_buffer(dst.shape, str(dst.dtype), dst.name)
+        k = tirx.Var(f"{dst.name}_k", "int32")
+        one = tirx.IntImm("int32", 1)
+        c, prev = (tirx.IntImm("int32", n - 2) - k, tirx.IntImm("int32", n - 1) - k) if s.reverse else (k, k - one)
+        if len(dst.shape) == 1:
+            idx, pidx, outer = (c,), (prev,), None
+        else:
+            outer = tirx.Var(f"{dst.name}_r", "int32")
+            idx, pidx = (outer, c), (outer, prev)
+        step = ScalarStore(buffer=dst.name, indices=idx,
+                           value=tirx.BufferLoad(tb, list(idx)) + tirx.BufferLoad(tb, list(pidx)), loc=s.loc)
+        loop = Loop(var=k, extent=n - 1, body=[step], start=0 if s.reverse else 1, loc=s.loc)
+        if outer is not None:
+            loop = Loop(var=outer, extent=dst.rows, body=[loop], loc=s.loc)
+        return [*ops, loop]
 
     # ------------------------------------------------------------ cross-core (from route)
     def lower_cc_set(self, s: CrossCoreSet) -> list:
@@ -336,7 +658,7 @@ class TileLowerer:
         C = self.buffers[s.src]
         rows, cols = C.shape
         return [FixpipeToPeerUb(src=C.name, target=s.target, half=rows // 2, rows=rows, cols=cols,
-                                pitch=(cols + 15) // 16 * 16, sub=s.sub, step=s.step, loc=s.loc)]
+                                pitch=(cols + 15) // 16 * 16, sub=s.sub, step=s.step, dtype=C.dtype, loc=s.loc)]
 
     def lower_copy_to_peer_l1(self, s: CopyToPeerL1) -> list:
         """dav-3510: this AIV's half of the rows of a UB tile into the AIC's L1 tile (MTE3, ND -> NZ)."""
@@ -356,7 +678,8 @@ class TileLowerer:
 
     # ------------------------------------------------------------ parallel
     def lower_parallel(self, s: TileParallel) -> list:
-        return ParallelLowerer(self.vec, self.buffers, s, self.gm_ub_op, self.ub_gm_op, gm_window).lower()
+        return ParallelLowerer(self.vec, self.buffers, s, self.gm_ub_op, self.ub_gm_op, self.window,
+                               columns=(column_of, self.column_to_ub, self.column_to_gm)).lower()
 
     # ------------------------------------------------------------ gemm
     def lower_gemm(self, s: TileGemm) -> list:
@@ -366,9 +689,7 @@ class TileLowerer:
         tA, tB = s.trans_a, s.trans_b
         if A.scope is not Scope.L1 or B.scope is not Scope.L1 or C.scope is not Scope.L0C:
             raise InternalCompilerError("gemm operands not in L1/L0C", stage="lower_tile_ops")
-        if A.dtype != B.dtype:
-            raise UnsupportedError(f"gemm operands '{A.name}' ({A.dtype}) and '{B.name}' ({B.dtype}) differ in dtype",
-                                   loc=s.loc, hint="use the same dtype for A and B")
+        self._check_cube_dtypes(A, B, C, tA, tB, s)
         M, K = (A.cols, A.rows) if tA else (A.rows, A.cols)
         Kb, N = (B.cols, B.rows) if tB else (B.rows, B.cols)
         if K != Kb or (M, N) != tuple(C.shape):
@@ -378,6 +699,7 @@ class TileLowerer:
         kv = self._valid_k(A, tA, s)
         init = self._init(C, s.clear_accum)
         ks = self._k_step(A, B, M, N, K, kv)
+        self._lowered.add(id(s))
         if ks == K:
             l0a = self._l0(A, Scope.L0A, (M, K))
             l0b = self._l0(B, Scope.L0B, (K, N))
@@ -396,71 +718,129 @@ class TileLowerer:
                                    c * ks, init if c == 0 else False, s)
         return ops
 
+    def _check_cube_dtypes(self, A: Buffer, B: Buffer, C: Buffer, tA: bool, tB: bool, s: TileGemm) -> None:
+        """The operand and accumulator dtypes must be a combination the arch's Mmad takes
+        (Mmad page, tables 5-8); the error names the gemm's line and the arch's combinations."""
+        arch = self.arch
+        combos = arch.cube_dtypes
+        if (A.dtype, B.dtype, C.dtype) in combos:
+            if A.elem_bytes == 1 and not arch.b8_transpose and (tA or not tB):
+                which = "A stored K x M (transpose_A=True)" if tA else "B stored K x N (transpose_B=False)"
+                raise UnsupportedError(
+                    f"gemm with 1-byte operands and {which}: {arch.name}'s LoadData transposes only 2-byte "
+                    "fractals on the way into L0A/L0B (LoadData page, ifTranspose)",
+                    loc=s.loc, hint="store A as M x K and B as N x K (T.gemm(A, B, C, transpose_B=True)), the layout "
+                    "1-byte Cube operands load without a transpose")
+            return
+        fp8 = (DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2)
+        listed = "; ".join(f"{a} x {b} -> {c}" for a, b, c in combos)
+        if A.dtype in fp8 or B.dtype in fp8:
+            if not any(a in fp8 for a, _, _ in combos):
+                raise UnsupportedError(
+                    f"gemm of '{A.name}' ({A.dtype}) x '{B.name}' ({B.dtype}): {arch.name}'s Cube core has no fp8 "
+                    f"(its Mmad takes {listed}); fp8 operands exist only on dav-3510 (Ascend 950)",
+                    loc=s.loc, hint="compile for dav-3510, or cast the operands to float16/bfloat16 before the gemm")
+        accs = [c for a, b, c in combos if (a, b) == (A.dtype, B.dtype)]
+        if accs:
+            raise UnsupportedError(
+                f"gemm of {A.dtype} operands into accumulator '{C.name}' ({C.dtype}); the Cube core accumulates "
+                f"{A.dtype} x {B.dtype} in {accs[0]}", loc=s.loc,
+                hint=f"allocate '{C.name}' as T.alloc_fragment(..., '{accs[0]}')")
+        raise UnsupportedError(
+            f"gemm of '{A.name}' ({A.dtype}) x '{B.name}' ({B.dtype}) -> '{C.name}' ({C.dtype}) is not a combination "
+            f"{arch.name}'s Cube core takes: {listed}", loc=s.loc,
+            hint="cast the operands to float16/bfloat16 (float32 accumulator) before the gemm")
+
     def _k_step(self, A: Buffer, B: Buffer, M: int, N: int, K: int, kv: Valid) -> int:
         """The K of one LoadData/Mmad step: all of K when both operands fit L0A/L0B twice (the
         multi_buffer pass may then double them) or when K has a runtime tail; otherwise the
         largest multiple of 16 dividing K whose operand chunks fit twice. L0A/L0B are shared with
-        the other gemms of the kernel: their operands (one copy each, other L1 tiles) are
-        reserved first."""
+        the other gemms of the kernel (see ``_l0_reserve``)."""
         cap = self.arch.capacity
         esz = A.nbytes // (A.rows * A.cols)
-        res_a, res_b = self._l0_reserve(A.name, B.name)
 
         def fits(k: int, copies: int) -> bool:
+            res_a, res_b = self._l0_reserve(A.name, B.name, M * k, k * N)
             return (copies * M * k * esz + res_a <= cap[Scope.L0A]
                     and copies * k * N * esz + res_b <= cap[Scope.L0B])
 
+        c0 = 32 // A.elem_bytes   # chunks of K stay whole fractals
         if fits(K, 2) or kv.tail:
             return K
-        for ks in range(K - 16, 15, -16):
+        for ks in range(K - c0, c0 - 1, -c0):
             if K % ks == 0 and fits(ks, 2):
                 return ks
         return K
 
-    def _l0_reserve(self, a: str, b: str) -> tuple[int, int]:
-        """L0A/L0B bytes the kernel's other gemms need for operands loaded from other L1 tiles
-        (whole operands, one copy: what they take at the least when they are not stepped)."""
-        res = {Scope.L0A: {}, Scope.L0B: {}}
+    def _l0_reserve(self, a: str, b: str, numel_a: int, numel_b: int) -> tuple[int, int]:
+        """L0A/L0B bytes the kernel's other gemms keep while a gemm of the L1 tiles ``a`` and
+        ``b`` loads chunks of ``numel_a`` / ``numel_b`` elements: the L0 buffers made for the
+        gemms lowered before (those of ``a`` and ``b`` themselves when too small to be reused),
+        and for the gemms still to lower, the least their operands can take (a 16-deep K chunk,
+        twice; the whole operand when K is 16)."""
+        res = {Scope.L0A: 0, Scope.L0B: 0}
+        made = set()
+        for (l1, scope), names in self._l0_of.items():
+            made.add((l1, scope))
+            own = {Scope.L0A: (a, numel_a), Scope.L0B: (b, numel_b)}[scope]
+            for n in names:
+                buf = self.buffers[n]
+                if l1 != own[0] or buf.numel < own[1]:
+                    res[scope] += buf.nbytes
+        least: dict = {}
         for g in self._gemms:
+            if id(g) in self._lowered:
+                continue
             ga, gb = self.buffers[g.a.buffer], self.buffers[g.b.buffer]
-            for scope, buf in ((Scope.L0A, ga), (Scope.L0B, gb)):
-                if buf.name not in (a, b):
-                    res[scope][buf.name] = max(res[scope].get(buf.name, 0), buf.numel * buf.elem_bytes)
-        return sum(res[Scope.L0A].values()), sum(res[Scope.L0B].values())
+            gm = ga.cols if g.trans_a else ga.rows
+            gk = ga.rows if g.trans_a else ga.cols
+            gn = gb.rows if g.trans_b else gb.cols
+            k_least, copies = (16, 2) if gk > 16 and gk % 16 == 0 else (gk, 1)
+            for scope, buf, mn in ((Scope.L0A, ga, gm), (Scope.L0B, gb, gn)):
+                if buf.name in (a, b) or (buf.name, scope) in made:
+                    continue
+                key = (buf.name, scope)
+                least[key] = max(least.get(key, 0), copies * mn * k_least * buf.elem_bytes)
+        for (_, scope), nbytes in least.items():
+            res[scope] += nbytes
+        return res[Scope.L0A], res[Scope.L0B]
 
     def _gemm_step(self, A: Buffer, B: Buffer, C: Buffer, l0a: Buffer, l0b: Buffer, tA: bool, tB: bool, M: int,
                    N: int, K: int, kv: Valid, k0: int, init, s: TileGemm) -> list:
         """LoadData A and B rows k0..k0+K of their L1 tiles into L0A/L0B, then one Mmad."""
         # Element offset of K row k0 inside the NZ tiles in L1: a stored [rows, cols] tile keeps
-        # each 16-column block contiguous (rows x 16 elements), so a step along the columns moves
-        # k0 * rows elements and a step along the rows k0 * 16.
-        a_off = k0 * 16 if tA else k0 * A.rows
-        b_off = k0 * B.rows if tB else k0 * 16
+        # each C0-column block contiguous (rows x C0 elements; C0 = 16 for 2-byte types, 32 for
+        # 1-byte ones), so a step along the columns moves k0 * rows elements and a step along the
+        # rows k0 * C0.
+        c0 = 32 // A.elem_bytes
+        a_off = k0 * c0 if tA else k0 * A.rows
+        b_off = k0 * B.rows if tB else k0 * c0
         part = f" K {k0}..{k0 + K}" if k0 or K != (A.rows if tA else A.cols) else ""
         if self.arch.load_data_v2:
-            kf = KFractals(kv)
-            # LoadData2DParamsV2: the L1 region is (mStep x kStep) fractals of the stored tile;
-            # ifTranspose stores the transposed region (A stored K x M -> NZ M x K; B stored K x N ->
-            # ZN). srcStride/dstStride are the distances between column blocks in fractals.
-            load_a = (LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=kf, k_step=M // 16,
+            # LoadData2DParamsV2: the L1 region is mStep row blocks (16 rows) x kStep column blocks
+            # (32 bytes: C0 elements) of the stored tile; ifTranspose stores the transposed region
+            # (A stored K x M -> NZ M x K; B stored K x N -> ZN). srcStride/dstStride are the
+            # distances between column blocks in fractals.
+            rows_k, cols_k = KFractals(kv, 16), KFractals(kv, c0)
+            load_a = (LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=rows_k, k_step=M // c0,
                                    src_stride=A.rows // 16, dst_stride=M // 16, trans=True,
                                    note="A stored K x M, transposed into NZ", part=part, operand_transposed=True,
                                    loc=s.loc) if tA else
-                      LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=M // 16, k_step=kf,
+                      LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=M // 16, k_step=cols_k,
                                    src_stride=A.rows // 16, dst_stride=M // 16, trans=False,
                                    note="A stored M x K, NZ into NZ", part=part, loc=s.loc))
-            load_b = (LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=N // 16, k_step=kf,
+            load_b = (LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=N // 16, k_step=cols_k,
                                    src_stride=B.rows // 16, dst_stride=N // 16, trans=False,
                                    note="B stored N x K: its NZ fractals are already ZN", part=part,
                                    operand_transposed=True, loc=s.loc) if tB
-                      else LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=kf, k_step=N // 16,
+                      else LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=rows_k, k_step=N // c0,
                                         src_stride=B.rows // 16, dst_stride=N // 16, trans=True,
                                         note="B stored K x N, each fractal transposed into ZN", part=part, loc=s.loc))
         else:
             load_a = LoadData2D(operand="A", dst=l0a.name, src=A.name, src_offset=a_off, mn=M, k=kv, trans=tA,
-                                src_rows=A.rows, part=part, loc=s.loc)
+                                src_rows=A.rows, part=part, c0=c0, loc=s.loc)
             load_b = LoadData2D(operand="B", dst=l0b.name, src=B.name, src_offset=b_off, mn=N, k=kv, trans=tB,
-                                src_rows=B.rows, part=part, loc=s.loc)
+                                src_rows=B.rows, part=part, c0=c0, loc=s.loc)
         mmad = Mmad(dst=C.name, a=l0a.name, b=l0b.name, m=M, n=N, k=kv, init=init, loc=s.loc)
         return [load_a, load_b, mmad]
 
@@ -474,23 +854,33 @@ class TileLowerer:
         if not kv.tail:
             return Valid(K)
         gk = gshape[-2] if tA else gshape[-1]
-        if gk % 16:
+        if static_int(gk) is None:
+            raise UnsupportedError(
+                f"the reduction dimension K = {gk} of the gemm is symbolic: the Cube core takes whole 16-element "
+                "fractals along K, which a runtime tail of an unknown K may not be",
+                loc=s.loc, hint="give K a constant size (symbolic M and N are fine), or pad it to a multiple of the "
+                "tile's K")
+        unit = 16 if tA or A.elem_bytes != 1 else 32   # fractal width along K: 32 bytes of a column block
+        if gk % unit:
             raise AlignmentError(
-                f"the reduction dimension K = {gk} of the gemm is not a multiple of 16, and the tile K = {K} "
+                f"the reduction dimension K = {gk} of the gemm is not a multiple of {unit}, and the tile K = {K} "
                 "does not divide it: the Cube core cannot take a partial fractal along K",
                 loc=s.loc,
-                hint=f"pad K to a multiple of 16 (e.g. {(gk + 15) // 16 * 16}) with zeros, or pick a block_K "
-                f"that divides {gk}",
+                hint=f"pad K to a multiple of {unit} (e.g. {(gk + unit - 1) // unit * unit}) with zeros, or pick a "
+                f"block_K that divides {gk}",
             )
         return kv
 
     def _l0(self, l1: Buffer, scope: Scope, shape: tuple, suffix: str = "") -> Buffer:
-        name = f"{l1.name}_{scope.value.lower()}{suffix}"
-        n = 1
-        while name in self.buffers and self.buffers[name].numel < shape[0] * shape[1]:
-            # another gemm loads this L1 tile into a smaller L0 buffer: a buffer of its own
-            name = f"{l1.name}_{scope.value.lower()}{suffix}_{n}"
-            n += 1
+        # The L0 buffers made for this L1 tile: reuse the first that is large enough (another gemm
+        # may load this tile into a smaller chunk: then a buffer of its own); fresh names never take
+        # a user tile's (a_l0a).
+        made = self.l0_names.setdefault((l1.name, scope, suffix), [])
+        name = next((n for n in made if self.buffers[n].numel >= shape[0] * shape[1]), None)
+        if name is None:
+            name = fresh_name(f"{l1.name}_{scope.value.lower()}{suffix}", self.buffers)
+            made.append(name)
+        self._l0_of.setdefault((l1.name, scope), set()).add(name)
         if name not in self.buffers:
             layout = self.arch.l0a_layout if scope is Scope.L0A else self.arch.l0b_layout
             self.buffers[name] = Buffer(name=name, shape=shape, dtype=l1.dtype, kind=BufferKind.TEMP, loc=l1.loc,
@@ -514,6 +904,7 @@ class TileLowerer:
         TileCopy: lower_copy,
         TileFill: lower_fill,
         TileReduce: lower_reduce,
+        TileCumsum: lower_cumsum,
         TileGemm: lower_gemm,
         TileParallel: lower_parallel,
         TileAccumulate: lower_accumulate,
@@ -549,9 +940,11 @@ def resolve_cross_core_pipes(body: list) -> list:
     return out
 
 
-def lower_tile_ops(program: Program) -> Program:
-    """Lower tile ops to pipe-tagged Ascend ops in every kernel."""
-    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch).run())
+def lower_tile_ops(program: Program, compact_temps: bool = False) -> Program:
+    """Lower tile ops to pipe-tagged Ascend ops in every kernel. ``compact_temps``: element-wise
+    results overwrite their operands' temporaries (the driver's second try when the first
+    lowering does not fit the memory budget)."""
+    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch, lc.grid, compact_temps).run())
     verify_lowered(out)
     return out
 

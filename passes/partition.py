@@ -16,7 +16,8 @@ L0C (a T.clear before a loop becomes the first Mmad's overwrite); at the first v
 crosses to the AIVs; a later gemm into it computes a fresh product that the AIVs add into their
 copy (``acc += partial``), which is how FlashAttention's rescaled ``acc_o`` or a causal mask
 written before ``T.gemm`` work. A gemm operand produced by vector code crosses to the Cube before
-the gemm.
+the first gemm that reads it after each vector write (FlashAttention backward's ``dS`` feeds two
+gemms from one crossing).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from ascend_backend.ir import (
     TileParallel,
     TileReduce,
     Transfer,
+    fresh_name,
     walk,
 )
 
@@ -102,6 +104,19 @@ def tile_buffers(op) -> set:
     return set()
 
 
+def tile_writes(op) -> set:
+    """The buffers a tile-level op (before partition) writes."""
+    if isinstance(op, TileCopy | TileFill | TileReduce | TileCumsum):
+        return {op.dst.buffer}
+    if isinstance(op, TileGemm):
+        return {op.c.buffer}
+    if isinstance(op, TileParallel):
+        return {ps.store.buffer.name for ps in op.stores}
+    if isinstance(op, ScalarStore):
+        return {op.buffer}
+    return set()
+
+
 def full_region(buf: Buffer) -> Region:
     zero = tirx.IntImm("int32", 0)
     return Region(buf.name, (zero,) * len(buf.shape), tuple(buf.shape))
@@ -130,7 +145,7 @@ class _Partitioner:
                 self.vector_bufs |= tile_buffers(s)
             elif isinstance(s, TileCopy):
                 src, dst = s.src.buffer, s.dst.buffer
-                gm = {n for n in (src, dst) if self.bufs[n].kind is BufferKind.PARAM}
+                gm = {n for n in (src, dst) if self.bufs[n].kind.in_gm}
                 local = {src, dst} - gm
                 if len(local) == 2 or (local and not (local & (self.operands | self.accs))):
                     self.vector_bufs |= local
@@ -141,6 +156,9 @@ class _Partitioner:
         self.transfers: list[Transfer] = []
         self.extra_aiv: dict = {}
         self.loop_path: list = []
+        # Vector-made gemm operands whose current value the Cube already holds: a second gemm on an
+        # unchanged operand reads the copy the first one received instead of crossing again.
+        self.on_cube: frozenset = frozenset()
 
     @property
     def mixed(self) -> bool:
@@ -158,7 +176,9 @@ class _Partitioner:
         if isinstance(op, TileFill):
             return Core.AIC if op.dst.buffer in self.accs - self.mixed_accs else Core.AIV
         if isinstance(op, TileCopy):
-            local = [n for n in (op.src.buffer, op.dst.buffer) if self.bufs[n].kind is not BufferKind.PARAM]
+            local = [n for n in (op.src.buffer, op.dst.buffer) if not self.bufs[n].kind.in_gm]
+            if not local:  # GM -> GM: staged through the UB of a vector core
+                return Core.AIV
             if all(n in (self.operands - self.mixed_operands) or n in (self.accs - self.mixed_accs) for n in local):
                 return Core.AIC
             return Core.AIV
@@ -171,7 +191,7 @@ class _Partitioner:
                 return t
         target = tile
         if accumulate:
-            target = f"{tile}_part"
+            target = fresh_name(f"{tile}_part", set(self.bufs) | set(self.extra_aiv))
             if target not in self.extra_aiv:
                 b = self.bufs[tile]
                 self.extra_aiv[target] = Buffer(name=target, shape=b.shape, dtype=b.dtype, kind=BufferKind.FRAGMENT,
@@ -202,8 +222,11 @@ class _Partitioner:
                 # (e.g. the first vector access of an accumulator cleared before the loop) decides
                 # where it lives after the `if`: it is brought there before the `if`, so that both
                 # branches start and end with it in one place.
+                entry = self.on_cube
                 _, _, st_then = self.body(s.then_body, dict(state))
+                self.on_cube = entry
                 _, _, st_else = self.body(s.else_body, dict(state))
+                self.on_cube = entry
                 target = dict(state)
                 for name in sorted(self.mixed_accs):
                     moved = {st[name] for st in (st_then, st_else) if st[name] != state[name]}
@@ -219,8 +242,11 @@ class _Partitioner:
                 a1, v1 = self.bring(state, target, branch, s.loc)
                 aic += a1
                 aiv += v1
+                entry = self.on_cube
                 a_then, v_then, st_then = self.body(s.then_body, dict(state))
+                on_then, self.on_cube = self.on_cube, entry
                 a_else, v_else, st_else = self.body(s.else_body, dict(state))
+                self.on_cube &= on_then
                 if st_then != state or st_else != state:
                     raise UnsupportedError("a gemm accumulator changes sides (Cube/Vector) inside an `if`", loc=s.loc,
                                            hint="move the T.gemm or the element-wise code on its result out of the "
@@ -233,9 +259,13 @@ class _Partitioner:
             if isinstance(s, Loop):
                 # Dry run: the state the loop carries. It may meet a transfer first, which then records
                 # its loop: the loop is on the path here too.
+                # An operand the body writes is not on the Cube at the top of an iteration.
+                written = {n for x in walk(s.body) if not isinstance(x, Loop | If) for n in tile_writes(x)}
+                self.on_cube = entry = self.on_cube - written
                 self.loop_path.append(id(s))
                 _, _, after = self.body(s.body, dict(state))
                 self.loop_path.pop()
+                self.on_cube = entry
                 # Bring each accumulator into the state the loop body carries before the loop.
                 a1, v1 = self.bring(state, after, s.body, s.loc)
                 aic += a1
@@ -243,6 +273,7 @@ class _Partitioner:
                 self.loop_path.append(id(s))
                 a_body, v_body, state = self.body(s.body, state)
                 self.loop_path.pop()
+                self.on_cube &= entry  # the loop may run no iteration
                 if a_body:
                     aic.append(dataclasses.replace(s, body=a_body))
                 if v_body:
@@ -296,15 +327,17 @@ class _Partitioner:
             aic: list = []
             aiv: list = []
             for opnd in (s.a.buffer, s.b.buffer):
-                if opnd in self.mixed_operands:
+                if opnd in self.mixed_operands and opnd not in self.on_cube:
                     a1, v1 = self.to_cube(opnd, s.loc)
                     aic += a1
                     aiv += v1
+                    self.on_cube |= {opnd}
             C = s.c.buffer
             if C in self.mixed_accs:
-                if state[C] in ("vec", "partial") and not (state[C] == "partial" and s.clear_accum):
+                if state[C] in ("vec", "partial") and not s.clear_accum:
                     # The vector side owns the value: compute a fresh product (or add to the one
                     # already in L0C) and add it there -- once, after the last of consecutive gemms.
+                    # (With clear_accum the old value is dead: the product replaces it, below.)
                     aic.append(s if state[C] == "partial" else dataclasses.replace(s, clear_accum=True))
                     state[C] = "partial"
                     if not _next_access_is_gemm(rest, C):
@@ -326,6 +359,7 @@ class _Partitioner:
             state[name] = "vec"
             return [], [s]
         side = self.side(s)
+        self.on_cube -= tile_writes(s)
         if isinstance(s, Print):
             return [], [s]  # printed once, by the AIVs
         if side is None:
@@ -378,12 +412,12 @@ def partition_launch(launch: Launch) -> Launch:
         return launch.replace(kernels={core: kernel.replace(core=core)})
     state = {n: "vec" for n in p.mixed_accs}  # where the current value of each mixed acc lives
     aic_body, aiv_body, _ = p.body(kernel.body, state)
-    params = {n: dataclasses.replace(b) for n, b in kernel.buffers.items() if b.kind is BufferKind.PARAM}
+    params = {n: dataclasses.replace(b) for n, b in kernel.buffers.items() if b.kind.in_gm}
 
     def own(body: list, extra: dict) -> dict:
         used = {n for s in walk(body) if not isinstance(s, Loop | If) for n in tile_buffers(s)}
         local = {n: dataclasses.replace(b) for n, b in kernel.buffers.items()
-                 if b.kind is not BufferKind.PARAM and n in used}
+                 if not b.kind.in_gm and n in used}
         return {**params, **local, **{n: dataclasses.replace(b) for n, b in extra.items()}}
 
     aic = Kernel(core=Core.AIC, buffers=own(aic_body, {}), body=aic_body, names=kernel.names)

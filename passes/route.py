@@ -53,6 +53,8 @@ from ascend_backend.ir import (
     Transfer,
     Workspace,
     children,
+    fresh_name,
+    static_int,
     walk,
 )
 
@@ -64,9 +66,10 @@ def _block_index(grid: list):
     idx = None
     stride = 1
     for ax in grid:
-        term = ax.var if stride == 1 else ax.var * stride
+        term = ax.var if static_int(stride) == 1 else ax.var * stride
         idx = term if idx is None else idx + term
-        stride *= int(ax.extent)
+        e = static_int(ax.extent)
+        stride = stride * (e if e is not None else ax.extent)
     return idx
 
 
@@ -184,11 +187,15 @@ class _Expander:
         self.offsets: dict[str, int] = {}
         self.nbytes = 0
         block_dim = launch.block_dim
+        taken = set(self.aic.buffers) | set(self.aiv.buffers)
+        self.ws_names: dict[str, str] = {}  # tile -> its workspace buffer
         for t in transfers:
-            if t.route is Route.WORKSPACE and f"ws_{t.tile}" not in self.ws:
+            if t.route is Route.WORKSPACE and t.tile not in self.ws_names:
                 buf = self._tile(t.tile)
                 rows, cols = buf.shape
-                name = f"ws_{t.tile}"
+                name = fresh_name(f"ws_{t.tile}", taken)
+                taken.add(name)
+                self.ws_names[t.tile] = name
                 self.ws[name] = Buffer(name=name, shape=(block_dim * rows * t.slots, cols), dtype=buf.dtype,
                                        kind=BufferKind.WORKSPACE, loc=buf.loc, scope=Scope.GM,
                                        role=f"GM workspace carrying {t.tile} between the Cube and the Vector cores"
@@ -207,7 +214,7 @@ class _Expander:
             if step is None:
                 raise InternalCompilerError(f"workspace copy of {t.tile} in turn outside a loop", stage="route")
             block = block * t.slots + tirx.floormod(step, t.slots)
-        return Region(f"ws_{t.tile}", (block * buf.shape[0], zero), tuple(buf.shape))
+        return Region(self.ws_names[t.tile], (block * buf.shape[0], zero), tuple(buf.shape))
 
     @staticmethod
     def _cc(set_: bool, t: Transfer, which: str, pipe, reason: str, loc, mode: int = 2, sub=None, orders=None):
@@ -394,8 +401,9 @@ def _skew_loops(launch: Launch) -> Launch:
         split = skew_mod.plan(pair, launch.transfers, outside)
         if split is None:
             continue
+        kb = tirx.Var(f"{lp_aic.var.name}_b", lp_aic.var.dtype)  # one variable: one C++ name in the entry
         for c, lp in pair.items():
-            replace[id(lp)] = skew_mod.skewed_loop(lp, split[c])
+            replace[id(lp)] = skew_mod.skewed_loop(lp, split[c], kb)
             skewed |= {s.transfer for s in walk(lp.body) if isinstance(s, Send | Receive)}
     if not replace:
         return launch
@@ -447,6 +455,8 @@ def route_launch(launch: Launch, arch) -> Launch:
     launch = _skew_loops(launch)
     transfers = _choose_routes(launch, arch)
     ex = _Expander(launch, transfers)
+    transfers = [dataclasses.replace(t, ws=ex.ws_names.get(t.tile)) if t.route is Route.WORKSPACE else t
+                 for t in transfers]
     aic_pre, aiv_pre, aic_post, aiv_post = ex.prime_drain()
     aic_body = aic_pre + ex.aic_body(ex.aic.body) + aic_post
     aiv_body = aiv_pre + ex.aiv_body(ex.aiv.body) + aiv_post
@@ -505,7 +515,7 @@ def verify_route(program: Program) -> None:
         for t in lc.transfers:
             if t.route is None:
                 raise InternalCompilerError(f"transfer of {t.tile} has no route", stage="route")
-            if t.on_chip and lc.workspace and f"ws_{t.tile}" in lc.workspace.offsets:
+            if t.on_chip and t.ws is not None:
                 raise InternalCompilerError(f"{t.tile} crosses on chip but keeps a workspace", stage="route")
             if t.on_chip and not arch.l0c_to_ub:
                 raise InternalCompilerError(f"on-chip transfer of {t.tile} on {arch.name}", stage="route")

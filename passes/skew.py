@@ -270,11 +270,12 @@ def substitute(obj, vmap: dict):
     return obj
 
 
-def skewed_loop(lp: Loop, split: Split) -> Loop:
-    """The skewed form of ``lp`` (see the module doc and ``Loop.skewed``)."""
+def skewed_loop(lp: Loop, split: Split, kb=None) -> Loop:
+    """The skewed form of ``lp`` (see the module doc and ``Loop.skewed``); ``kb``: part B's step
+    variable (shared by the two cores' loops)."""
     k = lp.var
     n = lp.extent
-    kb = tirx.Var(f"{k.name}_b", k.dtype)
+    kb = kb if kb is not None else tirx.Var(f"{k.name}_b", k.dtype)
     one = tirx.IntImm(k.dtype, 1)
     total = tirx.IntImm(k.dtype, _const(n) + 1) if _const(n) is not None else n + one
     b_loop = Loop(var=kb, extent=one, body=substitute(split.b, {k: kb}), kind=LoopKind.SERIAL, start=k - one,

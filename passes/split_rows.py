@@ -14,7 +14,7 @@ import dataclasses
 
 from tvm import tirx
 
-from ascend_backend.errors import InternalCompilerError
+from ascend_backend.errors import InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
     BufferKind,
     CopyToPeerL1,
@@ -27,22 +27,26 @@ from ascend_backend.ir import (
     Region,
     RowSplit,
     TileCopy,
+    TileCumsum,
     TileFill,
     TileParallel,
     TileReduce,
     walk,
 )
 
+from .partition import parallel_buffers
+
 SUB = "sub_idx"
 
 
 def _crossing_heights(launch: Launch, aiv: Kernel) -> set:
-    copies = {f"ws_{t.tile}": t.slots for t in launch.transfers}  # a workspace holds a tile per block (x slots)
-    heights = {b.shape[0] // (launch.block_dim * copies.get(n, 1)) for n, b in aiv.buffers.items()
-               if b.kind is BufferKind.WORKSPACE}
+    heights = set()
     for t in launch.transfers:
         if t.on_chip:
             heights.add(aiv.buffers[t.target].shape[0])
+        elif t.ws in aiv.buffers:  # one region of the tile's rows per block
+            k = next(k for k in launch.kernels.values() if t.tile in k.buffers)
+            heights.add(k.buffers[t.tile].shape[0])
     return heights
 
 
@@ -66,8 +70,10 @@ def split_rows_launch(launch: Launch) -> Launch:
             b.shape = (halves[b.shape[0]], *b.shape[1:])
         buffers[n] = b
 
+    _refuse_cross_row_ops(aiv.body, split, halves)
+
     def region(r: Region, tile: str | None) -> Region:
-        if tile not in split or buffers[r.buffer].kind not in (BufferKind.PARAM, BufferKind.WORKSPACE):
+        if tile not in split or not buffers[r.buffer].kind.in_gm:
             if r.buffer in split:
                 return dataclasses.replace(r, extents=(halves[split[r.buffer]], *r.extents[1:]))
             return r
@@ -82,6 +88,9 @@ def split_rows_launch(launch: Launch) -> Launch:
         return Region(r.buffer, tuple(base), tuple(ext))
 
     def fix(op):
+        if isinstance(op, TileCopy) and buffers[op.src.buffer].kind.in_gm and buffers[op.dst.buffer].kind.in_gm:
+            # GM -> GM involves no row-split tile: one AIV of the pair does it.
+            return If(cond=tirx.EQ(sub, 0), then_body=[op], loc=op.loc)
         if isinstance(op, TileCopy):
             return dataclasses.replace(op, src=region(op.src, op.dst.buffer), dst=region(op.dst, op.src.buffer))
         if isinstance(op, TileFill):
@@ -110,10 +119,32 @@ def split_rows_launch(launch: Launch) -> Launch:
     return launch.replace(kernels={**launch.kernels, Core.AIV: aiv})
 
 
+def _refuse_cross_row_ops(body: list, split: dict, halves: dict) -> None:
+    """Ops that combine the rows of a tile (a reduction or a scan over dim 0, a per-column reducer
+    store in T.Parallel) cannot run on each AIV's half of the rows."""
+    hint = ("write the kernel without the gemm (a vector-only kernel keeps whole tiles on one core), or "
+            "combine along the rows (dim 1)")
+    what = None
+    for s in walk(body):
+        if isinstance(s, TileReduce) and s.src.buffer in split and s.dim in (0, -2):
+            what = f"T.reduce_{s.kind.value} over dim 0 of '{s.src.buffer}'"
+        elif isinstance(s, TileCumsum) and s.src.buffer in split and s.dim in (0, -2):
+            what = f"T.cumsum over dim 0 of '{s.src.buffer}'"
+        elif isinstance(s, TileParallel) and len(s.vars) == 2 and s.extents[0] in halves:
+            for ps in s.stores:
+                idx = ps.store.indices
+                if len(idx) == 1 and isinstance(idx[0], tirx.Var) and idx[0].same_as(s.vars[1]):
+                    what = f"the per-column accumulation into '{ps.store.buffer.name}[{idx[0]}]'"
+        if what is not None:
+            raise UnsupportedError(
+                f"{what} combines the rows of a tile, but this kernel (it has a T.gemm) splits the rows of its "
+                "vector tiles between the two AIVs: each would combine only its half", loc=s.loc, hint=hint)
+
+
 def _row_vectors(k: Kernel, R: int) -> set:
     """1-D buffers of length R that hold one value per row (not per column)."""
     one_d = {n for n, b in k.buffers.items() if len(b.shape) == 1 and b.shape[0] == R
-             and b.kind is not BufferKind.PARAM}
+             and not b.kind.in_gm}
     rows: set = set()
     links: list = []
     for s in walk(k.body):
@@ -154,6 +185,10 @@ def _row_vectors(k: Kernel, R: int) -> set:
 def _split_parallel(op: TileParallel, split, halves: dict, sub) -> TileParallel:
     ext = list(op.extents)
     if not ext or ext[0] not in halves:
+        return op
+    if not parallel_buffers(op) & split.keys():
+        # Touches no row-split tile (e.g. a per-key mask as long as the rows): each AIV computes
+        # all of it, as its own whole tile.
         return op
     i = op.vars[0]
     half = ext[0] = halves[ext[0]]

@@ -9,7 +9,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,6 +47,8 @@ _KERNEL_RE = re.compile(
     r'(?:\btemplate\s*<(?P<tparams>[^{};]*?)>\s*)?(?P<quals>(?:' + _QUAL + r'\s*)+)'
     r'\bvoid\s+(?P<name>\w+)\s*\((?P<params>[^)]*)\)\s*\{')
 
+_TASK_TYPE_RE = re.compile(r"KERNEL_TASK_TYPE_DEFAULT\s*\(\s*(?:AscendC::)?KERNEL_TYPE_(\w+)\s*\)")
+
 # __mix__(cube, vec) ratios the docs allow, and the kernel type each one launches
 _MIX_TYPES = {(1, 0): "MIX_AIC_1_0", (0, 1): "MIX_AIV_1_0", (1, 1): "MIX_AIC_1_1", (1, 2): "MIX_AIC_1_2"}
 
@@ -72,6 +74,7 @@ class Signature:
     extern_c: bool = True
     template: list[TemplateParam] | None = None   # None: not a template kernel
     kernel_type: str | None = None                # from __vector__ / __cube__ / __mix__(c, v)
+    task_type: str | None = None                  # KERNEL_TASK_TYPE_DEFAULT(...) in this entry's body
     targs: list[str] | None = None                # the instantiation asked for (template kernels)
 
     @property
@@ -140,10 +143,13 @@ def _kernel_type_of_quals(quals: str) -> str | None:
 def parse_kernels(source: str) -> list[Signature]:
     """All ``__global__`` kernel entry points of a source, with their parameters."""
     out = []
-    for m in _KERNEL_RE.finditer(_strip_comments(source)):
+    stripped = _strip_comments(source)
+    entries = [m for m in _KERNEL_RE.finditer(stripped) if "__global__" in m.group("quals")]
+    for n, m in enumerate(entries):
         quals = m.group("quals")
-        if "__global__" not in quals:
-            continue
+        # A source with several entries (one per launch) names each entry's type in its own body.
+        body = stripped[m.end():entries[n + 1].start() if n + 1 < len(entries) else len(stripped)]
+        tm = _TASK_TYPE_RE.search(body)
         name = m.group("name")
         tparams = _template_params(m.group("tparams")) if m.group("tparams") is not None else None
         params = []
@@ -166,7 +172,7 @@ def parse_kernels(source: str) -> list[Signature]:
                     ty = base
                 params.append(Param(pname, ty, pointer, struct))
         out.append(Signature(name, params, 'extern "C"' in " ".join(quals.split()), tparams,
-                             _kernel_type_of_quals(quals)))
+                             _kernel_type_of_quals(quals), tm.group(1) if tm else None))
     return out
 
 
@@ -182,11 +188,12 @@ def _kernel_type_of(source: str, given: Any, sig: Signature | None = None) -> in
     if sig is not None and sig.kernel_type is not None:  # the entry's own qualifier
         return KERNEL_TYPE_IDS[sig.kernel_type]
     text = _strip_comments(source)
-    m = re.search(r"KERNEL_TASK_TYPE_DEFAULT\s*\(\s*(?:AscendC::)?KERNEL_TYPE_(\w+)\s*\)", text)
-    if m:
-        if m.group(1) not in KERNEL_TYPE_IDS:
-            raise EmulatorError(f"kernel type KERNEL_TYPE_{m.group(1)} is not emulated")
-        return KERNEL_TYPE_IDS[m.group(1)]
+    m = _TASK_TYPE_RE.search(text)
+    task_type = sig.task_type if sig is not None and sig.task_type is not None else m and m.group(1)
+    if task_type:
+        if task_type not in KERNEL_TYPE_IDS:
+            raise EmulatorError(f"kernel type KERNEL_TYPE_{task_type} is not emulated")
+        return KERNEL_TYPE_IDS[task_type]
     cube = re.search(r"\b(Mmad|LoadData|Fixpipe|ASCEND_IS_AIC)\b|TPosition::(A1|A2|B1|B2|CO1|C1)\b", text)
     vec = re.search(r"ASCEND_IS_AIV|TPosition::VEC|\b(Add|Sub|Mul|Muls|Adds|Exp|Cast|Duplicate)\s*\(", text)
     if cube and vec:
@@ -427,6 +434,7 @@ def run_source(
     timeout: float | None = None,
     timing: bool = True,
     auto_sync: bool = True,
+    gm_buffers: Sequence[torch.Tensor] | Mapping[str, torch.Tensor] = (),
 ) -> Report:
     """Compile ``source`` with g++ against the emulator and run ``kernel`` over ``block_dim`` blocks.
 
@@ -442,7 +450,11 @@ def run_source(
     unless TL_ASCEND_EMU_POOL says otherwise). ``auto_sync`` (default) models bisheng's default
     ``--cce-auto-sync=on``: the syncs it inserts by itself (docs/emulator.md, "Automatic
     synchronisation") are treated as present; pass False for code built with
-    ``--cce-auto-sync=off``, such as everything tilelang-ascendc generates.
+    ``--cce-auto-sync=off``, such as everything tilelang-ascendc generates. ``gm_buffers``:
+    further GM tensors the kernel reaches through pointers stored in GM data rather than through
+    its arguments (the data pointers of a ``ListTensorDesc``); a sequence, or a dict naming them
+    for the report. Put their ``data_ptr()`` into the descriptor; they are bounds- and
+    race-checked like arguments and written back in place.
     """
     arch = cache.normalize_arch(arch)
     sig = _select(source, kernel)
@@ -522,6 +534,18 @@ def run_source(
                 v = ct(int(a))
             keep.append(v)
             ptrs[i] = ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+    named = gm_buffers.items() if isinstance(gm_buffers, Mapping) else (
+        (f"gm_buffers[{i}]", t) for i, t in enumerate(gm_buffers))
+    for name, t in named:
+        if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+            raise EmulatorError(f"gm_buffers: {name} must be a CPU torch tensor (got {type(t).__name__})")
+        if not t.is_contiguous():
+            raise EmulatorError(f"gm_buffers: {name} must be contiguous: the kernel reaches it through a raw address")
+        nbytes = t.numel() * t.element_size()
+        if nbytes:
+            keep.append(t)
+            label = re.sub(r"\s+", "_", str(name))
+            cfg.append(f"gm {t.data_ptr()} {t.data_ptr() + nbytes} {label} -1")
     t0 = time.perf_counter()
     raw = rt.emu_run("\n".join(cfg).encode(), entry, ptrs, int(bool(isolate)), float(timeout))
     wall = time.perf_counter() - t0

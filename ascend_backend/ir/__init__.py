@@ -7,7 +7,7 @@ from .enums import *  # noqa: F403
 from .enums import __all__ as _enums
 from .nodes import *  # noqa: F403
 from .nodes import __all__ as _nodes
-from .program import Kernel, Launch, Program, RowSplit, Transfer, Workspace, children, map_body, walk
+from .program import Kernel, Launch, Program, RowSplit, Transfer, Workspace, children, fresh_name, map_body, walk
 
 __all__ = [*_enums, *_nodes, "Kernel", "Launch", "Program", "RowSplit", "Transfer", "Workspace", "children",
-           "map_body", "walk"]
+           "fresh_name", "map_body", "walk"]

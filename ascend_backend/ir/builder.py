@@ -34,13 +34,15 @@ from .nodes import (
     Param,
     Region,
     ScalarStore,
+    ShapeVar,
     TileCopy,
+    TileCumsum,
     TileFill,
     TileGemm,
     TileParallel,
     TileReduce,
 )
-from .program import Kernel, Launch, Program
+from .program import Kernel, Launch, Program, global_scratch
 
 
 def _imm(x):
@@ -62,6 +64,10 @@ class Handle:
         idx = idx if isinstance(idx, tuple) else (idx,)
         return _At(self, tuple(_imm(i) for i in idx))
 
+    def window(self, *start, extents: tuple) -> _At:
+        """A region of explicit extents (a strided column, a window of another shape than the tile)."""
+        return _At(self, tuple(_imm(i) for i in start), tuple(extents))
+
     def load(self, *idx):
         return tirx.BufferLoad(self.tvm_buffer, [_imm(i) for i in idx])
 
@@ -74,6 +80,7 @@ class Handle:
 class _At:
     handle: Handle
     start: tuple
+    extents: tuple | None = None  # None: the other side's shape
 
 
 class ProgramBuilder:
@@ -83,6 +90,7 @@ class ProgramBuilder:
         self.params: list[Param] = []
         self.buffers: dict[str, Buffer] = {}
         self.launches: list[Launch] = []
+        self.shape_vars: list[ShapeVar] = []
         self._stack: list[list] | None = None
 
     # -- declarations
@@ -103,6 +111,16 @@ class ProgramBuilder:
         self.params.append(Param(name=name, dtype=dtype(dt), var=v))
         return v
 
+    def dim(self, name: str, dt: str = "int32"):
+        """A symbolic dimension (T.dynamic): its tvm Var, for tensor shapes and grid extents."""
+        v = tirx.Var(name, dt)
+        self.shape_vars.append(ShapeVar(name=name, var=v, dtype=dtype(dt)))
+        return v
+
+    def global_(self, name: str, shape: tuple, dt: str) -> Handle:
+        """A T.alloc_global tensor."""
+        return self._buffer(name, shape, dt, BufferKind.GLOBAL, Scope.GM)
+
     def tile(self, name: str, shape: tuple, dt: str, fragment: bool = False) -> Handle:
         return self._buffer(name, shape, dt, BufferKind.FRAGMENT if fragment else BufferKind.SHARED)
 
@@ -114,8 +132,8 @@ class ProgramBuilder:
     @contextlib.contextmanager
     def launch(self, grid: list) -> Iterator[tuple]:
         """One T.Kernel: yields its block index variables."""
-        axes = [GridAxis(tirx.Var(f"b{'xyz'[n]}", "int32"), int(e), f"blockIdx.{'xyz'[n]}")
-                for n, e in enumerate(grid)]
+        axes = [GridAxis(tirx.Var(f"b{'xyz'[n]}", "int32"), e if isinstance(e, int) else _imm(e),
+                         f"blockIdx.{'xyz'[n]}") for n, e in enumerate(grid)]
         body: list = []
         self._stack = [body]
         yield tuple(ax.var for ax in axes)
@@ -152,20 +170,21 @@ class ProgramBuilder:
 
     # -- ops
     @staticmethod
-    def _regions(src, dst) -> tuple[Region, Region]:
+    def _regions(src, dst, extents: tuple | None = None) -> tuple[Region, Region]:
         def shape_of(x):
             return tuple(x.buffer.shape) if isinstance(x, Handle) else None
 
         def region(x, ext):
             if isinstance(x, Handle):
                 return x.full()
-            return Region(x.handle.name, x.start, tuple(ext))
+            return Region(x.handle.name, x.start, tuple(x.extents if x.extents is not None else ext))
 
-        ext = shape_of(src) or shape_of(dst)
+        ext = extents or shape_of(src) or shape_of(dst)
         return region(src, ext), region(dst, ext)
 
-    def copy(self, src, dst, atomic: AtomicOp | None = None) -> None:
-        s, d = self._regions(src, dst)
+    def copy(self, src, dst, atomic: AtomicOp | None = None, extents: tuple | None = None) -> None:
+        """``extents``: the window's, when neither side is a whole tile (GM -> GM, a row of a tensor)."""
+        s, d = self._regions(src, dst, extents)
         self._emit(TileCopy(src=s, dst=d, atomic=atomic))
 
     def atomic_add(self, src, dst) -> None:
@@ -181,6 +200,9 @@ class ProgramBuilder:
     def reduce(self, kind: str, src: Handle, dst: Handle, dim: int = 1, clear: bool = True) -> None:
         self._emit(TileReduce(src=src.full(), dst=dst.full(), kind=ReduceKind(kind), dim=dim, clear=clear))
 
+    def cumsum(self, src: Handle, dst: Handle, dim: int = 0, reverse: bool = False) -> None:
+        self._emit(TileCumsum(src=src.full(), dst=dst.full(), dim=dim, reverse=reverse))
+
     def parallel(self, extents: tuple, body: Callable) -> None:
         """``body(*loop_vars)`` returns [(handle, indices, value)] assignments."""
         vs = tuple(tirx.Var("ij"[n] if n < 2 else f"v{n}", "int32") for n in range(len(extents)))
@@ -194,7 +216,8 @@ class ProgramBuilder:
         self._emit(ScalarStore(buffer=dst.name, indices=tuple(_imm(i) for i in idx), value=value))
 
     def build(self) -> Program:
-        return Program(name=self.name, arch=self.arch, params=list(self.params), launches=list(self.launches))
+        return Program(name=self.name, arch=self.arch, params=list(self.params), launches=list(self.launches),
+                       shape_vars=list(self.shape_vars), globals=global_scratch(self.buffers))
 
 
 __all__ = ["Handle", "ProgramBuilder"]

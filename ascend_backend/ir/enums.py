@@ -83,14 +83,30 @@ class BufferKind(_Named):
     LOCAL = "local"  # T.alloc_local / T.alloc_var: scalar unit values
     TEMP = "temp"  # made by the compiler
     WORKSPACE = "workspace"  # a GM region carrying tiles between the Cube and the Vector cores
+    GLOBAL = "global"  # T.alloc_global: GM scratch the launcher allocates, kept across the launches
+
+    @property
+    def in_gm(self) -> bool:
+        """A tensor in global memory (an argument, a T.alloc_global, a workspace region)."""
+        return self in (BufferKind.PARAM, BufferKind.GLOBAL, BufferKind.WORKSPACE)
 
 
 class QuantMode(_Named):
-    """Fixpipe's conversion of the fp32 accumulator on its way out."""
+    """Fixpipe's conversion of the accumulator on its way out (Fixpipe page, quantPre). The
+    scaled modes multiply by a scale word first (the compiler uses 1.0: a plain conversion)."""
 
     NONE = "none"
     F32_TO_F16 = "f32->f16"
     F32_TO_BF16 = "f32->bf16"
+    F32_TO_S8 = "f32->s8 (scaled)"  # QF322B8_PRE
+    F32_TO_FP8 = "f32->e4m3 (scaled)"  # QF322FP8_PRE, dav-3510
+    S32_TO_F16 = "s32->f16 (scaled)"  # DEQF16
+    S32_TO_BF16 = "s32->bf16 (scaled)"  # QS322BF16_PRE, dav-3510
+    S32_TO_S8 = "s32->s8 (scaled)"  # REQ8
+
+    @property
+    def scaled(self) -> bool:
+        return "scaled" in self.value
 
 
 class Rounding(_Named):
@@ -109,6 +125,33 @@ class ReduceKind(_Named):
     SUM = "sum"
     MAX = "max"
     MIN = "min"
+    ABSSUM = "abssum"  # sum of |x|
+    ABSMAX = "absmax"  # max of |x|
+
+
+class CmpMode(_Named):
+    """A comparison of vector elements (Compare / Compares), one bit per element."""
+
+    LT = "LT"
+    GT = "GT"
+    LE = "LE"
+    GE = "GE"
+    EQ = "EQ"
+    NE = "NE"
+
+    @property
+    def swapped(self) -> CmpMode:
+        """The mode with the operands exchanged (a < b is b > a)."""
+        return {CmpMode.LT: CmpMode.GT, CmpMode.GT: CmpMode.LT, CmpMode.LE: CmpMode.GE,
+                CmpMode.GE: CmpMode.LE}.get(self, self)
+
+
+class MaskLogic(_Named):
+    """A bitwise op on bit masks (And / Or / Not over their 16-bit words)."""
+
+    AND = "And"
+    OR = "Or"
+    NOT = "Not"
 
 
 class VecBinary(_Named):
@@ -199,7 +242,7 @@ class Event:
 
 
 __all__ = [
-    "AIC_PIPES", "AIV_PIPES", "ON_CHIP", "AtomicOp", "BufferKind", "CopyForm", "Core", "Direction", "Event",
-    "KernelType", "Layout", "LoopKind", "Pipe", "QuantMode", "ReduceKind", "Rounding", "Route", "Scope",
+    "AIC_PIPES", "AIV_PIPES", "ON_CHIP", "AtomicOp", "BufferKind", "CmpMode", "CopyForm", "Core", "Direction", "Event",
+    "KernelType", "Layout", "LoopKind", "MaskLogic", "Pipe", "QuantMode", "ReduceKind", "Rounding", "Route", "Scope",
     "SyncPhase", "VecBinary", "VecScalarOp", "VecUnary",
 ]

@@ -19,11 +19,13 @@ from ..errors import SrcLoc
 from .enums import (
     AtomicOp,
     BufferKind,
+    CmpMode,
     CopyForm,
     Direction,
     Event,
     Layout,
     LoopKind,
+    MaskLogic,
     Pipe,
     QuantMode,
     ReduceKind,
@@ -42,15 +44,31 @@ def _round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
 
 
+def static_int(e) -> int | None:
+    """``e`` as a Python int when it is a constant (an int or a TVM IntImm), else None."""
+    if isinstance(e, bool):
+        return int(e)
+    if isinstance(e, int):
+        return e
+    from tvm import tirx
+
+    if isinstance(e, tirx.IntImm):
+        return int(e.value)
+    return None
+
+
 # ---------------------------------------------------------------- buffers and parameters
 
 
 @dataclass
 class Buffer:
-    """A tensor: a GM parameter, a user tile buffer, a scalar local or a compiler temporary."""
+    """A tensor: a GM parameter, a user tile buffer, a scalar local or a compiler temporary.
+
+    ``shape`` holds ints, except the dimensions of a GM tensor that are symbolic (T.symbolic /
+    T.dynamic, a runtime grid's workspace): those are TVM PrimExprs of the shape variables."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: tuple
     dtype: DType
     kind: BufferKind
     loc: SrcLoc | None = None
@@ -74,11 +92,24 @@ class Buffer:
         return self.shape[-1]
 
     @property
-    def numel(self) -> int:
+    def numel(self):
+        """Elements: an int, or a PrimExpr when the shape is symbolic."""
         n = 1
         for s in self.shape:
-            n *= int(s)
+            n = n * (static_int(s) if static_int(s) is not None else s)
         return n
+
+    @property
+    def symbolic(self) -> bool:
+        return any(static_int(s) is None for s in self.shape)
+
+    @property
+    def wide(self) -> bool:
+        """Whether an element offset may need 64 bits: the tensor may hold 2**31 or more elements
+        (a symbolic shape, or a static one that large). Otherwise every in-bounds offset, and each
+        non-negative partial sum of one, fits int32."""
+        n = static_int(self.numel)
+        return n is None or n >= 2**31
 
     @property
     def slot_elems(self) -> int:
@@ -119,11 +150,27 @@ class Param:
 
 
 @dataclass(frozen=True)
+class ShapeVar:
+    """A symbolic dimension of the kernel's tensors (``T.symbolic`` / ``T.dynamic``, ``N =
+    T.int32()`` in the printed TIR). The kernel entry takes it as a scalar argument after the
+    PrimFunc's own; the callable derives it from the tensors: ``sources`` lists the (parameter,
+    dimension) pairs whose extent is exactly this variable. ``param`` when the PrimFunc also takes
+    it as a scalar argument of its own (the callable then checks that the two agree)."""
+
+    name: str
+    var: Any
+    dtype: DType
+    sources: tuple = ()
+    param: bool = False
+
+
+@dataclass(frozen=True)
 class GridAxis:
-    """One dimension of the launch grid: its block index variable and extent."""
+    """One dimension of the launch grid: its block index variable and extent (an int, or a PrimExpr
+    of the scalar arguments and shape variables: a grid sized at call time)."""
 
     var: Any
-    extent: int
+    extent: Any
     tag: str = "blockIdx.x"
 
 
@@ -145,11 +192,14 @@ class Region:
 @dataclass(frozen=True)
 class Valid:
     """How many of a tile's ``n`` rows (or columns) hold data: ``n``, or at a tail of the global
-    extent ``size`` the runtime value min(n, size - base)."""
+    extent ``size`` the runtime value min(n, size - base). ``size`` is an int or, for a symbolic
+    dimension, a PrimExpr; ``clamp`` when the window may start past the end (the value is then
+    clamped to 0: DataCopyPad with a zero length is a no-op)."""
 
     n: int
-    size: int | None = None
+    size: Any = None
     base: Expr = None
+    clamp: bool = False
 
     @property
     def tail(self) -> bool:
@@ -162,16 +212,19 @@ class Valid:
 @dataclass(frozen=True)
 class GmWindow:
     """A (rows, cols) tile window of a GM tensor: its start indices and element strides, the
-    tensor dimension that carries the rows (None for 1-D), and the valid extents."""
+    tensor dimension that carries the rows (None for 1-D), and the valid extents. Strides are
+    ints or, for a tensor with symbolic dimensions, PrimExprs; ``wide`` when the element offset
+    can exceed 2**31 - 1 (the offset is then computed in 64 bits)."""
 
     tensor: str
     base: tuple
     strides: tuple
     rows: int
     cols: int
-    row_stride: int
+    row_stride: Any
     valid_rows: Valid
     valid_cols: Valid
+    wide: bool = False
 
     def __str__(self) -> str:
         base = ", ".join(str(b) for b in self.base)
@@ -610,13 +663,15 @@ class CopyUbToGm(AscOp):
 
 @dataclass
 class CopyGmToL1(AscOp):
-    """GM ND -> L1 NZ (Nd2Nz), ``l1_rows`` the tile's row count (its C0 stride)."""
+    """GM ND -> L1 NZ (Nd2Nz), ``l1_rows`` the tile's row count (its C0 stride); the window's rows
+    land at rows ``row0`` .. of the tile (0: the whole tile)."""
 
     gm: str
     l1: str
     window: GmWindow
     l1_rows: int
     dtype: DType
+    row0: Expr = 0
 
     macro: ClassVar[str] = "copy_gm_to_l1"
     pipe: ClassVar[Pipe] = Pipe.MTE2
@@ -631,12 +686,14 @@ class CopyGmToL1(AscOp):
 
 @dataclass(frozen=True)
 class KFractals:
-    """A LoadData step count that is the gemm's (possibly runtime) K in fractals: k / 16."""
+    """A LoadData step count that is the gemm's (possibly runtime) K in fractal units: k / unit
+    (16 rows, or C0 columns: 16 for 2-byte types, 32 for 1-byte ones)."""
 
     k: Valid
+    unit: int = 16
 
     def __str__(self) -> str:
-        return f"{self.k}/16"
+        return f"{self.k}/{self.unit}"
 
 
 @dataclass
@@ -653,6 +710,7 @@ class LoadData2D(AscOp):
     trans: bool
     src_rows: int
     part: str = ""
+    c0: int = 16  # elements per 32-byte fractal row (16 x C0 fractals)
 
     macro: ClassVar[str] = "load_data_2d"
     pipe: ClassVar[Pipe] = Pipe.MTE1
@@ -729,6 +787,7 @@ class _FixpipeToGm(AscOp):
     quant: QuantMode
     relu: bool
     dtype: DType
+    src_dtype: DType = DType.FLOAT32  # the accumulator's (float32, or int32 for int8 operands)
     atomic: AtomicOp | None = None
 
     pipe: ClassVar[Pipe] = Pipe.FIX
@@ -768,6 +827,7 @@ class FixpipeToPeerUb(AscOp):
     cols: int
     pitch: int
     sub: int
+    dtype: DType = DType.FLOAT32  # the accumulator's (it crosses unconverted)
     step: Any = None
     slots: int = 1
     slot_elems: int = 0
@@ -934,6 +994,14 @@ class VecBinaryBcast(_VecOp):
 
 
 @dataclass
+class VecBinaryBcastRows(VecBinaryBcast):
+    """VecBinaryBcast for rows longer than a repeat stride reaches (over 8160 bytes): one call per
+    row, whose column chunks are the repeats (256 bytes apart; a broadcast operand 0 apart)."""
+
+    macro: ClassVar[str] = "vec_binary_bcast_rows"
+
+
+@dataclass
 class VecWholeReduce(_VecOp):
     """dst[r] = reduce(src row r's first ``mask`` elements), ``repeat`` rows ``src_rep`` blocks apart."""
 
@@ -1022,6 +1090,127 @@ class VecDiagFill(_VecOp):
     writes = property(lambda self: (self.dst,))
     text = property(lambda self: f"mask {self.dst}: per row, the first (row + {self.prefix}) columns {self.first}, "
                     f"the rest {self.rest}")
+
+
+@dataclass
+class VecIndex(_VecOp):
+    """dst[k] = first + k for k < count (CreateVecIndex): the values of a T.Parallel index."""
+
+    dst: str
+    first: ScalarValue
+    count: int
+    dtype: DType
+
+    macro: ClassVar[str] = "vec_index"
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"CreateVecIndex {self.dst} = {self.first} + k")
+
+
+@dataclass
+class VecCompare(_VecOp):
+    """Bit k of ``dst`` = src0[k] ``mode`` src1[k] (or the scalar), k < count; count covers whole
+    256-byte repeats of ``dtype`` (the operands are that large)."""
+
+    mode: CmpMode
+    dst: str
+    src0: str
+    src1: str | None
+    scalar: ScalarValue | None
+    count: int
+    dtype: DType
+
+    macro: ClassVar[str] = "vec_compare"
+    reads = property(lambda self: _one_of(self.src0, self.src1))
+    writes = property(lambda self: (self.dst,))
+
+    @property
+    def text(self) -> str:
+        other = self.src1 if self.src1 is not None else self.scalar
+        return f"Compare{'s' if self.src1 is None else ''} {self.src0} {self.mode} {other} -> bits {self.dst}"
+
+
+@dataclass
+class VecMaskLogic(_VecOp):
+    """dst = src0 op src1 (Not: op src0) on bit masks, as ``count`` 16-bit words."""
+
+    op: MaskLogic
+    dst: str
+    src0: str
+    src1: str | None
+    count: int
+
+    macro: ClassVar[str] = "vec_mask_logic"
+    reads = property(lambda self: _one_of(self.src0, self.src1))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"{self.op} bits {self.src0}{', ' + self.src1 if self.src1 else ''} -> {self.dst}")
+
+
+@dataclass
+class VecSelect(_VecOp):
+    """dst[k] = bit k of ``mask`` ? src0[k] : (src1[k] or the scalar), k < count. ``as_dtype``:
+    the element type the Select runs in when the tiles' own is not one it takes (the bits are
+    moved unchanged)."""
+
+    dst: str
+    mask: str
+    src0: str
+    src1: str | None
+    scalar: ScalarValue | None
+    count: int
+    dtype: DType
+    as_dtype: DType | None = None
+
+    macro: ClassVar[str] = "vec_select"
+    reads = property(lambda self: _one_of(self.mask, self.src0, self.src1))
+    writes = property(lambda self: (self.dst,))
+
+    @property
+    def text(self) -> str:
+        other = self.src1 if self.src1 is not None else self.scalar
+        return f"Select {self.dst} = {self.mask} ? {self.src0} : {other}"
+
+
+@dataclass
+class VecFoldRows(_VecOp):
+    """Per row r of src (``rows`` rows ``pitch`` elements apart): dst[r * lanes ..] op= each of the
+    row's ``chunks`` column chunks of ``lanes`` (one repeat each, accumulated into the same lanes),
+    then the ``tail`` columns past them. For rows longer than a repeat stride can reach."""
+
+    op: VecBinary
+    dst: str
+    src: str
+    lanes: int
+    rows: int
+    pitch: int
+    chunks: int
+    tail: int
+    barrier: bool
+
+    macro: ClassVar[str] = "vec_fold_rows"
+    reads = property(lambda self: _one_of(self.dst, self.src))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"{self.op} every column chunk of each row of {self.src} into {self.dst}")
+
+
+@dataclass
+class VecScanRows(_VecOp):
+    """Inclusive prefix op over the rows of a tile: row r of dst = row r of src op row r-1 of dst
+    (from the last row up when ``reverse``); row 0 (or the last) is copied."""
+
+    op: VecBinary
+    dst: str
+    src: str
+    rows: int
+    cols: int
+    pitch: int
+    reverse: bool
+    barrier: bool
+
+    macro: ClassVar[str] = "vec_scan_rows"
+    reads = property(lambda self: _one_of(self.src, self.dst))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"prefix {self.op} over the rows of {self.src} -> {self.dst}"
+                    + (" (reversed)" if self.reverse else ""))
 
 
 @dataclass
@@ -1124,9 +1313,11 @@ __all__ = [
     "FirstIteration", "FixpipeToGmArch3510", "FixpipeToGmV220", "FixpipeToPeerUb", "FlagRecord", "GmWindow",
     "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DV2", "Loop", "Mmad", "Param", "ParallelStore",
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
-    "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
+    "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
+    "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
-    "Valid", "VecBinaryBcast", "VecBinaryOp",
+    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
-    "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag",
+    "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
+    "VecFoldRows", "VecScanRows",
 ]

@@ -192,7 +192,8 @@ def print_kernel(k: Kernel, ind: str = "  ") -> list:
 
 
 def print_launch(n: int, lc: Launch) -> list:
-    out = [f"launch {n} grid={[int(ax.extent) for ax in lc.grid]} type={lc.kernel_type}"]
+    grid = ", ".join(str(ax.extent) for ax in lc.grid)
+    out = [f"launch {n} grid=[{grid}] type={lc.kernel_type}"]
     for t in lc.transfers:
         route = t.route.value if t.route else "?"
         ready = "?" if t.ready is None else t.ready
@@ -212,6 +213,9 @@ def print_program(p: Program) -> str:
     for prm in p.params:
         kind = "tensor" if prm.is_tensor else "scalar"
         out.append(f"  param {prm.name}: {kind} {prm.dtype}")
+    for v in p.shape_vars:
+        src = ", ".join(f"{t}.shape[{d}]" for t, d in v.sources)
+        out.append(f"  dim {v.name}: {v.dtype} = {src}{' (also a scalar argument)' if v.param else ''}")
     for n, lc in enumerate(p.launches):
         out.extend(print_launch(n, lc))
     return "\n".join(out)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import SrcLoc
 from .enums import Core, Direction, KernelType, Route, Scope
-from .nodes import Buffer, FlagRecord, GridAxis, If, Loop, Param
+from .nodes import Buffer, FlagRecord, GridAxis, If, Loop, Param, ShapeVar, static_int
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,7 @@ class Transfer:
     loc: SrcLoc | None = None
     loop: int | None = None  # the partition's id of the innermost loop carrying it (None: straight-line)
     route: Route | None = None
+    ws: str | None = None  # the GM workspace buffer carrying it (route WORKSPACE): ws_<tile>, unique
     skewed: bool = False  # route: it crosses inside a skewed loop (Cube/Vector overlap, see passes/skew.py)
     slots: int = 1  # copies of the tile, one per step in turn (route for the workspace, multi_buffer on chip)
 
@@ -89,10 +90,11 @@ class Transfer:
 @dataclass
 class Workspace:
     """A GM buffer the launcher allocates (the kernel's last argument): per workspace buffer its
-    byte offset."""
+    byte offset. Offsets and size are ints, or PrimExprs of the arguments when the launch's grid
+    is sized at call time (one region per block)."""
 
     offsets: dict
-    nbytes: int
+    nbytes: Any
 
 
 @dataclass
@@ -106,11 +108,18 @@ class Launch:
         return dataclasses.replace(self, **changes)
 
     @property
-    def block_dim(self) -> int:
+    def block_dim(self):
+        """Blocks of the launch: an int, or a PrimExpr of the scalar arguments and shape variables
+        when the grid is sized at call time (``static_block_dim`` is then None)."""
         n = 1
         for ax in self.grid:
-            n *= int(ax.extent)
+            e = static_int(ax.extent)
+            n = n * (e if e is not None else ax.extent)
         return n
+
+    @property
+    def static_block_dim(self) -> int | None:
+        return static_int(self.block_dim)
 
     @property
     def kernel_type(self) -> KernelType:
@@ -143,6 +152,12 @@ class Program:
     params: list
     launches: list
     source_file: str | None = None
+    # Symbolic dimensions the callable derives from the tensors (scalar arguments of the entry).
+    shape_vars: list = field(default_factory=list)
+    # Window checks that need the symbolic dimensions' values (bounds.BoundsCheck), run per call.
+    bounds_checks: list = field(default_factory=list)
+    # T.alloc_global tensors: at the start of the workspace argument, before the launches' regions.
+    globals: Workspace | None = None
 
     def replace(self, **changes: Any) -> Program:
         return dataclasses.replace(self, **changes)
@@ -163,9 +178,33 @@ class Program:
         return self.name if len(self.launches) == 1 else f"{self.name}_{n}"
 
     @property
-    def workspace_bytes(self) -> int:
-        """GM workspace the launcher passes as the last argument (0: none)."""
-        return max((lc.workspace.nbytes for lc in self.launches if lc.workspace), default=0)
+    def workspace_bytes(self):
+        """GM workspace the launcher passes as the last argument (0: none): an int, or a PrimExpr
+        of the arguments when a launch's grid is sized at call time."""
+        g = self.global_bytes
+        sizes = [lc.workspace.nbytes for lc in self.launches if lc.workspace]
+        if all(static_int(s) is not None for s in sizes):
+            return g + max((static_int(s) for s in sizes), default=0)
+        from tvm import tirx
+
+        out = sizes[0]
+        for s in sizes[1:]:
+            out = tirx.max(out, s)
+        return out + g if g else out
+
+    @property
+    def global_bytes(self) -> int:
+        """Bytes of the T.alloc_global tensors (the start of the workspace argument)."""
+        return self.globals.nbytes if self.globals else 0
+
+    @property
+    def has_workspace(self) -> bool:
+        return bool(self.global_bytes) or any(lc.workspace for lc in self.launches)
+
+    def entry_shape_vars(self) -> list:
+        """The shape variables the kernel entry takes after the PrimFunc's parameters (those the
+        PrimFunc does not take itself)."""
+        return [v for v in self.shape_vars if not v.param]
 
     def buffer(self, name: str) -> Buffer:
         """A GM parameter's buffer."""
@@ -223,9 +262,34 @@ def map_body(body: list, fn: Callable) -> list:
     return out
 
 
+def global_scratch(buffers: dict) -> Workspace | None:
+    """The T.alloc_global tensors of ``buffers`` laid out at the start of the workspace argument,
+    each at a 512-byte aligned offset (kept across the launches of the PrimFunc)."""
+    from .enums import BufferKind
+
+    offsets: dict = {}
+    nbytes = 0
+    for name, b in buffers.items():
+        if b.kind is BufferKind.GLOBAL:
+            offsets[name] = nbytes
+            nbytes += (b.numel * b.dtype.bytes + 511) // 512 * 512
+    return Workspace(offsets=offsets, nbytes=nbytes) if offsets else None
+
+
+def fresh_name(base: str, taken) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken`` (a compiler-made buffer
+    never takes the name of one the user wrote)."""
+    name, n = base, 1
+    while name in taken:
+        name = f"{base}_{n}"
+        n += 1
+    return name
+
+
 def on_chip_scopes() -> tuple:
     return (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C, Scope.UB)
 
 
-__all__ = ["Kernel", "Launch", "Program", "RowSplit", "Transfer", "Workspace", "children", "map_body", "walk",
-           "GridAxis", "Param", "FlagRecord"]
+__all__ = ["Kernel", "Launch", "Program", "RowSplit", "Transfer", "Workspace", "children", "fresh_name", "map_body",
+           "global_scratch", "walk",
+           "GridAxis", "Param", "FlagRecord", "ShapeVar"]

@@ -40,6 +40,7 @@ from .nodes import (
     TileParallel,
     TileReduce,
     WaitFlag,
+    static_int,
 )
 from .program import Kernel, Launch, Program, walk
 
@@ -130,7 +131,7 @@ def verify_program(program: Program, stage: str = "verify") -> Program:
     if not program.launches:
         _fail(stage, "a program without launches")
     for n, lc in enumerate(program.launches):
-        if not lc.grid or any(int(ax.extent) < 1 for ax in lc.grid):
+        if not lc.grid or any(static_int(ax.extent) is not None and static_int(ax.extent) < 1 for ax in lc.grid):
             _fail(stage, f"launch {n} has grid {[ax.extent for ax in lc.grid]}")
         if not lc.kernels:
             _fail(stage, f"launch {n} has no kernel")

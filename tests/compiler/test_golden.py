@@ -226,7 +226,7 @@ def test_k_stepped_gemm_alternates_ping_pong_l0_buffers():
         CHECK-SAME: previous iteration
         CHECK-NEXT: for (int32_t i = 0; i < 8; ++i)
         CHECK-NEXT: LoadData(a_l0a_ping[i * 128 * 16], a[i * 256]
-        CHECK: Mmad(c, a_l0a_ping, b_l0b_ping, mp);
+        CHECK: Mmad(c_1, a_l0a_ping, b_l0b_ping, mp);
         CHECK-NEXT: }
         CHECK-NEXT: SetFlag<HardEvent::M_MTE1>(0);  // WAR on a_l0a_ping
         CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(1);  // WAR on a_l0a_pong
@@ -236,7 +236,7 @@ def test_k_stepped_gemm_alternates_ping_pong_l0_buffers():
         CHECK-NEXT: }
         CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(k % 2);  // WAR on a:
         CHECK: LoadData(b_l0b_pong[i * 2048], b[2048][i * 256]
-        CHECK: Mmad(c, a_l0a_pong, b_l0b_pong, mp);
+        CHECK: Mmad(c_1, a_l0a_pong, b_l0b_pong, mp);
         CHECK: SetFlag<HardEvent::M_MTE1>(1);  // WAR on a_l0a_pong
         CHECK-NEXT: }
         CHECK-NOT: PIPE_ALL

@@ -284,11 +284,25 @@ def test_signature_is_tilelang_jits_plus_runtime_and_strict():
 
 
 def test_tilelang_jit_has_no_ascendc_execution_backend():
-    """Why ascend_backend.jit exists (docs/jit.md): if this starts passing through, revisit a hook."""
+    """Why ascend_backend.jit exists (docs/jit.md): tilelang's kernel cache has a closed table of
+    execution backends. If "ascendc" ever appears in it, revisit a hook."""
+    from tilelang import cache
+
+    assert "ascendc" not in cache._dispatch_map and "ascendc" not in cache._ascend_dispatch_map
 
     @tilelang.jit(out_idx=[-1], target="ascendc")
     def factory(M=32):
         return add_2d(M, 256)
 
-    with pytest.raises(ValueError, match='Cannot find support for execution backend "ascendc"'):
+    # Our one-line error naming ascend_backend.compile, not tilelang's "Cannot find support for
+    # execution backend" (target._execution_supported).
+    with pytest.raises(ascend_backend.UnsupportedError, match="use ascend_backend.compile") as info:
         factory()
+    assert "\n" not in str(info.value)
+
+
+def test_tilelang_compile_names_ascend_backend_compile():
+    with pytest.raises(ascend_backend.UnsupportedError, match="use ascend_backend.compile") as info:
+        tilelang.compile(add_2d(32, 256), target="ascendc")  # marker:tilelang.compile
+    assert info.value.loc is not None and info.value.loc.file == __file__
+    assert "marker:tilelang.compile" in open(__file__).read().splitlines()[info.value.loc.line - 1]

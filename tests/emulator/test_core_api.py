@@ -92,6 +92,20 @@ def test_block_queries_aiv_only_and_kernel_type_argument():
     assert rep.errors and rep.errors[0]["kind"] == "invalid_param"
 
 
+def test_each_entry_of_a_source_has_its_own_kernel_task_type():
+    # One source, two entries (as a PrimFunc with two launches compiles): each entry's
+    # KERNEL_TASK_TYPE_DEFAULT decides its own launch, not the first one in the file.
+    src = (QUERY.replace("KTYPE", "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);")
+           + QUERY.split(HEADER, 1)[1].replace("query(", "query_mix(")
+           .replace("KTYPE", "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);"))
+    assert [(k.name, k.task_type) for k in parse_kernels(src)] == [("query", "AIV_ONLY"),
+                                                                    ("query_mix", "MIX_AIC_1_2")]
+    out = torch.full((256,), -1.0)
+    assert run_source(src, "query_mix", [out], 2).kernel_type == "MIX_AIC_1_2"
+    assert out[:4].tolist() == [0, 2, 0, 100]  # the AIC of group 0 ran
+    assert run_source(src, "query", [out], 2).kernel_type == "AIV_ONLY"
+
+
 def test_in_process_mode_and_noncontiguous_tensor():
     big = torch.zeros(8, 2)
     out = big[:, 0]  # not contiguous

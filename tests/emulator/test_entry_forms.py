@@ -11,7 +11,7 @@ import struct
 
 import pytest
 import torch
-from conftest import HEADER, line_of
+from conftest import HEADER, line_of, run
 
 from ascend_backend.emulator import EmulatorCompileError, EmulatorError, parse_kernels, run_source
 
@@ -341,6 +341,34 @@ def test_ascendc_assert_and_dump_tensor(capfd):
         run_source(DEBUG, "dbg", [x, 9], 1, arch="dav-3510")
     err = ei.value.report.errors[0]
     assert err["kind"] == "assert" and err["line"] == line_of(DEBUG, "ASSERT-LINE")
+
+
+# DumpTensor right after the op that writes the tensor, with no sync (as the official
+# batch_matmul example dumps an L1 tensor after its Fixpipe): it shows the written data and
+# races with nothing; a DataCopy after it still needs its own sync with the earlier copy.
+DUMP_NOSYNC = HEADER + r"""
+__global__ __vector__ void dump_now(GM_ADDR x, GM_ADDR y) {
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<float> t = ub.Alloc<float, 8>();
+    GlobalTensor<float> g, h;
+    g.SetGlobalBuffer((__gm__ float*)x, 8);
+    h.SetGlobalBuffer((__gm__ float*)y, 8);
+    DataCopy(t, g, 8);
+    DumpTensor(t, 3, 8);
+    Muls(t, t, 2.0f, 8);
+    DataCopy(h, t, 8);  // @OUT: V -> MTE3 unsynchronised
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_dump_tensor_waits_for_earlier_work(capfd, arch):
+    x = torch.arange(8, dtype=torch.float32)
+    rep = run(DUMP_NOSYNC, [x, torch.zeros(8)], arch=arch)
+    out = capfd.readouterr().out
+    assert "[0.000000, 1.000000, 2.000000, 3.000000, 4.000000, 5.000000, 6.000000, 7.000000]" in out
+    # the only race left: Muls (V) -> DataCopy (MTE3) after the dump, which nothing orders
+    assert rep.races and all(r["second"]["line"] == line_of(DUMP_NOSYNC, "@OUT") for r in rep.races), rep.summary()
 
 
 # --------------------------------------------------------------------------- fp8 storage types

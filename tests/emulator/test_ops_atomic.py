@@ -135,6 +135,26 @@ extern "C" __global__ __aicore__ void scalar_atomics(GM_ADDR ctr, GM_ADDR f, GM_
     AtomicExch((__gm__ uint32_t*)olds + blk, o + 1000);
 }
 
+// Every block adds 1 to ctr[0] with a scalar atomic and copies the counter in right after
+// (the AtomicAdd page's example): the copy sees the word before or after the other blocks'
+// atomics, which is not a race; the value seen goes to peek[blk * 8].
+extern "C" __global__ __aicore__ void atomic_peek(GM_ADDR ctr, GM_ADDR peek) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    int blk = GetBlockIdx();
+    AtomicAdd((__gm__ uint32_t*)ctr, 1u);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 32);
+    LocalTensor<uint32_t> t = b.Get<uint32_t>();
+    GlobalTensor<uint32_t> cg, pg;
+    cg.SetGlobalBuffer((__gm__ uint32_t*)ctr);
+    pg.SetGlobalBuffer((__gm__ uint32_t*)peek + blk * 8);
+    SetFlag<HardEvent::S_MTE2>(0); WaitFlag<HardEvent::S_MTE2>(0);
+    DataCopy(t, cg, 8);
+    SetFlag<HardEvent::MTE2_MTE3>(0); WaitFlag<HardEvent::MTE2_MTE3>(0);
+    DataCopy(pg, t, 8);
+}
+
 // CTRL register: set bits 60 and 48, read 48; reset, read again; then an atomic add through
 // SetCtrlSpr<6, 8>(1) (float) and the config it reads back.
 extern "C" __global__ __aicore__ void ctrl_spr(GM_ADDR out, GM_ADDR dst) {
@@ -327,6 +347,16 @@ def test_scalar_atomics_3510():
     assert ctr[:6].tolist() == [n, n - 1, 0, 7, 9, 509]
     assert f.item() == 0.5 * n
     assert sorted((olds - 1000).tolist()) == list(range(n))  # each block saw a distinct old value
+
+
+def test_dma_read_of_a_scalar_atomic_word_is_no_race_3510():
+    n = 4
+    ctr = torch.zeros(8, dtype=torch.int32)
+    peek = torch.zeros(n * 8, dtype=torch.int32)
+    rep = run(SRC, [ctr, peek], block_dim=n, arch="dav-3510", kernel="atomic_peek")
+    assert rep.ok, rep.summary()
+    assert ctr[0].item() == n
+    assert all(1 <= v <= n for v in peek[0::8].tolist())  # each saw its own add, maybe others'
 
 
 def test_scalar_atomics_do_not_exist_on_c220():

@@ -160,18 +160,18 @@ def _pad_ref(x: torch.Tensor, rows: int, cols: int, left: int, right: int, is_pa
     for r in range(rows):
         base = r * row
         ub[base + left: base + left + cols] = x[r * cols:(r + 1) * cols]
-        if left == 0 and right == 0:
-            ub[base + cols: base + row] = x[r * cols]           # dummy = the row's first element
-        elif is_pad:
+        if is_pad:
             ub[base: base + left] = 7
             ub[base + left + cols: base + row] = 7             # padding and dummy = paddingValue
+        elif left == 0 and right == 0:
+            ub[base + cols: base + row] = x[r * cols]           # dummy = the row's first element
     return ub
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("cols,left,right,is_pad", [
     (20, 0, 0, 0),   # 40 bytes: 12 dummy elements = first element
-    (20, 0, 0, 1),   # the same with isPad: still the first element (no padding asked)
+    (20, 0, 0, 1),   # the same with isPad: paddingValue (the official example's reading)
     (16, 0, 0, 0),   # aligned: no filler
     (19, 2, 5, 1),   # padding + dummy = paddingValue
     (19, 2, 5, 0),   # padding without isPad: undefined, left unwritten

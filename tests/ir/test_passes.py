@@ -68,7 +68,7 @@ def gemm_relu(arch="dav-c220"):
         with b.loop("k", 2):
             b.copy(A[0, 0], a)
             b.copy(B[0, 0], w)
-            b.gemm(a, w, c, clear=True)
+            b.gemm(a, w, c, clear=False)  # adds into c, which the vector side owns
             b.parallel((64, 64), lambda i, j: [(c, (i, j), c.load(i, j) * 2.0)])
             b.copy(c, C[0, 0])
     return b.build()
@@ -85,6 +85,28 @@ def two_launches():
         b.copy(C[bx * 16, 0], x)
         b.parallel((16, 64), lambda i, j: [(x, (i, j), x.load(i, j) * 3.0)])
         b.copy(x, C[bx * 16, 0])
+    return b.build()
+
+
+def operand_fed_twice(rewrite=False, arch="dav-3510"):
+    """A vector-made operand x read by two gemms (rewritten between them when ``rewrite``)."""
+    b = ProgramBuilder("twice", arch)
+    A, B = b.tensor("A", (64, 64), "float16"), b.tensor("B", (64, 64), "float16")
+    C, D = b.tensor("C", (64, 64), "float32"), b.tensor("D", (64, 64), "float32")
+    x, w = b.tile("x", (64, 64), "float16"), b.tile("w", (64, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    d = b.tile("d", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(B[0, 0], w)
+        with b.loop("k", 2):
+            b.copy(A[0, 0], x)
+            b.parallel((64, 64), lambda i, j: [(x, (i, j), x.load(i, j) + x.load(i, j))])
+            b.gemm(x, w, c, clear=True)
+            if rewrite:
+                b.parallel((64, 64), lambda i, j: [(x, (i, j), x.load(i, j) + x.load(i, j))])
+            b.gemm(x, w, d, clear=True)
+        b.copy(c, C[0, 0])
+        b.copy(d, D[0, 0])
     return b.build()
 
 
@@ -131,6 +153,35 @@ def test_partition_two_launches_each_get_their_core_kind():
         CHECK: launch 0 grid=[2] type=AIV_ONLY
         CHECK: launch 1 grid=[2] type=AIV_ONLY
         CHECK: parallel
+    """)
+
+
+def test_partition_sends_an_unchanged_operand_once_for_two_gemms():
+    filecheck(after(operand_fed_twice(), "partition"), """
+        CHECK: transfer 0: x -> x vector->cube
+        CHECK: == AIC ==
+        CHECK: receive x -> x (transfer 0)
+        CHECK-NEXT: gemm x
+        CHECK-NOT: receive
+        CHECK: -> d[0, 0]
+        CHECK: == AIV ==
+        CHECK: send x (transfer 0)
+        CHECK-NOT: send
+        CHECK: }
+    """)
+
+
+def test_partition_sends_an_operand_again_after_a_vector_write():
+    filecheck(after(operand_fed_twice(rewrite=True), "partition"), """
+        CHECK: == AIC ==
+        CHECK: receive x -> x (transfer 0)
+        CHECK-NEXT: -> c[0, 0]
+        CHECK-NEXT: receive x -> x (transfer 0)
+        CHECK-NEXT: -> d[0, 0]
+        CHECK: == AIV ==
+        CHECK: send x (transfer 0)
+        CHECK-NEXT: parallel
+        CHECK: send x (transfer 0)
     """)
 
 
@@ -184,7 +235,7 @@ def test_route_drops_free_for_a_tile_that_crosses_once():
         b.copy(c, C[0, 0])
     text = after(b.build(), "route")
     filecheck(text, """
-        CHECK: transfer 0: c -> c_part cube->vector ready=0 free=- route=workspace
+        CHECK: transfer 0: c -> c cube->vector ready=0 free=- route=workspace
         CHECK-NOT: flag=1
     """)
 
@@ -230,6 +281,32 @@ def test_split_rows_verifier_refuses_aivs_sharing_no_rows():
     with pytest.raises(InternalCompilerError, match="do not share the rows"):
         verify_split_rows(p.replace(launches=[lc.replace(kernels={**lc.kernels, Core.AIV: aiv})]))
 
+
+
+def test_split_rows_keeps_a_per_column_vector_whole():
+    # m has one value per column of c, and as many as c has rows: the T.Parallel that fills it
+    # touches no row-split tile, so each AIV computes all of it; c's rows are still split.
+    from tvm import tirx  # after ascend_backend, which puts tilelang's TVM on the path
+
+    b = ProgramBuilder("colvec", "dav-3510")
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float32")
+    a = b.tile("a", (64, 64), "float16")
+    c = b.tile("c", (64, 64), "float32", fragment=True)
+    m = b.tile("m", (64,), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.gemm(a, a, c, clear=True)
+        b.parallel((64,), lambda j: [(m, (j,), tirx.Cast("float32", j))])
+        b.parallel((64, 64), lambda i, j: [(c, (i, j), c.load(i, j) + m.load(j))])
+        b.copy(c, C[0, 0])
+    filecheck(after(b.build(), "split_rows"), """
+        CHECK: == AIV ==
+        CHECK: buffer c: ? 32x64xfloat32
+        CHECK: buffer m: ? 64xfloat32
+        CHECK: parallel (i < 64):
+        CHECK-NEXT: m[i] = T.Cast("float32", i)
+        CHECK: parallel (i < 32, j < 64)
+    """)
 
 # ------------------------------------------------------------------ infer_scope
 
@@ -294,7 +371,7 @@ def test_assign_layout_rejects_unaligned_cube_tiles():
         upto(b.build(), "assign_layout")
 
 
-def test_assign_layout_rejects_fp8_cube_operand_on_c220():
+def test_lower_tile_ops_rejects_fp8_gemm_on_c220_at_the_gemm():
     b = ProgramBuilder("f8", "dav-c220")
     A, C = b.tensor("A", (32, 32), "float8_e4m3fn"), b.tensor("C", (32, 32), "float32")
     a = b.tile("a", (32, 32), "float8_e4m3fn")
@@ -303,7 +380,21 @@ def test_assign_layout_rejects_fp8_cube_operand_on_c220():
         b.copy(A[0, 0], a)
         b.gemm(a, a, c, clear=True)
         b.copy(c, C[0, 0])
-    with pytest.raises(UnsupportedError, match="Cube core takes"):
+    with pytest.raises(UnsupportedError, match="has no fp8") as ei:
+        upto(b.build(), "lower_tile_ops")
+    assert "dav-3510" in str(ei.value)
+
+
+def test_assign_layout_rejects_an_int16_accumulator():
+    b = ProgramBuilder("i16", "dav-3510")
+    A, C = b.tensor("A", (32, 32), "int8"), b.tensor("C", (32, 32), "int16")
+    a = b.tile("a", (32, 32), "int8")
+    c = b.tile("c", (32, 32), "int16", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.gemm(a, a, c, clear=True)
+        b.copy(c, C[0, 0])
+    with pytest.raises(UnsupportedError, match="int32 for int8 operands"):
         upto(b.build(), "assign_layout")
 
 
@@ -346,6 +437,72 @@ def test_lower_resolves_the_pipe_of_an_on_chip_wait():
         CHECK-NEXT: [V] vec_scalar Muls c, 2.0
     """)
 
+
+
+def latent_attention_gemms(arch="dav-3510"):
+    """MLA's two gemms on one 64x512 K/V tile: S = Q K^T (K = 512) and O = P V (N = 512)."""
+    b = ProgramBuilder("mla", arch)
+    Q, KV = b.tensor("Q", (64, 512), "bfloat16"), b.tensor("KV", (256, 512), "bfloat16")
+    P, S = b.tensor("P", (64, 64), "bfloat16"), b.tensor("S", (64, 64), "float32")
+    Out = b.tensor("O", (64, 512), "float32")
+    q, kv = b.tile("q", (64, 512), "bfloat16"), b.tile("kv", (64, 512), "bfloat16")
+    p = b.tile("p", (64, 64), "bfloat16")
+    s = b.tile("s", (64, 64), "float32", fragment=True)
+    o = b.tile("o", (64, 512), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(Q[0, 0], q)
+        b.copy(P[0, 0], p)
+        with b.loop("k", 4, stages=2) as k:
+            b.copy(KV[k * 64, 0], kv)
+            b.gemm(q, kv, s, trans_b=True, clear=True)
+            b.copy(s, S[0, 0])
+            b.gemm(p, kv, o)
+        b.copy(o, Out[0, 0])
+    return b.build()
+
+
+def test_lower_gemms_sharing_l0_each_take_k_chunks_that_fit_together():
+    # Q K^T steps through its K = 512 first; P V then takes K chunks of 16 into the same L0B
+    # buffers (64x512 whole would fill L0B alone).
+    text = after(latent_attention_gemms(), "plan_memory")
+    filecheck(text, """
+        CHECK: buffer kv_l0b_ping: L0B
+        CHECK: [M] mmad Mmad s = q_l0a_ping x kv_l0b_ping
+        CHECK-SAME: k=128
+        CHECK: [M] mmad Mmad o += p_l0a_ping x kv_l0b_ping
+        CHECK-SAME: k=16
+    """)
+    assert "kv_l0b:" not in text
+
+
+def gathered_rows(cols=64, start_col=0):
+    """Row i of a gemm operand copied from row 3 i of A (a gather into L1, one row per step)."""
+    b = ProgramBuilder("gather", "dav-3510")
+    A, B = b.tensor("A", (256, 64), "float16"), b.tensor("B", (64, 64), "float16")
+    C = b.tensor("C", (16, 64), "float32")
+    a, w = b.tile("a", (16, 64), "float16"), b.tile("w", (64, 64), "float16")
+    c = b.tile("c", (16, 64), "float32", fragment=True)
+    with b.launch([1]):
+        with b.loop("i", 16) as i:
+            b.copy(A.window(i * 3, start_col, extents=(1, cols)), a.window(i, start_col, extents=(1, cols)))
+        b.copy(B[0, 0], w)
+        b.gemm(a, w, c, clear=True)
+        b.copy(c, C[0, 0])
+    return b.build()
+
+
+def test_lower_copies_whole_rows_into_an_l1_tile():
+    filecheck(after(gathered_rows(), "lower_tile_ops"), """
+        CHECK: for i in 0..16 (serial) {
+        CHECK-NEXT: [MTE2] copy_gm_to_l1 Nd2Nz A -> a
+        CHECK-SAME: window=A[i * 3, 0]<1x64> l1_rows=16 dtype=float16 row0=i
+        CHECK: [MTE1] load_data_2d_v2 LoadData a -> a_l0a
+    """)
+
+
+def test_lower_refuses_a_copy_into_part_of_a_row():
+    with pytest.raises(UnsupportedError, match="a part of tile 'a'"):
+        upto(gathered_rows(cols=32, start_col=32), "lower_tile_ops")
 
 # ------------------------------------------------------------------ multi_buffer
 
@@ -592,7 +749,7 @@ def test_route_skews_a_loop_whose_tiles_cross_both_ways():
         CHECK: for kk in 0..5 (pipelined stages=2 skewed) {
         CHECK-NEXT: if kk < 4 {
         CHECK: gemm q[0, 0]<64x64> x kt[0, 0]<64x64> -> s
-        CHECK: copy_to_peer_ub s -> s_part of AIV 0
+        CHECK: copy_to_peer_ub s -> s of AIV 0
         CHECK: if kk >= 1 {
         CHECK-NEXT: for kk_b in kk - 1 + 0..1 (serial) {
         CHECK: cross_core_wait flag=1 mode=4 aiv=0 on MTE1
@@ -613,10 +770,10 @@ def test_multi_buffer_gives_the_crossing_tiles_of_a_skewed_loop_a_slot_per_step(
     lc = p.launch
     assert all(t.skewed and t.slots == 2 and t.free is None for t in lc.transfers)
     aiv, aic = lc.kernels[Core.AIV], lc.kernels[Core.AIC]
-    assert aiv.buffers["s_part"].slots == 2 and aic.buffers["pt"].slots == 2
+    assert aiv.buffers["s"].slots == 2 and aic.buffers["pt"].slots == 2
     filecheck(print_program(p), """
         CHECK: == AIC ==
-        CHECK: fixpipe_to_peer_ub Fixpipe s rows [0, 32) -> s_part in the UB of AIV 0
+        CHECK: fixpipe_to_peer_ub Fixpipe s rows [0, 32) -> s in the UB of AIV 0
         CHECK-SAME: step=kk slots=2
         CHECK: for kk_b in kk - 1 + 0..1 (serial) slots=
         CHECK-SAME: 'pt': 2

@@ -110,7 +110,6 @@ def test_two_launches_run_in_order(arch):
     assert "void two_0(" in k.kernel_source and "void two_1(" in k.kernel_source
 
 
-@pytest.mark.skip(reason="a select between a tile and a scalar under a general affine mask: in progress (lang-vec)")
 def test_conditional_assignment_in_parallel_is_a_select(arch):
     @T.prim_func
     def relu_if(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):

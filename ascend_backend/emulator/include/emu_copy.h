@@ -424,11 +424,12 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const
 // GM -> UB: blockCount rows of blockLen bytes. GM rows are blockLen + srcStride bytes apart
 // (srcStride is the gap in bytes). In UB each row is [leftPadding elems][data][rightPadding
 // elems][dummy elems up to the next 32-byte boundary], and rows are dstStride 32-byte blocks
-// apart (gap). Filler, per the "DataCopyPad (GMToUB)" page: with no left/right padding the
-// dummy elements take the row's first element (isPad or not); with padding, isPad gives
-// paddingValue to the padding and the dummy elements; without isPad they take the value of
-// SetPadValue if the kernel called it, else they are undefined ("random"): the emulator then
-// leaves them unwritten.
+// apart (gap). Filler, per the "DataCopyPad (GMToUB)" page: isPad gives paddingValue to the
+// padding and the dummy elements (the isPad row of its table; the official example
+// data_copy_pad_gm2ub_ub2gm pads 40-byte rows with paddingValue -1 and no left/right padding);
+// without isPad they take the value of SetPadValue if the kernel called it; else, with no
+// left/right padding, the dummy elements take the row's first element, and with padding they
+// are undefined ("random"): the emulator then leaves them unwritten.
 namespace emu_detail {
 template <class T>
 inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t blockCount,
@@ -444,9 +445,9 @@ inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, 
     uint64_t lb = (uint64_t)left * sizeof(T), rb = (uint64_t)right * sizeof(T);
     uint64_t rowUb = (lb + blockLen + rb + 31) / 32 * 32;
     uint64_t dstPitch = rowUb + dstGapBlocks * 32, srcPitch = blockLen + srcGapBytes;
-    const bool first_fill = left == 0 && right == 0 && blockLen > 0;  // dummy = the row's first element
     const emu::ops::PadValue& reg = emu::ops::pad_value();
-    const bool pad_fill = (left != 0 || right != 0) && (isPad || reg.set);  // padding and dummy
+    const bool pad_fill = isPad || reg.set;                                     // padding and dummy
+    const bool first_fill = !pad_fill && left == 0 && right == 0 && blockLen > 0;  // dummy = the row's first element
     if (!isPad && reg.set) std::memcpy(&padValue, reg.bytes, sizeof(T));    // SetPadValue's value
     emu::ops::SpanSet r, w;
     for (uint32_t i = 0; i < blockCount; ++i) {
@@ -793,7 +794,7 @@ namespace emu_detail {
 // Elements per byte: 2 for the fp4x2 types (two fp4 values per byte, element 2i in the low
 // nibble), else 1. Fractals of fp4 data are 16 x 64 elements (512 bytes, LoadData_2D_MX page).
 template <class T>
-constexpr int64_t kElemsPerByte = (std::is_same_v<T, fp4x2_e2m1_t> || std::is_same_v<T, fp4x2_e1m2_t>) ? 2 : 1;
+constexpr int64_t kElemsPerByte = (int64_t)emu::elems_per_byte<T>::value;  // also int4b_t
 template <class T>
 inline void load2d_v2(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParamsV2& p,
                       const emu::Loc& loc) {

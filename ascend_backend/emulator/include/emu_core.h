@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 #include "emu_xblock.h"
 
 #if !defined(EMU_ARCH_C220) && !defined(EMU_ARCH_3510)
@@ -117,8 +118,13 @@ void queue_wait(Pipe src, Pipe dst, const void* key, const char* what, const Loc
 void queue_forget(const void* begin, size_t bytes);
 // TPipe::Reset: wait for the FreeTensor events still pending on this core (also of destroyed queues).
 void pipe_reset(const Loc& loc);
+// TBufPool::Reset: wait for the FreeTensor events pending on the queue object [begin, begin + bytes).
+void queue_drain(const void* begin, size_t bytes, const char* what, const Loc& loc);
 int64_t block_idx();
 int64_t block_num();
+// A GM address the caller put into GM data (a pointer of a ListTensorDesc) -> the address the
+// kernel works on (arguments run on guarded copies, docs/emulator-internals.md); others unchanged.
+uint64_t gm_translate(uint64_t addr);
 int64_t sub_block_idx();
 int64_t task_ration();
 CoreKind core_kind();
@@ -304,7 +310,70 @@ private:
     TPosition pos_ = TPosition::VECCALC;
 };
 
+// ---- TBufPool state (TBufPool and the custom pools of EXTERN_IMPL_BUFPOOL) -----------------
+// A pool is a byte range [start, start + len) of one memory, split by InitBuffer / InitBufPool
+// from `cur` on; `ids` is the bufIDSize (blocks it may hand out), `used` the blocks handed out.
+// It remembers its queues, so Reset can wait for their pending FreeTensor events
+// (TBufPool/Reset page: "ends the events the pool is processing").
+}  // namespace AscendC
+namespace emu {
+struct PoolState {
+    struct Que { void* obj; size_t bytes; void (*reset)(void*); };
+    Mem mem = Mem::UB;
+    uint32_t start = 0, len = 0, cur = 0, ids = 4, used = 0;
+    bool inited = false;
+    std::vector<Que> ques;
+    void init(Mem m, uint32_t s, uint32_t l, const Loc& loc) {
+        if (inited) fail("invalid_param", "TBufPool initialised twice (TPipe::InitBufPool / TBufPool::InitBufPool)", loc);
+        mem = m; start = s; len = l; cur = s; used = 0; inited = true;
+    }
+    void need_init(const char* what, const Loc& loc) const {
+        if (!inited)
+            fail("invalid_param", std::string(what) + ": the pool was never initialised (TPipe::InitBufPool or TBufPool::InitBufPool first)", loc);
+    }
+    // a block [addr, addr + n) handed to a queue or TBuf must lie in the pool, in its memory
+    void check_block(Mem m, uint64_t addr, uint64_t n, const char* what, const Loc& loc) const {
+        need_init(what, loc);
+        if (m != mem) fail("invalid_param", std::string(what) + ": the buffer's memory differs from the pool's (TBufPool/InitBuffer page: they must agree)", loc);
+        if (addr < start || addr + n > (uint64_t)start + len)
+            fail("invalid_param", std::string(what) + ": block [" + std::to_string(addr) + ", " + std::to_string(addr + n) +
+                                      ") lies outside the pool [" + std::to_string(start) + ", " + std::to_string(start + len) + ")", loc);
+    }
+    // take n bytes (32-byte aligned) at cur
+    uint32_t take(uint64_t n, const char* what, const Loc& loc) {
+        need_init(what, loc);
+        uint64_t b = (uint64_t)cur, e = b + (n + 31) / 32 * 32;
+        if (e > (uint64_t)start + len)
+            fail("invalid_param", std::string(what) + ": " + std::to_string(n) + " bytes do not fit in the pool (" +
+                                      std::to_string(start + len - cur) + " of " + std::to_string(len) + " bytes left)", loc);
+        cur = (uint32_t)e;
+        return (uint32_t)b;
+    }
+    void count_blocks(uint32_t n, const char* what, const Loc& loc) {
+        if (used + n > ids)
+            fail("invalid_param", std::string(what) + ": the pool hands out at most bufIDSize = " + std::to_string(ids) +
+                                      " buffers (TBufPool constructor page); raise bufIDSize (up to 16)", loc);
+        used += n;
+    }
+    void add_queue(void* obj, size_t bytes, void (*reset)(void*)) {
+        for (auto& q : ques)
+            if (q.obj == obj) return;
+        ques.push_back({obj, bytes, reset});
+    }
+    void drain(const char* what, const Loc& loc) {
+        for (auto& q : ques) {
+            queue_drain(q.obj, q.bytes, what, loc);
+            q.reset(q.obj);
+        }
+    }
+};
+}  // namespace emu
+namespace AscendC {
+
 // ---- TPipe / TBuf -------------------------------------------------------------------
+// TBufHandle (InitBufHandle page: "actually uint8_t*"): the emulator only passes it around.
+using TBufHandle = uint8_t*;
+
 template <TPosition pos = TPosition::VECCALC>
 class TBuf {
 public:
@@ -327,6 +396,19 @@ public:
     void emu_set(uint32_t off, uint32_t bytes) {
         off_ = off;
         bytes_ = bytes;
+    }
+    // Custom TBufPool (InitBufHandle page: TBuf, like TQue, inherits it from TQueBind): a TBuf
+    // has one block; its address and size come from InitBufHandle.
+    void InitStartBufHandle(TBufHandle, uint8_t num, uint32_t len, const emu::Loc& loc = emu::Loc::current()) {
+        if (num != 1) emu::fail("invalid_param", "TBuf::InitStartBufHandle: a TBuf has exactly one block (num = 1)", loc);
+        bytes_ = len;
+    }
+    template <class P>
+    void InitBufHandle(P* bufPool, uint32_t index, TBufHandle, uint32_t curPoolAddr, uint32_t len,
+                       const emu::Loc& loc = emu::Loc::current()) {
+        if (index != 0) emu::fail("invalid_param", "TBuf::InitBufHandle: a TBuf has one block, index must be 0", loc);
+        if (bufPool) bufPool->emu_pool().check_block(mem_of(pos), curPoolAddr, len, "TBuf::InitBufHandle", loc);
+        emu_set(curPoolAddr, len);
     }
 
 private:
@@ -385,7 +467,7 @@ public:
         int i = (int)(allocs_ % num_);
         if (allocs_ >= num_ && sync()) emu::queue_wait(cons(), prod(), &free_key_[i], "AllocTensor", loc);
         ++allocs_;
-        return LocalTensor<T>(mem_of(kPath.buf), off_ + (uint32_t)i * stride_, len_ / sizeof(T), kPath.buf);
+        return LocalTensor<T>(mem_of(kPath.buf), addr_[i], elems<T>(), kPath.buf);
     }
     template <class T> bool EnQue(const LocalTensor<T>& t, const emu::Loc& loc = emu::Loc::current()) {
         int i = index_of(t.emu_offset(), "EnQue", loc);
@@ -401,7 +483,7 @@ public:
         head_ = (head_ + 1) % kMax;
         --count_;
         if (sync()) emu::queue_wait(prod(), cons(), &data_key_[i], "DeQue", loc);
-        return LocalTensor<T>(mem_of(kPath.buf), off_ + (uint32_t)i * stride_, len_ / sizeof(T), kPath.buf);
+        return LocalTensor<T>(mem_of(kPath.buf), addr_[i], elems<T>(), kPath.buf);
     }
     template <class T> void FreeTensor(const LocalTensor<T>& t, const emu::Loc& loc = emu::Loc::current()) {
         int i = index_of(t.emu_offset(), "FreeTensor", loc);
@@ -412,26 +494,59 @@ public:
     int32_t GetTensorCountInQue() const { return (int32_t)count_; }
     void emu_init(uint32_t off, uint32_t num, uint32_t len, uint32_t stride, const emu::Loc& loc) {
         if (num == 0 || num > kMax) emu::fail("invalid_param", "TPipe::InitBuffer(queue): num must be 1..32", loc);
-        off_ = off;
         num_ = num;
         len_ = len;
-        stride_ = stride;
+        for (uint32_t i = 0; i < num; ++i) addr_[i] = off + i * stride;
     }
+    // Custom TBufPool (InitBufHandle page): InitStartBufHandle gives the block count and size,
+    // then InitBufHandle places each block (blocks need not be contiguous).
+    void InitStartBufHandle(TBufHandle, uint8_t num, uint32_t len, const emu::Loc& loc = emu::Loc::current()) {
+        if (num == 0 || num > kMax) emu::fail("invalid_param", "TQue::InitStartBufHandle: num must be 1..32", loc);
+        num_ = num;
+        len_ = len;
+        for (uint32_t i = 0; i < num; ++i) addr_[i] = kUnset;
+        emu_pool_reset(this);
+    }
+    template <class P>
+    void InitBufHandle(P* bufPool, uint32_t index, TBufHandle, uint32_t curPoolAddr, uint32_t len,
+                       const emu::Loc& loc = emu::Loc::current()) {
+        if (index >= num_)
+            emu::fail("invalid_param", "TQue::InitBufHandle: index " + std::to_string(index) + " is not below the num given to InitStartBufHandle (" +
+                                           std::to_string(num_) + ")", loc);
+        if (bufPool) {
+            bufPool->emu_pool().check_block(mem_of(kPath.buf), curPoolAddr, len, "TQue::InitBufHandle", loc);
+            bufPool->emu_pool().add_queue(this, sizeof(*this), &TQueBind::emu_pool_reset);
+        }
+        addr_[index] = curPoolAddr;
+    }
+    // TBufPool::Reset: the pool waited for the queue's pending events; its buffers start afresh.
+    static void emu_pool_reset(void* q) {
+        auto* self = static_cast<TQueBind*>(q);
+        self->allocs_ = 0;
+        self->head_ = self->count_ = 0;
+    }
+    static constexpr emu::Mem emu_mem() { return mem_of(kPath.buf); }
 
 private:
     static constexpr bool sync() { return kPath.prod >= 0 && kPath.cons >= 0; }
     static constexpr emu::Pipe prod() { return (emu::Pipe)kPath.prod; }
     static constexpr emu::Pipe cons() { return (emu::Pipe)kPath.cons; }
+    static constexpr uint32_t kUnset = 0xffffffffu;
+    template <class T> uint32_t elems() const { return (uint32_t)((uint64_t)len_ * emu::elems_per_byte<T>::value / sizeof(T)); }
     void check_init(const emu::Loc& loc) const {
         if (num_ == 0) emu::fail("invalid_param", "TQue used before TPipe::InitBuffer", loc);
+        for (uint32_t i = 0; i < num_; ++i)
+            if (addr_[i] == kUnset)
+                emu::fail("invalid_param", "TQue: block " + std::to_string(i) + " was never placed with InitBufHandle", loc);
     }
     int index_of(uint64_t off, const char* what, const emu::Loc& loc) const {
         check_init(loc);
-        if (off < off_ || (off - off_) % stride_ != 0 || (off - off_) / stride_ >= num_)
-            emu::fail("invalid_param", std::string("TQue::") + what + ": tensor is not a buffer of this queue", loc);
-        return (int)((off - off_) / stride_);
+        for (uint32_t i = 0; i < num_; ++i)
+            if (addr_[i] == off) return (int)i;
+        emu::fail("invalid_param", std::string("TQue::") + what + ": tensor is not a buffer of this queue", loc);
     }
-    uint32_t off_ = 0, num_ = 0, len_ = 0, stride_ = 1;
+    uint32_t num_ = 0, len_ = 0;
+    uint32_t addr_[kMax] = {};
     uint64_t allocs_ = 0;
     uint32_t head_ = 0, count_ = 0;
     int fifo_[kMax] = {};
@@ -491,6 +606,33 @@ public:
                            std::to_string(loc.line()) + "; ";
         return true;
     }
+    // TPipe::InitBufPool page: a pool of `len` bytes (rounded up to 32) taken from the pipe's
+    // memory of the pool's position; with `shareBuf`, the same start and at most its length.
+    template <class T>
+    bool InitBufPool(T& bufPool, uint32_t len, const emu::Loc& loc = emu::Loc::current()) {
+        constexpr emu::Mem m = mem_of(T::emu_pool_pos);
+        uint64_t a = align_of(m);
+        uint64_t start = (used_[(int)m] + a - 1) / a * a;
+        uint64_t bytes = ((uint64_t)len + 31) / 32 * 32;
+        if (start + bytes > emu::mem_size(m)) emu::note_capacity(m, start, bytes, detail_[(int)m].c_str(), loc);
+        bufPool.emu_pool().init(m, (uint32_t)start, (uint32_t)bytes, loc);
+        used_[(int)m] = start + bytes;
+        detail_[(int)m] += "TBufPool " + std::to_string(bytes) + " B at line " + std::to_string(loc.line()) + "; ";
+        return true;
+    }
+    template <class T, class U>
+    bool InitBufPool(T& bufPool, uint32_t len, U& shareBuf, const emu::Loc& loc = emu::Loc::current()) {
+        emu::PoolState& sh = shareBuf.emu_pool();
+        sh.need_init("TPipe::InitBufPool (shared)", loc);
+        uint32_t bytes = (len + 31) / 32 * 32;
+        if (mem_of(T::emu_pool_pos) != sh.mem)
+            emu::fail("invalid_param", "TPipe::InitBufPool: a pool and the pool it shares must be in the same memory", loc);
+        if (bytes > sh.len)
+            emu::fail("invalid_param", "TPipe::InitBufPool: the shared pool's length (" + std::to_string(sh.len) +
+                                           " B) is below the requested " + std::to_string(bytes) + " B", loc);
+        bufPool.emu_pool().init(sh.mem, sh.start, bytes, loc);
+        return true;
+    }
     // Destroy ends with PipeBarrier<PIPE_ALL> (DestroyWithoutPipeAll page: "unlike Destroy, no
     // PIPE_ALL inside"); Reset waits for the pending FreeTensor events, then frees the memory.
     void Destroy(const emu::Loc& loc = emu::Loc::current()) {
@@ -536,6 +678,100 @@ private:
 };
 
 inline TPipe* GetTPipePtr() { return emu_detail::current_pipe(); }
+
+// ---- TBufPool (资源管理/TBufPool/*.md) ------------------------------------------------------
+// Splits a pool from TPipe::InitBufPool into queues, TBufs and sub-pools; pools that share a
+// start address reuse memory between stages. Reset waits for the pending FreeTensor events of
+// the pool's queues (the framework's syncs for the reuse) and keeps the buffers allocated.
+template <TPosition pos, uint32_t bufIDSize = 4>
+class TBufPool {
+public:
+    static_assert(bufIDSize >= 1 && bufIDSize <= 16, "TBufPool: bufIDSize is 1..16 (TBufPool constructor page)");
+    static constexpr TPosition poolPos = pos;
+    static constexpr TPosition emu_pool_pos = pos;
+    TBufPool() { st_.ids = bufIDSize; }
+    TBufPool(const TBufPool&) = delete;
+    TBufPool& operator=(const TBufPool&) = delete;
+    template <class T>
+    bool InitBuffer(T& que, uint8_t num, uint32_t len, const emu::Loc& loc = emu::Loc::current()) {
+        if (st_.mem != T::emu_mem() && st_.inited)
+            emu::fail("invalid_param", "TBufPool::InitBuffer: the queue's memory differs from the pool's", loc);
+        st_.count_blocks(num, "TBufPool::InitBuffer", loc);
+        uint32_t stride = (len + 31) / 32 * 32;
+        uint32_t at = st_.take((uint64_t)stride * num, "TBufPool::InitBuffer", loc);
+        que.emu_init(at, num, len, stride, loc);
+        st_.add_queue(&que, sizeof(que), &T::emu_pool_reset);
+        return true;
+    }
+    template <TPosition bufPos>
+    bool InitBuffer(TBuf<bufPos>& buf, uint32_t len, const emu::Loc& loc = emu::Loc::current()) {
+        if (st_.inited && st_.mem != mem_of(bufPos))
+            emu::fail("invalid_param", "TBufPool::InitBuffer: the TBuf's memory differs from the pool's", loc);
+        st_.count_blocks(1, "TBufPool::InitBuffer", loc);
+        buf.emu_set(st_.take(len, "TBufPool::InitBuffer", loc), len);
+        return true;
+    }
+    template <class T>
+    bool InitBufPool(T& bufPool, uint32_t len, const emu::Loc& loc = emu::Loc::current()) {
+        emu::PoolState& sub = bufPool.emu_pool();
+        if (mem_of(T::emu_pool_pos) != st_.mem)
+            emu::fail("invalid_param", "TBufPool::InitBufPool: a sub-pool must be in the pool's memory", loc);
+        if (sub.ids > st_.ids - st_.used)
+            emu::fail("invalid_param", "TBufPool::InitBufPool: the sub-pool's bufIDSize exceeds the buffers this pool has left (TBufPool constructor page)", loc);
+        uint32_t at = st_.take(len, "TBufPool::InitBufPool", loc);
+        sub.init(st_.mem, at, (len + 31) / 32 * 32, loc);
+        return true;
+    }
+    template <class T, class U>
+    bool InitBufPool(T& bufPool, uint32_t len, U& shareBuf, const emu::Loc& loc = emu::Loc::current()) {
+        emu::PoolState& sub = bufPool.emu_pool();
+        emu::PoolState& sh = shareBuf.emu_pool();
+        sh.need_init("TBufPool::InitBufPool (shared)", loc);
+        uint32_t bytes = (len + 31) / 32 * 32;
+        if (mem_of(T::emu_pool_pos) != sh.mem || sh.mem != st_.mem)
+            emu::fail("invalid_param", "TBufPool::InitBufPool: a pool and the pool it shares must be in the same memory", loc);
+        if (bytes > sh.len)
+            emu::fail("invalid_param", "TBufPool::InitBufPool: the shared pool's length (" + std::to_string(sh.len) +
+                                           " B) is below the requested " + std::to_string(bytes) + " B", loc);
+        if (sub.ids > st_.ids)
+            emu::fail("invalid_param", "TBufPool::InitBufPool: the sub-pool's bufIDSize exceeds this pool's (TBufPool constructor page)", loc);
+        sub.init(sh.mem, sh.start, bytes, loc);
+        return true;
+    }
+    void Reset(const emu::Loc& loc = emu::Loc::current()) { st_.drain("TBufPool::Reset", loc); }
+    emu::PoolState& emu_pool() { return st_; }
+
+private:
+    emu::PoolState st_;
+};
+
+}  // namespace AscendC
+// EXTERN_IMPL_BUFPOOL (自定义TBufPool/EXTERN_IMPL_BUFPOOL宏.md): the members a custom pool class
+// gets: Reset, Init, GetBufHandle, SetCurAddr, GetCurAddr, SetCurBufSize, GetCurBufSize. The
+// class's own InitBuffer places blocks with InitStartBufHandle / InitBufHandle. Reset waits for
+// the pending events of its queues and frees the pool (its buffers may not be used afterwards).
+#define EXTERN_IMPL_BUFPOOL(EXT_BUFPOOL, POSITION, BUFID_SIZE)                                                \
+public:                                                                                                    \
+    static constexpr ::AscendC::TPosition emu_pool_pos = POSITION;                                         \
+    ::emu::PoolState& emu_pool() { return emu_pool_state_; }                                               \
+    void Init() { emu_pool_state_.used = 0; }                                                              \
+    void Reset(const ::emu::Loc& emu_loc = ::emu::Loc::current()) {                                        \
+        emu_pool_state_.drain(#EXT_BUFPOOL "::Reset", emu_loc);                                            \
+        emu_pool_state_.cur = emu_pool_state_.start;                                                       \
+        emu_pool_state_.used = 0;                                                                          \
+    }                                                                                                      \
+    ::AscendC::TBufHandle GetBufHandle(uint8_t offset, const ::emu::Loc& emu_loc = ::emu::Loc::current()) { \
+        if (offset >= (BUFID_SIZE))                                                                        \
+            ::emu::fail("invalid_param", #EXT_BUFPOOL "::GetBufHandle: offset beyond BUFID_SIZE", emu_loc); \
+        return &emu_handles_[offset];                                                                      \
+    }                                                                                                      \
+    uint32_t GetCurAddr() const { return emu_pool_state_.cur; }                                            \
+    void SetCurAddr(uint32_t curAddr) { emu_pool_state_.cur = curAddr; }                                   \
+    uint8_t GetCurBufSize() const { return (uint8_t)emu_pool_state_.used; }                                \
+    void SetCurBufSize(uint8_t curBufSize) { emu_pool_state_.used = curBufSize; }                          \
+    ::emu::PoolState emu_pool_state_{.ids = (BUFID_SIZE)};                                                 \
+    uint8_t emu_handles_[(BUFID_SIZE) > 0 ? (BUFID_SIZE) : 1] = {}
+namespace AscendC {
 
 // ---- synchronisation ----------------------------------------------------------------
 template <HardEvent e>

@@ -21,6 +21,7 @@ struct MmadArgs {
     int a_layout; uint32_t a_kb;
     int init; const void* bias; DT bt;
     bool row0_only;
+    DT bbt = DT::OTHER;      // B's element type when it differs from A's (fp8 pairings)
 };
 void mmad2(const MmadArgs& a);
 // Fixpipe element loop. layout: 0 NZ, 1 ND (row major), 2 DN (column major).
@@ -35,6 +36,7 @@ struct FixArgs {
     const uint64_t* qvec = nullptr;  // tensor quantization: one quant word per output column
     bool arch3510 = false;           // quant word layout of dav-3510 (no shift/MCB fields)
     bool channelSplit = false;       // NZ float output in 16x8 fractals
+    uint8_t f8mode = 1;              // emu::F8Mode of fp8 / hifloat8 outputs (from the CTRL register)
 };
 // Column placement of an NZ Fixpipe output (NZ2NZ page, Int8 Channel Merge and F32 Channel
 // Split pages): columns go in blocks of 16; 1-byte outputs merge pairs of blocks into 32-wide
@@ -195,14 +197,56 @@ struct FixpipeParamsC310 : FixpipeParamsArch3510<format> {
 
 // ---------------------------------------------------------------- Mmad
 namespace emu_detail {
+template <class T> constexpr bool mm_fp8 = std::is_same_v<T, fp8_e4m3fn_t> || std::is_same_v<T, fp8_e5m2_t>;
+// Mmad page, tables 5-8: the (fm, filter, dst) type combinations per arch.
 template <class C, class A, class B>
 inline void check_mmad_types(const emu::Loc& loc) {
-    constexpr bool ok =
-        std::is_same_v<A, B> &&
-        ((std::is_same_v<C, float> && (std::is_same_v<A, half> || std::is_same_v<A, bfloat16_t> || std::is_same_v<A, float>)) ||
-         (std::is_same_v<C, int32_t> && std::is_same_v<A, int8_t>));
-    static_assert(ok, "Mmad: supported types are half/bfloat16_t/float -> float and int8_t -> int32_t");
+    constexpr bool common =
+        (std::is_same_v<A, B> && std::is_same_v<C, float> &&
+         (std::is_same_v<A, half> || std::is_same_v<A, bfloat16_t> || std::is_same_v<A, float>)) ||
+        (std::is_same_v<A, int8_t> && std::is_same_v<B, int8_t> && std::is_same_v<C, int32_t>);
+    // int4b_t x int4b_t -> int32_t: dav-c220 only (Mmad page, table 7).
+    constexpr bool int4 = std::is_same_v<A, int4b_t> && std::is_same_v<B, int4b_t> && std::is_same_v<C, int32_t>;
+    constexpr bool eight = mm_fp8<A> || mm_fp8<B> || std::is_same_v<A, hifloat8_t> || std::is_same_v<B, hifloat8_t>;
+#if defined(EMU_ARCH_3510)
+    constexpr bool ok = common || (std::is_same_v<C, float> && ((mm_fp8<A> && mm_fp8<B>) ||
+                                                               (std::is_same_v<A, hifloat8_t> && std::is_same_v<B, hifloat8_t>)));
+    static_assert(ok, "Mmad (dav-3510, Mmad page table 5): the types are int8_t x int8_t -> int32_t; half, bfloat16_t "
+                      "or float (A and B alike) -> float; fp8_e4m3fn_t / fp8_e5m2_t in any pairing -> float; "
+                      "hifloat8_t x hifloat8_t -> float");
+#else
+    static_assert(!eight, "Mmad: fp8_e4m3fn_t / fp8_e5m2_t / hifloat8_t operands exist only on dav-3510 (Ascend 950); "
+                          "the dav-c220 table of the Mmad page (table 7) has none");
+    static_assert(eight || common || int4, "Mmad (dav-c220, Mmad page table 7): the types are int8_t x int8_t -> int32_t; "
+                                   "int4b_t x int4b_t -> int32_t; "
+                                   "half, bfloat16_t or float (A and B alike) -> float");
+#endif
     (void)loc;
+}
+// int4b_t operands (Mmad page, table 7: dav-c220, no bias tensor): fractals of 16 x 64 nibbles
+// (512 bytes; element 2i in the low nibble of byte i, as the Cast page packs int4b_t). Each
+// is unpacked into the two int8 fractals (16 x 32) covering the same 64 K values, so the int8
+// inner loop does the products (exact in int32). L0A ZZ: fractal (mb, kb) at mb*kb_n + kb;
+// L0B ZN: fractal (kb, nb) at kb*Nb + nb, element (k, n) at n*C0 + k.
+inline int8_t nibble(const uint8_t* p, uint64_t i) {
+    const int v = (p[i / 2] >> (4 * (i % 2))) & 0xF;
+    return (int8_t)(v >= 8 ? v - 16 : v);
+}
+inline void int4_a_to_int8(const uint8_t* a, int8_t* out, uint64_t Mb, uint64_t a_kb, uint64_t Kb) {
+    for (uint64_t mb = 0; mb < Mb; ++mb)
+        for (uint64_t kb = 0; kb < Kb; ++kb)
+            for (uint64_t h = 0; h < 2; ++h)
+                for (uint64_t r = 0; r < 16; ++r)
+                    for (uint64_t c = 0; c < 32; ++c)
+                        out[((mb * 2 * Kb + 2 * kb + h) * 16 + r) * 32 + c] = nibble(a, ((mb * a_kb + kb) * 16 + r) * 64 + 32 * h + c);
+}
+inline void int4_b_to_int8(const uint8_t* b, int8_t* out, uint64_t Kb, uint64_t Nb) {
+    for (uint64_t kb = 0; kb < Kb; ++kb)
+        for (uint64_t h = 0; h < 2; ++h)
+            for (uint64_t nb = 0; nb < Nb; ++nb)
+                for (uint64_t n = 0; n < 16; ++n)
+                    for (uint64_t k = 0; k < 32; ++k)
+                        out[(((2 * kb + h) * Nb + nb) * 16 + n) * 32 + k] = nibble(b, ((kb * Nb + nb) * 16 + n) * 64 + 32 * h + k);
 }
 }  // namespace emu_detail
 
@@ -230,7 +274,8 @@ inline void mmad_impl(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const
         bias = &btBias;
     }
     if (p.m == 0 || p.n == 0 || p.k == 0) return;
-    constexpr uint64_t C0 = emu::C0<U>;
+    constexpr bool int4 = std::is_same_v<U, int4b_t>;
+    constexpr uint64_t C0 = emu::C0<U> * emu::elems_per_byte<U>::value;
     bool gemv = p.m == 1;
 #if defined(EMU_ARCH_3510)
     if (p.disableGemv) gemv = false;
@@ -249,11 +294,30 @@ inline void mmad_impl(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const
     w.add(dst, 0, cbytes);
     // timing model: output fractals, depth and operand width (docs/emulator-internals.md, Cost)
     emu::Cost c; c.macs = (uint64_t)p.m * p.n * p.k; c.repeats = (uint32_t)(Mb * Nb);
-    c.elems = p.k; c.bytes = (uint64_t)p.k * sizeof(U);
+    c.elems = p.k; c.bytes = emu::bytes_of<U>(p.k);
     emu::ops::record_sets("Mmad", emu::Pipe::M, r, w, c, loc);
-    emu::impl::MmadArgs a{dst.emu_ptr(), emu::dt_of<T>(), fm.emu_ptr(), filter.emu_ptr(), emu::dt_of<U>(), p.m, p.n, p.k,
+    const void* pa = fm.emu_ptr();
+    const void* pb = filter.emu_ptr();
+    emu::DT abt = emu::dt_of<U>();
+    if constexpr (int4) {
+        if (gemv) emu::fail("invalid_param", "Mmad: GEMV (m = 1) with int4b_t operands is not emulated", loc);
+        thread_local std::vector<int8_t> a8, b8;
+        a8.assign(Mb * 2 * Kb * 512, 0);
+        b8.assign(2 * Kb * Nb * 512, 0);
+        int4_a_to_int8(reinterpret_cast<const uint8_t*>(pa), a8.data(), Mb, akb, Kb);
+        int4_b_to_int8(reinterpret_cast<const uint8_t*>(pb), b8.data(), Kb, Nb);
+        pa = a8.data();
+        pb = b8.data();
+        abt = emu::DT::S8;
+        akb = 2 * Kb;
+    }
+    emu::impl::MmadArgs a{dst.emu_ptr(), emu::dt_of<T>(), pa, pb, abt, p.m, p.n, p.k,
                           gemv ? 2 : (emu::is_3510() ? 1 : 0), (uint32_t)akb, bias ? 2 : (acc ? 1 : 0),
-                          bias ? (const void*)bias->emu_ptr() : nullptr, bias ? emu::dt_of<B>() : emu::DT::OTHER, gemv};
+                          bias ? (const void*)bias->emu_ptr() : nullptr, bias ? emu::dt_of<B>() : emu::DT::OTHER, gemv,
+                          emu::dt_of<S>()};
+    // CTRL[45] (SetCtrlSpr page, 950): fp8_e4m3fn_t x fp8_e4m3fn_t computed as hifloat8_t x hifloat8_t
+    if (emu::is_3510() && a.abt == emu::DT::E4M3 && a.bbt == emu::DT::E4M3 && ((emu::ctrl_get() >> 45) & 1u))
+        a.abt = a.bbt = emu::DT::HIF8;
     emu::impl::mmad2(a);
 }
 }  // namespace emu_detail
@@ -267,11 +331,19 @@ template <typename T, typename U, typename S, typename V>
 inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
                  const LocalTensor<V>& bias, const MmadParams& p, const emu::Loc& loc = emu::Loc::current()) {
     static_assert(std::is_same_v<V, T>, "Mmad with bias: the bias type must equal the result type (float or int32_t)");
+    static_assert(!std::is_same_v<U, int4b_t>, "Mmad: int4b_t takes no bias tensor (Mmad page, table 8)");
     emu_detail::mmad_impl<T, U, S, V>(dst, fm, filter, &bias, p, loc);
 }
 
 // ---------------------------------------------------------------- Fixpipe
 namespace emu_detail {
+// Saturation of fp8 / hifloat8 Fixpipe outputs (Fixpipe page, 950 special values; SetCtrlSpr
+// page): CTRL[48] = 1 (with CTRL[60] = 1) non-saturating, else saturating with CTRL[50] keeping NaN.
+inline uint8_t fix_f8_mode() {
+    const uint64_t c = emu::ctrl_get();
+    if (((c >> 60) & 1u) && ((c >> 48) & 1u)) return (uint8_t)emu::F8Mode::NOSAT;
+    return (uint8_t)(((c >> 50) & 1u) ? emu::F8Mode::SAT_NAN : emu::F8Mode::SAT);
+}
 // true while fix3510_dual issues its two halves (the timing model's dual-destination rate)
 inline bool& fix_dual_half() {
     static thread_local bool on = false;
@@ -341,7 +413,7 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
                          fmt == CO2Layout::NZ ? 0 : (fmt == CO2Layout::ROW_MAJOR ? 1 : 2), ndNum, srcNdBytes,
                          dstNdElems, relu, (int)q, deq,
                          quantTensor ? qwords.data() : nullptr, emu::is_3510(),
-                         channelSplit};
+                         channelSplit, fix_f8_mode()};
     const char* err = emu::impl::fixpipe(a);
     if (err && *err) emu::fail("invalid_param", std::string("Fixpipe: ") + err, loc);
     if (am.dtype)

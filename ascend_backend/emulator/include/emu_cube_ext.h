@@ -708,7 +708,13 @@ inline void mmad_mx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const L
         btBias = LocalTensor<B>(emu::Mem::BT, 0, p.n, TPosition::C2);
         bias = &btBias;
     }
+    static_assert(std::is_same_v<B, float>, "MmadMx: the bias is float (MmadMx page, table 3)");
     if (p.m == 0 || p.n == 0 || p.k == 0) return;
+    // MmadMx page, constraints: K a multiple of 64; A and B at 1024-byte addresses for fp8
+    // (512 for fp4, which L0A/L0B's own alignment already gives)
+    if (p.k % 64 != 0) emu::fail("invalid_param", "MmadMx: K = " + std::to_string(p.k) + " is not a multiple of 64", loc);
+    if (!is_fp4x2<U> && (fm.emu_offset() % 1024 != 0 || filter.emu_offset() % 1024 != 0))
+        emu::fail("invalid_param", "MmadMx: fp8 A and B must start at 1024-byte aligned L0A/L0B addresses", loc);
     constexpr uint64_t EPB = is_fp4x2<U> ? 2 : 1;          // elements per byte
     constexpr uint64_t KC0 = 32 * EPB;                      // K elements per fractal row
     const uint64_t Mb = (p.m + 15) / 16, Nb = (p.n + 15) / 16, Kb = (p.k + KC0 - 1) / KC0, K64 = (p.k + 63) / 64;
@@ -756,6 +762,87 @@ template <typename T, typename U, typename S, typename V>
 inline void MmadMx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter, const LocalTensor<V>& bias,
                    const MmadParams& p, const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::mmad_mx<T, U, S, V>(dst, fm, filter, &bias, p, loc);
+}
+#endif
+
+// ===================================================================== 4:2 sparse matmul (dav-c220)
+// LoadDataWithSparse / MmadWithSparse pages and the 4选2稀疏索引矩阵 section of 辅助矩阵分形格式详解.md.
+// B is the densified K/2 x N int8 matrix (two values kept of every 4 K values), ZN in L0B; each
+// of its elements has a 2-bit index at the same position of a 128-byte index fractal (Zn, four
+// indices per byte, the first in the lowest bits). LoadDataWithSparse moves repeatTimes B
+// fractals (512 B) and their index fractals (128 B) from startIndex on, consecutively (the page's
+// figure; the official example passes srcStride 0), B to L0B and the indices to the Cube's
+// index buffer (a quarter of L0B, mirroring it: the index of L0B byte o is entry o).
+// MmadWithSparse: for K group g (A columns 4g..4g+3) and column n, dense value 2g pairs with
+// A column 4g + idx0 and dense value 2g+1 with 4g + max(idx0, 1 + idx1) (the selection table:
+// idx0 places the first kept value among elements 0..2, idx1 the second among 1..3).
+#if defined(EMU_ARCH_C220)
+namespace emu_detail {
+inline uint8_t* sparse_index_buffer() {
+    thread_local uint8_t buf[64 * 1024 / 4] = {};
+    return buf;
+}
+}  // namespace emu_detail
+
+template <typename T, typename U>
+inline void LoadDataWithSparse(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<U>& idx,
+                               const LoadData2DParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(std::is_same_v<T, int8_t> && std::is_same_v<U, uint8_t>,
+                  "LoadDataWithSparse: dst/src are int8_t, idx is uint8_t");
+    if (dst.emu_mem() != emu::Mem::L0B || src.emu_mem() != emu::Mem::L1 || idx.emu_mem() != emu::Mem::L1)
+        emu::fail("invalid_param", "LoadDataWithSparse: L1 (B and its index) -> L0B only", loc);
+    if (p.repeatTimes == 0) return;
+    if (dst.emu_offset() % 512) emu::fail("invalid_param", "LoadDataWithSparse: the L0B address must be 512-byte aligned", loc);
+    const uint64_t n = p.repeatTimes, s0 = p.startIndex;
+    emu::ops::SpanSet r, w;
+    r.add(src, s0 * 512, (s0 + n) * 512);
+    r.add(idx, s0 * 128, (s0 + n) * 128);
+    w.add(dst, 0, n * 512);
+    emu::Cost c; c.bytes = n * (512 + 128);
+    emu::ops::record_sets("LoadDataWithSparse", emu::Pipe::MTE1, r, w, c, loc);
+    std::memmove(reinterpret_cast<uint8_t*>(dst.emu_ptr()), reinterpret_cast<const uint8_t*>(src.emu_ptr()) + s0 * 512, n * 512);
+    std::memmove(emu_detail::sparse_index_buffer() + dst.emu_offset() / 4,
+                 reinterpret_cast<const uint8_t*>(idx.emu_ptr()) + s0 * 128, n * 128);
+}
+
+template <typename T, typename U>
+inline void MmadWithSparse(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<U>& filter,
+                           const MmadParams& p, const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(std::is_same_v<T, int32_t> && std::is_same_v<U, int8_t>, "MmadWithSparse: int8_t x int8_t -> int32_t");
+    if (dst.emu_mem() != emu::Mem::L0C || fm.emu_mem() != emu::Mem::L0A || filter.emu_mem() != emu::Mem::L0B)
+        emu::fail("invalid_param", "MmadWithSparse: operands must be in L0C, L0A, L0B", loc);
+    if (p.m == 0 || p.n == 0 || p.k == 0) return;
+    if (p.k % 4) emu::fail("invalid_param", "MmadWithSparse: k must be a multiple of 4 (groups of 4 K values)", loc);
+    if (p.cmatrixSource && !p.cmatrixInitVal)
+        emu::fail("invalid_param", "MmadWithSparse: C from BT (cmatrixSource) is not emulated", loc);
+    const uint64_t Mb = (p.m + 15) / 16, Nb = (p.n + 15) / 16, Kb = (p.k + 31) / 32, Kd = p.k / 2, Kdb = (Kd + 31) / 32;
+    const bool acc = !p.cmatrixInitVal || p.isBias;
+    emu::ops::SpanSet r, w;
+    r.add(fm, 0, Mb * Kb * 512);
+    r.add(filter, 0, Kdb * Nb * 512);
+    if (acc) r.add(dst, 0, Mb * Nb * 1024);
+    w.add(dst, 0, Mb * Nb * 1024);
+    emu::Cost c; c.macs = (uint64_t)p.m * p.n * Kd; c.repeats = (uint32_t)(Mb * Nb); c.elems = Kd; c.bytes = Kd;
+    emu::ops::record_sets("MmadWithSparse", emu::Pipe::M, r, w, c, loc);
+    const int8_t* a = fm.emu_ptr();
+    const int8_t* b = filter.emu_ptr();
+    const uint8_t* ix = emu_detail::sparse_index_buffer() + filter.emu_offset() / 4;
+    int32_t* cc = dst.emu_ptr();
+    auto a_at = [&](uint64_t i, uint64_t k) { return (int32_t)a[((i / 16) * Kb + k / 32) * 512 + (i % 16) * 32 + k % 32]; };
+    auto b_off = [&](uint64_t kd, uint64_t j) { return ((kd / 32) * Nb + j / 16) * 512 + (j % 16) * 32 + kd % 32; };
+    for (uint64_t j = 0; j < Nb * 16; ++j)
+        for (uint64_t i = 0; i < Mb * 16; ++i) {
+            int32_t& out = cc[((j / 16) * Mb + i / 16) * 256 + (i % 16) * 16 + j % 16];
+            int64_t sum = acc ? out : 0;
+            if (i < p.m && j < p.n)
+                for (uint64_t g = 0; g < (uint64_t)p.k / 4; ++g) {
+                    const uint64_t o0 = b_off(2 * g, j), o1 = b_off(2 * g + 1, j);
+                    const uint32_t i0 = (ix[o0 / 4] >> (2 * (o0 % 4))) & 3u, i1 = (ix[o1 / 4] >> (2 * (o1 % 4))) & 3u;
+                    const uint32_t s1 = i0 > 1 + i1 ? i0 : 1 + i1;
+                    sum += a_at(i, 4 * g + i0) * (int32_t)b[o0] + a_at(i, 4 * g + s1) * (int32_t)b[o1];
+                }
+            out = (int32_t)sum;
+        }
 }
 #endif
 

@@ -149,8 +149,9 @@ struct Conditional {
     using type = std::conditional_t<cond, T1, T2>;
 };
 
-// UB size in bytes (GetUBSizeInBytes page: 248 KB on Ascend 950); the emulator's usable UB.
-inline uint32_t GetUBSizeInBytes() { return (uint32_t)emu::mem_size(emu::Mem::UB); }
+// UB size in bytes (GetUBSizeInBytes page: 248 KB on Ascend 950). dav-c220: 192 KB less the
+// 8 KB the API reserves for Select-class APIs (static-Tensor guide), 184 KB.
+inline uint32_t GetUBSizeInBytes() { return emu::is_c220() ? 184u * 1024 : (uint32_t)emu::mem_size(emu::Mem::UB); }
 #if defined(EMU_ARCH_3510)
 // GetRuntimeUBSize page (Ascend 950 only): the UB available at run time; without SIMT, all of it.
 inline uint32_t GetRuntimeUBSize() { return (uint32_t)emu::mem_size(emu::Mem::UB); }
@@ -283,19 +284,25 @@ void dump_values(const T* p, uint32_t n) {
 }  // namespace emu_detail
 
 // Prints `DumpTensor: desc=..., addr=..., data_type=..., position=..., dump_size=...` and
-// the first dumpSize elements to the run's stdout, as the DumpTensor page shows. The read is
-// a scalar-pipe access (so a dump of data still in flight is reported as a race).
+// the first dumpSize elements to the run's stdout, as the DumpTensor page shows. The page names
+// no sync to put before it, and the official batch_matmul example dumps an L1 tensor right after
+// the Fixpipe that writes it: the dump shows the tensor once the core's earlier work is done,
+// so it is modelled as PipeBarrier<PIPE_ALL>, the scalar read, PipeBarrier<PIPE_ALL>.
 template <class T>
 void DumpTensor(const LocalTensor<T>& t, uint32_t desc, uint32_t dumpSize, const emu::Loc& loc = emu::Loc::current()) {
     uint32_t n = dumpSize < t.GetSize() ? dumpSize : t.GetSize();
+    emu::pipe_barrier(PIPE_ALL, loc);
     emu::record("DumpTensor", emu::Pipe::S, {t.emu_span(n)}, {}, {n * sizeof(T), n}, loc);
+    emu::pipe_barrier(PIPE_ALL, loc);
     printf("DumpTensor: desc=%u, addr=%llu, data_type=%s, position=%s, dump_size=%u\n", desc,
            (unsigned long long)t.emu_offset(), emu_detail::dtype_name<T>(), emu_detail::mem_name(t.emu_mem()), n);
     emu_detail::dump_values(t.emu_ptr(), n);
 }
 template <class T>
 void DumpTensor(const GlobalTensor<T>& t, uint32_t desc, uint32_t dumpSize, const emu::Loc& loc = emu::Loc::current()) {
+    emu::pipe_barrier(PIPE_ALL, loc);
     emu::record("DumpTensor", emu::Pipe::S, {t.emu_span(dumpSize)}, {}, {dumpSize * sizeof(T), dumpSize}, loc);
+    emu::pipe_barrier(PIPE_ALL, loc);
     printf("DumpTensor: desc=%u, addr=%p, data_type=%s, position=GM, dump_size=%u\n", desc, (void*)t.emu_ptr(),
            emu_detail::dtype_name<T>(), dumpSize);
     emu_detail::dump_values(t.emu_ptr(), dumpSize);

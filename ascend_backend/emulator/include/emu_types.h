@@ -129,8 +129,14 @@ template <class T> inline T from_f(float v) {
     }
 }
 
+}  // namespace emu
+// The 8-bit float storage types (defined in emu_dtypes.h).
+struct fp8_e4m3fn_t;
+struct fp8_e5m2_t;
+struct hifloat8_t;
+namespace emu {
 // Data type tags shared with the compiled-once helpers in src/emu_ops.cpp.
-enum class DT : uint8_t { F16, BF16, F32, S32, S8, U8, S16, U16, U32, OTHER };
+enum class DT : uint8_t { F16, BF16, F32, S32, S8, U8, S16, U16, U32, E4M3, E5M2, HIF8, OTHER };
 template <class T> inline constexpr DT dt_of() {
     if constexpr (std::is_same_v<T, half>) return DT::F16;
     else if constexpr (std::is_same_v<T, bfloat16_t>) return DT::BF16;
@@ -141,6 +147,9 @@ template <class T> inline constexpr DT dt_of() {
     else if constexpr (std::is_same_v<T, int16_t>) return DT::S16;
     else if constexpr (std::is_same_v<T, uint16_t>) return DT::U16;
     else if constexpr (std::is_same_v<T, uint32_t>) return DT::U32;
+    else if constexpr (std::is_same_v<T, fp8_e4m3fn_t>) return DT::E4M3;
+    else if constexpr (std::is_same_v<T, fp8_e5m2_t>) return DT::E5M2;
+    else if constexpr (std::is_same_v<T, hifloat8_t>) return DT::HIF8;
     else return DT::OTHER;
 }
 

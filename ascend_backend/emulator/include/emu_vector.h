@@ -333,8 +333,78 @@ inline D cast_one(double x, AscendC::RoundMode mode) {
     }
 }
 
+// ---- the 8-bit float types (Cast page, table of Ascend 950PR/950DT; 内置数据类型 page)
+template <class T> inline constexpr bool is_fp8 = std::is_same_v<T, fp8_e4m3fn_t> || std::is_same_v<T, fp8_e5m2_t>;
+template <class T> inline constexpr bool is_f8 = is_fp8<T> || std::is_same_v<T, hifloat8_t>;
+// Saturation of float -> 8-bit float conversions from the CTRL register (SetCtrlSpr page: CTRL[60]
+// = 1 makes CTRL[48] global, 0 = saturate; CTRL[50] = 1 keeps NaN in saturation mode). With
+// CTRL[60] = 0 only the Reg API's per-instruction satMode applies; this Cast has none, so it
+// saturates (精度转换 page: overflow saturates by default).
+inline F8Mode f8_mode() {
+    const uint64_t c = ctrl_get();
+    if (((c >> 60) & 1u) && ((c >> 48) & 1u)) return F8Mode::NOSAT;
+    return ((c >> 50) & 1u) ? F8Mode::SAT_NAN : F8Mode::SAT;
+}
+// One element of a Cast that involves an 8-bit float type: fp8 -> float and hifloat8_t -> half /
+// float are exact; float -> fp8 rounds to nearest even (CAST_RINT); float / half -> hifloat8_t
+// rounds half away (CAST_ROUND) or by the page's hybrid rule (CAST_HYBRID).
+template <class D, class S>
+inline D cast_f8(S x, AscendC::RoundMode mode, F8Mode fm) {
+    if constexpr (std::is_same_v<D, fp8_e4m3fn_t>) return D::from_bits(to_minifloat<4, 3, 7, true>((float)x, fm));
+    else if constexpr (std::is_same_v<D, fp8_e5m2_t>) return D::from_bits(to_minifloat<5, 2, 15, false>((float)x, fm));
+    else if constexpr (std::is_same_v<D, hifloat8_t>) {
+#if defined(EMU_ARCH_3510)
+        const bool hybrid = mode == AscendC::RoundMode::CAST_HYBRID;
+#else
+        const bool hybrid = false;
+#endif
+        if constexpr (std::is_same_v<S, half>) return D::from_bits(to_hif8((float)x, hybrid, fm, 2, ((x.bits() & 1u) << 1) | 1u));
+        else return D::from_bits(to_hif8((float)x, hybrid, fm));
+    } else {
+        (void)mode; (void)fm;
+        return D((float)x);
+    }
+}
+template <class D, class S>
+inline void check_cast_f8(AscendC::RoundMode mode, const Loc& loc) {
+#if defined(EMU_ARCH_C220)
+    static_assert(!sizeof(D*), "Cast: conversions to or from fp8_e4m3fn_t / fp8_e5m2_t / hifloat8_t exist only on "
+                               "dav-3510 (Ascend 950); the dav-c220 table of the Cast page has none");
+    (void)mode; (void)loc;
+#else
+    using RM = AscendC::RoundMode;
+    constexpr bool from_fp8 = is_fp8<S> && std::is_same_v<D, float>;
+    constexpr bool to_fp8 = is_fp8<D> && std::is_same_v<S, float>;
+    constexpr bool from_hif8 = std::is_same_v<S, hifloat8_t> && (std::is_same_v<D, float> || std::is_same_v<D, half>);
+    constexpr bool to_hif8 = std::is_same_v<D, hifloat8_t> && (std::is_same_v<S, float> || std::is_same_v<S, half>);
+    static_assert(from_fp8 || to_fp8 || from_hif8 || to_hif8,
+                  "Cast: the dav-3510 table of the Cast page converts fp8_e4m3fn_t / fp8_e5m2_t only to and from "
+                  "float, and hifloat8_t only to and from half / float");
+    if ((from_fp8 || from_hif8) && mode != RM::CAST_NONE)
+        emu::fail("invalid_param", "Cast: an fp8 / hifloat8_t source converts exactly: use RoundMode::CAST_NONE", loc);
+    if (to_fp8 && mode != RM::CAST_RINT)
+        emu::fail("invalid_param", "Cast: float -> fp8_e4m3fn_t / fp8_e5m2_t takes RoundMode::CAST_RINT only (Cast page)", loc);
+    if (to_hif8 && mode != RM::CAST_ROUND && mode != RM::CAST_HYBRID)
+        emu::fail("invalid_param", "Cast: -> hifloat8_t takes RoundMode::CAST_ROUND or CAST_HYBRID only (Cast page)", loc);
+#endif
+}
+// The element function of every Cast form.
+template <class D, class S>
+inline auto cast_fn(AscendC::RoundMode mode) {
+    if constexpr (is_f8<D> || is_f8<S>) {
+        const F8Mode fm = f8_mode();
+        return [mode, fm](S x) { return cast_f8<D, S>(x, mode, fm); };
+    } else {
+        return [mode](S x) { return cast_one<D>((double)x, mode); };
+    }
+}
+
 template <class D, class S>
 inline void check_cast(AscendC::RoundMode mode, const Loc& loc) {
+    if constexpr (is_f8<D> || is_f8<S>) {
+        check_cast_f8<D, S>(mode, loc);
+        return;
+    }
     static_assert(!std::is_same_v<D, S> || std::is_same_v<D, float>, "Cast: source and destination types are equal");
     constexpr bool s_f = is_float_like<S>, d_f = is_float_like<D>;
     constexpr bool exact = (std::is_same_v<S, half> && std::is_same_v<D, float>) ||
@@ -571,8 +641,7 @@ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const Rou
         emu::vec::cast_int4(dst, src, round_mode, true, count, nullptr, -1, UnaryRepeatParams(), loc);
     } else {
     emu::vec::check_cast<D, S>(round_mode, loc);
-    RoundMode m = round_mode;
-    emu::vec::unary_count("Cast", dst, src, count, [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
+    emu::vec::unary_count("Cast", dst, src, count, emu::vec::cast_fn<D, S>(round_mode), loc);
     }
 }
 template <typename D, typename S, bool isSetMask = true>
@@ -584,9 +653,8 @@ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const Rou
     emu::vec::check_cast<D, S>(round_mode, loc);
     constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
     emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<D>(mask, "Cast", loc, E) : emu::vec::mask_reg<D>();
-    RoundMode m = round_mode;
     emu::vec::unary_rep("Cast", dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride, p.srcRepStride,
-                        [m](S x) { return emu::vec::cast_one<D>((double)x, m); }, loc);
+                        emu::vec::cast_fn<D, S>(round_mode), loc);
     }
 }
 

@@ -602,9 +602,8 @@ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const Rou
         emu::vec::check_cast<D, S>(round_mode, loc);
         constexpr uint32_t E = 256 / (uint32_t)std::max(sizeof(D), sizeof(S));
         auto sh = emu::vec::shape_bits(isSetMask, mask, repeatTime, E, "Cast", loc);
-        const RoundMode m = round_mode;
-        emu_ext::unary_rep<D, S, false>("Cast", dst, src, sh, p, [m](S x, D) { return emu::vec::cast_one<D>((double)x, m); },
-                                        loc);
+        auto f = emu::vec::cast_fn<D, S>(round_mode);
+        emu_ext::unary_rep<D, S, false>("Cast", dst, src, sh, p, [f](S x, D) { return f(x); }, loc);
     }
 }
 

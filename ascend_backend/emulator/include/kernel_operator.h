@@ -13,3 +13,5 @@
 #include "emu_cube_ext.h"
 #include "emu_copy_ext.h"
 #include "emu_entry.h"
+#include "emu_list_tensor.h"
+#include "emu_reg.h"

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+#include <array>
 #include "emu_types.h"
+#include "emu_dtypes.h"
 #include "emu_core.h"
 #include "emu_cube.h"
 
@@ -24,6 +26,26 @@ namespace {
 #endif
 
 template <class T> inline float ld(const void* p, uint64_t i) { return (float)static_cast<const T*>(p)[i]; }
+
+// An operand element as the accumulator type; the 8-bit float types through a table of their
+// 256 values (exact: every fp8 / hifloat8 value is a float).
+template <class In> constexpr bool is_f8 =
+    std::is_same_v<In, fp8_e4m3fn_t> || std::is_same_v<In, fp8_e5m2_t> || std::is_same_v<In, hifloat8_t>;
+template <class In>
+inline float f8_value(uint8_t b) {
+    static const std::array<float, 256> t = [] {
+        std::array<float, 256> v{};
+        for (int i = 0; i < 256; ++i) v[i] = (float)In::from_bits((uint8_t)i);
+        return v;
+    }();
+    return t[b];
+}
+template <class In, class Acc>
+inline Acc to_acc(const In& v) {
+    if constexpr (std::is_integral_v<In>) return (Acc)v;
+    else if constexpr (is_f8<In>) return (Acc)f8_value<In>(v.bits());
+    else return (Acc)(float)v;
+}
 
 // Unpack L0A (ZZ or NZ fractals, 16 x C0) into row-major Acc[Mpad][k].
 template <class In, class Acc>
@@ -65,10 +87,7 @@ void unpack_b(const In* b, Acc* out, uint32_t Nb, uint32_t k) {
             uint32_t kw = std::min(C0, k - kb * C0);
             Acc* o = out + (uint64_t)nb * k * 16 + (uint64_t)kb * C0 * 16;
             for (uint32_t nn = 0; nn < 16; ++nn)
-                for (uint32_t kk = 0; kk < kw; ++kk) {
-                    if constexpr (std::is_same_v<In, int8_t>) o[kk * 16 + nn] = (Acc)f[nn * C0 + kk];
-                    else o[kk * 16 + nn] = (Acc)(float)f[nn * C0 + kk];
-                }
+                for (uint32_t kk = 0; kk < kw; ++kk) o[kk * 16 + nn] = to_acc<In, Acc>(f[nn * C0 + kk]);
         }
 }
 
@@ -125,7 +144,7 @@ void unpack_a2(const In* a, Acc* out, uint32_t Mpad, uint32_t m, uint32_t k, int
     const uint32_t Mb = Mpad / 16, Kb = (k + C0 - 1) / C0;
     std::fill(out, out + (uint64_t)Mpad * k, Acc(0));
     if (layout == 2) {  // GEMV: row 0 is k contiguous elements
-        for (uint32_t c = 0; c < k; ++c) out[c] = (Acc)(float)a[c];
+        for (uint32_t c = 0; c < k; ++c) out[c] = to_acc<In, Acc>(a[c]);
         (void)m;
         return;
     }
@@ -134,7 +153,7 @@ void unpack_a2(const In* a, Acc* out, uint32_t Mpad, uint32_t m, uint32_t k, int
             const In* f = a + (uint64_t)(layout == 1 ? (kb * Mb + mb) : (mb * akb + kb)) * 16 * C0;
             uint32_t kw = std::min(C0, k - kb * C0);
             for (uint32_t r = 0; r < 16; ++r)
-                for (uint32_t c = 0; c < kw; ++c) out[(uint64_t)(mb * 16 + r) * k + kb * C0 + c] = (Acc)(float)f[r * C0 + c];
+                for (uint32_t c = 0; c < kw; ++c) out[(uint64_t)(mb * 16 + r) * k + kb * C0 + c] = to_acc<In, Acc>(f[r * C0 + c]);
         }
 }
 template <>
@@ -156,7 +175,7 @@ void unpack_a2<int8_t, int32_t>(const int8_t* a, int32_t* out, uint32_t Mpad, ui
         }
 }
 
-template <class In, class Acc>
+template <class In, class InB, class Acc>
 void mmad2_t(const MmadArgs& g) {
     const uint32_t Mpad = (g.m + 15) / 16 * 16, Nb = (g.n + 15) / 16;
     Acc* c = static_cast<Acc*>(g.c);
@@ -164,7 +183,7 @@ void mmad2_t(const MmadArgs& g) {
     As.resize((size_t)Mpad * g.k);
     Bs.resize((size_t)Nb * g.k * 16);
     unpack_a2<In, Acc>(static_cast<const In*>(g.a), As.data(), Mpad, g.m, g.k, g.a_layout, g.a_kb);
-    unpack_b<In, Acc>(static_cast<const In*>(g.b), Bs.data(), Nb, g.k);
+    unpack_b<InB, Acc>(static_cast<const InB*>(g.b), Bs.data(), Nb, g.k);
     const uint64_t total = (uint64_t)Mpad * Nb * 16;
     Acc* out = c;
     if (g.row0_only) {  // compute on a copy, then keep row 0 of each fractal
@@ -191,12 +210,24 @@ void mmad2_t(const MmadArgs& g) {
 }
 }  // namespace
 
+// fp8 operands pair freely (Mmad page, table 5); the others take equal A and B types.
+template <class In>
+void mmad2_fp8(const MmadArgs& g) {
+    switch (g.bbt) {
+        case DT::E4M3: mmad2_t<In, fp8_e4m3fn_t, float>(g); break;
+        case DT::E5M2: mmad2_t<In, fp8_e5m2_t, float>(g); break;
+        default: break;
+    }
+}
 void mmad2(const MmadArgs& g) {
     switch (g.abt) {
-        case DT::F16: mmad2_t<half, float>(g); break;
-        case DT::BF16: mmad2_t<bfloat16_t, float>(g); break;
-        case DT::F32: mmad2_t<float, float>(g); break;
-        case DT::S8: mmad2_t<int8_t, int32_t>(g); break;
+        case DT::F16: mmad2_t<half, half, float>(g); break;
+        case DT::BF16: mmad2_t<bfloat16_t, bfloat16_t, float>(g); break;
+        case DT::F32: mmad2_t<float, float, float>(g); break;
+        case DT::S8: mmad2_t<int8_t, int8_t, int32_t>(g); break;
+        case DT::E4M3: mmad2_fp8<fp8_e4m3fn_t>(g); break;
+        case DT::E5M2: mmad2_fp8<fp8_e5m2_t>(g); break;
+        case DT::HIF8: mmad2_t<hifloat8_t, hifloat8_t, float>(g); break;
         default: break;
     }
 }
@@ -237,7 +268,8 @@ inline double sat_rint(double v, double lo, double hi) {
 
 const char* fixpipe(const FixArgs& a) {
     // Modes (values of AscendC::QuantMode_t): 0 NoQuant, 1 F322F16, 2 F322BF16, 3 DEQF16,
-    // 4 VDEQF16, 5 QF322B8_PRE, 6 VQF322B8_PRE, 7 REQ8, 8 VREQ8; dav-3510 also 15 QS322BF16_PRE,
+    // 4 VDEQF16, 5 QF322B8_PRE, 6 VQF322B8_PRE, 7 REQ8, 8 VREQ8; dav-3510 also 9 QF322FP8_PRE,
+    // 10 VQF322FP8_PRE, 11 QF322HIF8_PRE, 12 VQF322HIF8_PRE, 13/14 the HIF8 _HYBRID pair, 15 QS322BF16_PRE,
     // 16 VQS322BF16_PRE, 17 QF322F16_PRE, 18 VQF322F16_PRE, 19 QF322BF16_PRE, 20 VQF322BF16_PRE,
     // 21 QF322F32_PRE, 22 VQF322F32_PRE. Odd/even pairs: the V form takes one quant word per column.
     const bool srcInt = a.st == DT::S32;
@@ -275,7 +307,15 @@ const char* fixpipe(const FixArgs& a) {
             if (!a.arch3510) return "this quantPre mode exists only on dav-3510";
             if (a.st != DT::F32 || a.dt != DT::F32) return "(V)QF322F32_PRE needs float -> float";
             vec = q == 22; break;
-        default: return "this quantPre mode is not emulated (fp8/hifloat8 outputs)";
+        case 9: case 10:
+            if (!a.arch3510) return "this quantPre mode exists only on dav-3510";
+            if (a.st != DT::F32 || a.dt != DT::E4M3) return "(V)QF322FP8_PRE needs float -> fp8_e4m3fn_t";
+            vec = q == 10; break;
+        case 11: case 12: case 13: case 14:
+            if (!a.arch3510) return "this quantPre mode exists only on dav-3510";
+            if (a.st != DT::F32 || a.dt != DT::HIF8) return "(V)QF322HIF8_PRE(_HYBRID) needs float -> hifloat8_t";
+            vec = q == 12 || q == 14; break;
+        default: return "unknown quantPre mode";
     }
     if (vec && !a.qvec) return "a vector (tensor) quantPre mode needs the quant tensor (cbufWorkspace / SetFixPipeConfig)";
     const bool scaled = q >= 3;
@@ -320,6 +360,11 @@ const char* fixpipe(const FixArgs& a) {
                     case DT::F16: { uint16_t h = f32_to_f16_rne((float)v); std::memcpy(d, &h, 2); break; }
                     case DT::BF16: { uint16_t h = f32_to_bf16_rne((float)v); std::memcpy(d, &h, 2); break; }
                     case DT::F32: { float f = (float)v; std::memcpy(d, &f, 4); break; }
+                    // fp8 / hifloat8 (950 quant modes): the exact scaled value rounds once to
+                    // nearest even for e4m3fn; for hifloat8 it is rounded to float first (assumed),
+                    // then half away or by the hybrid rule (随路量化 page, Reg Cast page)
+                    case DT::E4M3: *d = to_minifloat<4, 3, 7, true>(v, (F8Mode)a.f8mode); break;
+                    case DT::HIF8: *d = to_hif8((float)v, q >= 13, (F8Mode)a.f8mode); break;
                     case DT::S8: case DT::U8: {
                         double r = sat_rint(v, -256, 255) + (q >= 5 && q <= 8 ? w.offset : 0);
                         // bit 46 of the quant word, not the destination type, selects int8 or uint8

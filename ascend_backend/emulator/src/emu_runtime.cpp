@@ -59,7 +59,10 @@ const char* const kMemNames[kNumMems] = {"GM", "UB", "L1", "L0A", "L0B", "L0C", 
 
 uint64_t arch_mem_size(Mem m) {
     switch (m) {
-        case Mem::UB: return is_c220() ? 184 * 1024 : 248 * 1024;
+        // c220: the physical 192 KB (the official tbufpool_management example, built for
+        // dav-2201 with default options, gives TPipe all of it; the 8 KB the API reserves are
+        // only used by Select-class APIs, static-Tensor guide); 3510: 248 KB usable.
+        case Mem::UB: return is_c220() ? 192 * 1024 : 248 * 1024;
         case Mem::L1: return 512 * 1024;
         case Mem::L0A: return 64 * 1024;
         case Mem::L0B: return 64 * 1024;
@@ -164,6 +167,17 @@ struct PollEntry { uint64_t addr = 0; uint32_t bytes = 0; uint8_t val[8] = {}; }
 
 enum State : uint8_t { READY, RUNNING, BLOCKED, DONE };
 
+// An unordered write-write pair of different cores (docs/emulator-internals.md, "Identical
+// writes"): the earlier write's bytes, compared with the memory after the later write's effect.
+struct WwPending {
+    Acc a, b;
+    Mem mem;
+    uint64_t lo, hi;
+    const struct Core* owner;
+    uint8_t* ptr;                 // the bytes [lo, hi) in host memory
+    std::vector<uint8_t> before;  // the earlier write's data
+};
+
 struct Core {
     int gt = 0, block = 0, slot = 0, sub = 0;
     CoreKind kind = CoreKind::AIV;
@@ -199,6 +213,11 @@ struct Core {
     uint64_t poll_ops = 0;
     uint64_t ctrl = is_3510() ? (1ull << 60) : 0;  // CTRL special register (defaults per the SetCtrlSpr page)
     std::map<int, MutexSlot> mtx;
+    // The op whose effect is being applied (recorded, next API call not yet made): tid << 32 |
+    // epoch, 0 when none. Another core comparing data with it waits for the effect (ww_settle).
+    std::atomic<uint64_t> busy{0};
+    std::vector<WwPending> ww;  // unordered write-write pairs with another core, judged after this op's effect
+    std::vector<WwPending> ww_new;  // found by the op being recorded (bytes not yet captured)
     std::string name() const {
         if (kind == CoreKind::AIC) return "AIC";
         return "AIV" + std::to_string(sub);
@@ -395,8 +414,17 @@ std::string event_name(Pipe s, Pipe d) { return std::string(kPipeNames[(int)s]) 
 
 // ---- race checker ----------------------------------------------------------------
 // Access classes that never race with each other (emu_xblock.h).
+// Runtime-internal class of a DMA (MTE2) read of GM: like a scalar atomic it bypasses the data
+// cache, so it sees a word a scalar atomic of another core updates either before or after
+// that update (the AtomicAdd page's own example copies the word in right after its atomic,
+// while other blocks still add): compatible with scalar atomics (CLS_ATOMIC | CLS_SYNC), not
+// with DMA atomics or plain stores.
+constexpr uint8_t CLS_DMA_READ = 0x40;
 inline bool compatible(uint8_t a, uint8_t b) {
     if (a & b & (CLS_ATOMIC | CLS_FILL | CLS_SYNC)) return true;
+    constexpr uint8_t scalar_atomic = CLS_ATOMIC | CLS_SYNC;
+    if (((a & CLS_DMA_READ) && (b & scalar_atomic) == scalar_atomic) || ((b & CLS_DMA_READ) && (a & scalar_atomic) == scalar_atomic))
+        return true;
     constexpr uint8_t coh = CLS_SYNC | CLS_SLOAD | CLS_SSTORE;
     return (a & coh) && (b & coh) && !(a & b & CLS_SSTORE);
 }
@@ -472,6 +500,10 @@ void access(History& h, Mem mem, uint64_t b, uint64_t e, bool write, const Acc& 
         if (ordered(a, cur, clk, kind == 2)) return;
         if (auto_synced(a, cur)) {
             *auto_pipes |= 1u << (a.tid % kNumPipes);
+            return;
+        }
+        if (kind == 2 && a.gt != cur.gt && tls) {  // other core: a race only if the data differ
+            tls->ww_new.push_back(WwPending{a, cur, mem, lo, hi, owner, nullptr, {}});
             return;
         }
         report_race(a, cur, mem, kind, lo, hi, owner);
@@ -618,7 +650,19 @@ Core* cur_core(const Loc& loc, const char* what) {
     return c;
 }
 
+// Write-write pairs of different cores (docs/emulator-internals.md, "Identical writes"): the
+// later op's effect is done (this core makes its next API call, or ends): equal bytes -> the two
+// writes stored the same data and the order does not matter; else a race.
+void ww_settle(Core* c) {
+    for (auto& w : c->ww)
+        if (std::memcmp(w.ptr, w.before.data(), w.before.size()) != 0) report_race(w.a, w.b, w.mem, 2, w.lo, w.hi, w.owner);
+    c->ww.clear();
+}
+inline uint64_t busy_key(uint8_t tid, uint32_t epoch) { return ((uint64_t)tid + 1) << 32 | epoch; }
+
 void note_last(Core* c, const char* name, const Loc& loc) {
+    c->busy.store(0, std::memory_order_release);
+    if (!c->ww.empty()) ww_settle(c);
     if (G->last) {
         LastOp& l = G->last[c->gt];
         l.name = name;
@@ -863,6 +907,7 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
             const Resolved& x = rr[i];
             Mem m = reads[i].mem;
             cur.cls = reads[i].cls;
+            if (m == Mem::GM && pipe == Pipe::MTE2 && cur.cls == 0) cur.cls = CLS_DMA_READ;
             if (m == Mem::GM) access(G->gm_hist, Mem::GM, x.b, x.e, false, cur, clk, nullptr, &auto_pipes);
             else access(hist_of(x.owner, m), m, x.b, x.e, false, cur, clk, x.owner, &auto_pipes);
         }
@@ -879,10 +924,22 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
             strcmp(op, "GetValue") != 0)
             auto_pipes |= 1u << (int)Pipe::V;
         if (auto_pipes) apply_auto_sync(c, pipe, e, auto_pipes, loc);
+        // unordered writes of another core to the same bytes: capture that write's data once
+        // its effect is complete (the writer is running: it clears `busy` at its next call)
+        for (auto& w : c->ww_new) {
+            Core* wc = G->cores[w.a.gt].get();
+            const uint64_t key = busy_key(w.a.tid, w.a.epoch);
+            for (int spin = 0; wc->busy.load(std::memory_order_acquire) == key && spin < 2000000; ++spin) std::this_thread::yield();
+            w.ptr = w.mem == Mem::GM ? (uint8_t*)(uintptr_t)w.lo : w.owner->mem[(int)w.mem] + w.lo;
+            w.before.assign(w.ptr, w.ptr + (w.hi - w.lo));
+            c->ww.push_back(std::move(w));
+        }
+        c->ww_new.clear();
     }
     OpRec r{op, loc.line(), R_OP, (uint8_t)pipe, (uint8_t)(n_reads ? (int)reads[0].mem : 255),
             (uint8_t)(n_writes ? (int)writes[0].mem : 255), cost.bytes, cost.elems, cost.macs, cost.repeats, 0, 0};
     push_rec(c, r);
+    c->busy.store(busy_key((uint8_t)tid, e), std::memory_order_release);
 }
 
 namespace {
@@ -1025,6 +1082,20 @@ void pipe_reset(const Loc& loc) {
         if (f.set && f.free) drain(f);
     for (auto& f : c->orphan_free) drain(f);
     c->orphan_free.clear();
+}
+
+void queue_drain(const void* begin, size_t bytes, const char* what, const Loc& loc) {
+    Core* c = cur_core(loc, what);
+    if (!c) return;
+    note_last(c, what, loc);
+    auto lo = c->qflags.lower_bound(begin);
+    auto hi = c->qflags.lower_bound((const char*)begin + bytes);
+    for (auto it = lo; it != hi; ++it) {
+        FlagSlot& f = it->second;
+        if (!f.set || !f.free) continue;
+        OpRec r{what, loc.line(), R_WAIT, f.dst, 0, f.dst, 0, 0, 0, 0, 0, 0};
+        consume_signal(c, r, f, (Pipe)f.dst);
+    }
 }
 
 void pipe_barrier(int pipe, const Loc& loc) {
@@ -1504,6 +1575,13 @@ int64_t block_idx() {
     return c->block;
 }
 int64_t block_num() { return G ? G->block_dim : 1; }
+
+uint64_t gm_translate(uint64_t addr) {
+    if (!G) return addr;
+    for (auto& r : G->gm)
+        if (r.ob && addr >= r.ob && addr < r.ob + (r.e - r.b)) return r.b + (addr - r.ob);
+    return addr;
+}
 int64_t sub_block_idx() {
     Core* c = tls;
     return c && c->kind == CoreKind::AIV ? c->sub : 0;
@@ -1553,6 +1631,8 @@ void thread_main(Core* c) {
             add_error("internal", "unknown C++ exception escaped the kernel", "", 0, "");
         }
     }
+    c->busy.store(0, std::memory_order_release);
+    if (!c->ww.empty()) ww_settle(c);
     if (clean) {
         for (int code = 0; code < 128; ++code)
             for (int id = 0; id < 8; ++id) {

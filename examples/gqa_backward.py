@@ -1,0 +1,152 @@
+"""GQA backward (FlashAttention-2 style) as one TileLang PrimFunc with three launches.
+
+``heads`` query heads share ``heads // groups`` K/V heads; layout [batch, seq, heads, dim] (BSHD),
+BF16 in, non-causal, as in DeepSeek's published comparison. The forward pass's log-sum-exp ``lse``
+(base 2, as the forward kernel keeps it) is an input.
+
+1. preprocess: ``Delta[b, h, s] = sum_d O * dO``.
+2. main: one block per (K/V block, K/V head, batch). For each query head of the group and each
+   query block it recomputes ``P^T = exp2(K Q^T * scale - lse)``, then ``dV += P^T dO``,
+   ``dP^T = V dO^T``, ``dS^T = P^T * (dP^T - Delta) * sm_scale``, ``dK += dS^T Q`` and
+   ``dQ += dS K``. dK and dV stay in the Cube's accumulator over the whole group (no atomics);
+   dQ, shared by every K/V block, is added into the FP32 ``dQ_acc`` with a tile-wise atomic add.
+3. postprocess: ``dQ = bf16(dQ_acc)``.
+
+``dQ_acc`` must be zero on entry (the caller allocates it with torch.zeros).
+"""
+
+import tilelang.language as T
+
+
+def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, num_stages=2,
+                 dtype="bfloat16"):
+    head_kv = heads // groups
+    sm_scale = (1.0 / dim) ** 0.5
+    scale = sm_scale * 1.44269504  # log2(e)
+    accum = "float32"
+    blk = 64  # rows per block of the pre/postprocess launches
+    q_shape = [batch, seq, heads, dim]
+    kv_shape = [batch, seq, head_kv, dim]
+
+    @T.prim_func
+    def gqa_bwd(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+                O: T.Tensor(q_shape, dtype), dO: T.Tensor(q_shape, dtype),  # noqa: E741 (the paper's names)
+                lse: T.Tensor([batch, heads, seq], accum), Delta: T.Tensor([batch, heads, seq], accum),
+                dQ_acc: T.Tensor(q_shape, accum), dQ: T.Tensor(q_shape, dtype),
+                dK: T.Tensor(kv_shape, dtype), dV: T.Tensor(kv_shape, dtype)):
+        # 1. Delta = rowsum(O * dO)
+        with T.Kernel(T.ceildiv(seq, blk), heads, batch) as (bx, by, bz):
+            o = T.alloc_fragment([blk, dim], dtype)
+            d_o = T.alloc_fragment([blk, dim], dtype)
+            prod = T.alloc_fragment([blk, dim], accum)
+            delta = T.alloc_fragment([blk], accum)
+            T.copy(O[bz, bx * blk:(bx + 1) * blk, by, :], o)
+            T.copy(dO[bz, bx * blk:(bx + 1) * blk, by, :], d_o)
+            for i, j in T.Parallel(blk, dim):
+                prod[i, j] = T.cast(o[i, j], accum) * T.cast(d_o[i, j], accum)
+            T.reduce_sum(prod, delta, dim=1)
+            T.copy(delta, Delta[bz, by, bx * blk:(bx + 1) * blk])
+
+        # 2. dK, dV per K/V block; dQ accumulated atomically
+        with T.Kernel(T.ceildiv(seq, block_M), head_kv, batch) as (bx, by, bz):
+            K_shared = T.alloc_shared([block_M, dim], dtype)
+            V_shared = T.alloc_shared([block_M, dim], dtype)
+            q = T.alloc_shared([block_N, dim], dtype)
+            dos = T.alloc_shared([block_N, dim], dtype)
+            lse_shared = T.alloc_shared([block_N], accum)
+            delta = T.alloc_shared([block_N], accum)
+            qkT = T.alloc_fragment([block_M, block_N], accum)
+            dsT = T.alloc_fragment([block_M, block_N], accum)
+            qkT_cast = T.alloc_fragment([block_M, block_N], dtype)
+            dsT_cast = T.alloc_fragment([block_M, block_N], dtype)
+            dv = T.alloc_fragment([block_M, dim], accum)
+            dk = T.alloc_fragment([block_M, dim], accum)
+            dq = T.alloc_fragment([block_N, dim], accum)
+            dk_out = T.alloc_fragment([block_M, dim], dtype)
+            dv_out = T.alloc_fragment([block_M, dim], dtype)
+
+            T.copy(K[bz, bx * block_M:(bx + 1) * block_M, by, :], K_shared)
+            T.copy(V[bz, bx * block_M:(bx + 1) * block_M, by, :], V_shared)
+            T.clear(dv)
+            T.clear(dk)
+            for g in T.serial(groups):
+                h = by * groups + g
+                for k in T.Pipelined(T.ceildiv(seq, block_N), num_stages=num_stages):
+                    T.copy(Q[bz, k * block_N:(k + 1) * block_N, h, :], q)
+                    T.clear(qkT)
+                    T.gemm(K_shared, q, qkT, transpose_B=True)
+                    T.copy(lse[bz, h, k * block_N:(k + 1) * block_N], lse_shared)
+                    for i, j in T.Parallel(block_M, block_N):
+                        qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
+                    T.copy(dO[bz, k * block_N:(k + 1) * block_N, h, :], dos)
+                    T.clear(dsT)
+                    T.gemm(V_shared, dos, dsT, transpose_B=True)
+                    T.copy(qkT, qkT_cast)
+                    T.gemm(qkT_cast, dos, dv)
+                    T.copy(Delta[bz, h, k * block_N:(k + 1) * block_N], delta)
+                    for i, j in T.Parallel(block_M, block_N):
+                        dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
+                    T.gemm(dsT_cast, q, dk)
+                    T.clear(dq)
+                    T.gemm(dsT_cast, K_shared, dq, transpose_A=True)
+                    T.atomic_add(dQ_acc[bz, k * block_N:(k + 1) * block_N, h, :], dq)
+            T.copy(dv, dv_out)
+            T.copy(dk, dk_out)
+            T.copy(dv_out, dV[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            T.copy(dk_out, dK[bz, bx * block_M:(bx + 1) * block_M, by, :])
+
+        # 3. dQ = bf16(dQ_acc), after every block of launch 2 has added its part
+        with T.Kernel(T.ceildiv(seq, blk), heads, batch) as (bx, by, bz):
+            acc = T.alloc_fragment([blk, dim], accum)
+            out = T.alloc_fragment([blk, dim], dtype)
+            T.copy(dQ_acc[bz, bx * blk:(bx + 1) * blk, by, :], acc)
+            T.copy(acc, out)
+            T.copy(out, dQ[bz, bx * blk:(bx + 1) * blk, by, :])
+
+    return gqa_bwd
+
+
+def reference(Q, K, V, dO, groups):
+    """dQ, dK, dV of softmax(Q K^T / sqrt(d)) V in float32 autograd; also O and lse (base 2)."""
+    import math
+
+    import torch
+
+    q, k, v = (t.float().transpose(1, 2).requires_grad_() for t in (Q, K, V))  # BHSD
+    kk, vv = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
+    s = q @ kk.transpose(-1, -2) / math.sqrt(q.size(-1))
+    o = torch.softmax(s, -1) @ vv
+    o.backward(dO.float().transpose(1, 2))
+    lse = torch.logsumexp(s, -1).detach() / math.log(2)
+    def bshd(t):
+        return t.transpose(1, 2).contiguous()
+
+    return bshd(o.detach()), lse, bshd(q.grad), bshd(k.grad), bshd(v.grad)
+
+
+def case(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, num_stages=2, seed=0,
+         dtype="bfloat16"):
+    import torch
+
+    from ascend_backend.testing import Case
+
+    tdt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(seed)
+    head_kv = heads // groups
+    q = torch.randn(batch, seq, heads, dim, generator=g).to(tdt)
+    k = torch.randn(batch, seq, head_kv, dim, generator=g).to(tdt)
+    v = torch.randn(batch, seq, head_kv, dim, generator=g).to(tdt)
+    do = torch.randn(batch, seq, heads, dim, generator=g).to(tdt)
+    o, lse, dq, dk, dv = reference(q, k, v, do, groups)
+    o = o.to(tdt)
+    delta = torch.zeros(batch, heads, seq)
+    dq_acc = torch.zeros(batch, seq, heads, dim)
+    outs = [torch.zeros(batch, seq, heads, dim).to(tdt), torch.zeros(batch, seq, head_kv, dim).to(tdt),
+            torch.zeros(batch, seq, head_kv, dim).to(tdt)]
+    f = gqa_backward(batch, heads, groups, seq, dim, block_M, block_N, num_stages, dtype)
+    return Case(func=f, inputs=[q, k, v, o, do, lse, delta, dq_acc, *outs], outputs=[8, 9, 10],
+                reference=lambda *a: [dq.to(tdt), dk.to(tdt), dv.to(tdt)], atol=3e-2, rtol=3e-2)
+
+
+def example():
+    return case()
