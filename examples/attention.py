@@ -73,6 +73,10 @@ def flashattn(batch=1, heads=1, seq_q=128, seq_kv=128, dim=64, is_causal=False, 
         T.copy(scores_max, scores_max_prev)
         T.fill(scores_max, -T.infinity(accum_dtype))
         T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+        # (as TileLang's example: a row that this K/V block masks entirely keeps its running max,
+        # so causal blocks with block_M > block_N do not compute exp2(-inf + inf))
+        for i in T.Parallel(block_M):
+            scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
         for i in T.Parallel(block_M):
             scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
         for i, j in T.Parallel(block_M, block_N):

@@ -79,7 +79,7 @@ from ascend_backend.ir import (
     walk,
 )
 
-from .lower_parallel import ParallelLowerer, VectorEmitter, const_value
+from .lower_parallel import ParallelLowerer, VectorEmitter, const_value, identity
 
 # Fixpipe's conversion for (accumulator, output) dtypes; the scaled modes get scale 1.0.
 FIXPIPE_QUANT = {
@@ -238,7 +238,7 @@ class TileLowerer:
 
     def lower_body(self, body: list) -> list:
         out: list = []
-        for s in body:
+        for s in _fold_fill_reduce(body, self.buffers):
             if isinstance(s, Loop):
                 self.loop_stack.append(s)
                 inner = self.lower_body(s.body)
@@ -913,6 +913,24 @@ class TileLowerer:
         CopyToPeerUb: lower_copy_to_peer_ub,
         CopyToPeerL1: lower_copy_to_peer_l1,
     }
+
+
+def _fold_fill_reduce(body: list, buffers: dict) -> list:
+    """``T.fill(x, identity)`` right before ``T.reduce_max/min/sum(..., x, clear=False)`` (the online
+    softmax's running max) is the reduction with clear=True: max(-inf, m) = m and 0 + s = s exactly,
+    so the reduction writes x directly (a Duplicate and a combining op fewer per step)."""
+    out: list = []
+    for s in body:
+        prev = out[-1] if out else None
+        if (isinstance(s, TileReduce) and not s.clear and isinstance(prev, TileFill)
+                and s.kind in (ReduceKind.MAX, ReduceKind.MIN, ReduceKind.SUM)
+                and prev.dst.buffer == s.dst.buffer != s.src.buffer and s.dst.buffer in buffers
+                and [const_value(x) for x in prev.dst.extents] == [float(n) for n in buffers[s.dst.buffer].shape]
+                and const_value(prev.value) == identity(s.kind, buffers[s.dst.buffer].dtype)):
+            out[-1] = dataclasses.replace(s, clear=True)
+        else:
+            out.append(s)
+    return out
 
 
 def resolve_cross_core_pipes(body: list) -> list:
