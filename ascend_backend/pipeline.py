@@ -68,7 +68,6 @@ def _verify_default() -> bool:
 def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | None = None,
                    verify: bool | None = None) -> CompileResult:
     """Run every stage on ``func``; ``dump`` names stages whose IR to keep ("all" for every one)."""
-    from .codegen import generate
     from .frontend import import_primfunc
     from .ir.printer import print_program
     from .ir.verify import verify_program
@@ -96,36 +95,59 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
     try:
         program = run("frontend", import_primfunc, func, arch, name)
         done.append(("frontend", program))
-        stages = passes()
-        names = [n for n, _ in stages]
-        lowering = names.index("lower_tile_ops") if "lower_tile_ops" in names else len(stages)
-        for stage, fn in stages[:lowering]:
-            program = run(stage, fn, program)
-            done.append((stage, program))
-        before = program
         try:
-            for stage, fn in stages[lowering:]:
-                program = run(stage, fn, program)
-                done.append((stage, program))
-        except MemoryBudgetError:
-            if lowering == len(stages):
-                raise
-            # Second try: vector results overwrite their operands' temporaries, which needs fewer
-            # UB bytes; kernels that fit the first time keep their first lowering.
-            from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+            program, source = _lower(program, run, done)
+        except InternalCompilerError as ice:
+            from ascend_backend.passes.insert_sync import SkewIdsExhausted
+            from ascend_backend.passes.route import SKEW
 
-            program = run("lower_tile_ops", lambda p: lower_tile_ops(p, compact_temps=True), before)
-            done.append(("lower_tile_ops", program))
-            for stage, fn in stages[lowering + 1:]:
-                program = run(stage, fn, program)
-                done.append((stage, program))
-        source = run("codegen", generate, program)
+            if not isinstance(ice, SkewIdsExhausted):
+                raise
+            # Overlapping the Cube and Vector steps needs more event ids than this kernel has left:
+            # lower it again with its loops serial.
+            del done[1:]
+            token = SKEW.set(False)
+            try:
+                program, source = _lower(done[0][1], run, done)
+            finally:
+                SKEW.reset(token)
     except InternalCompilerError as ice:
         if ice.dump_path is not None:
             raise
         path = write_ice_dump(func, arch, ice, done)
         raise InternalCompilerError(ice.what, stage=ice.stage, dump_path=path) from (ice.__cause__ or ice)
     return CompileResult(program=program, source=source, dumps=dumps, timings=timings)
+
+
+def _lower(program: Program, run: Callable, done: list) -> tuple[Program, str]:
+    """Every stage after the frontend, and codegen (with the compact retry on a memory budget)."""
+    from .codegen import generate
+
+    stages = passes()
+    names = [n for n, _ in stages]
+    lowering = names.index("lower_tile_ops") if "lower_tile_ops" in names else len(stages)
+    for stage, fn in stages[:lowering]:
+        program = run(stage, fn, program)
+        done.append((stage, program))
+    before = program
+    try:
+        for stage, fn in stages[lowering:]:
+            program = run(stage, fn, program)
+            done.append((stage, program))
+    except MemoryBudgetError:
+        if lowering == len(stages):
+            raise
+        # Second try: vector results overwrite their operands' temporaries, which needs fewer
+        # UB bytes; kernels that fit the first time keep their first lowering.
+        from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+
+        program = run("lower_tile_ops", lambda p: lower_tile_ops(p, compact_temps=True), before)
+        done.append(("lower_tile_ops", program))
+        for stage, fn in stages[lowering + 1:]:
+            program = run(stage, fn, program)
+            done.append((stage, program))
+    source = run("codegen", generate, program)
+    return program, source
 
 
 def write_ice_dump(func, arch: Arch, ice: InternalCompilerError, done: list[tuple[str, Program]]) -> str | None:

@@ -500,8 +500,15 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                     break  # a loop that runs at least once with a barrier in it orders what is before it
     if loop is not None and _static(loop.extent) != 1:  # (a one-trip loop carries nothing around)
         for j in range(n):
-            for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j, n), j, evs_carried).items(),
-                                                            key=lambda kv: -kv[1][0]):
+            found = deps(range(j, n), j, evs_carried)
+            if drop:
+                # the flags between the parts of a skewed loop order other pipes from trip to trip, but
+                # a part's vector op still needs its barrier against its own previous step: the other
+                # part does not run on the first and last trips
+                same = deps(range(j, n), j).get((Pipe.V, Pipe.V))
+                if same is not None:
+                    found[(Pipe.V, Pipe.V)] = same
+            for (sp, dp), (i, p, c, buf, hazard) in sorted(found.items(), key=lambda kv: -kv[1][0]):
                 if sp == dp:
                     if sp is Pipe.V and self.vector_barrier and not (any(b <= j for b in barriers)
                                                                    or any(b > i for b in barriers)):
@@ -664,6 +671,11 @@ def round_trips(aiv: Kernel, transfers: list) -> set:
     return trips
 
 
+class SkewIdsExhausted(InternalCompilerError):
+    """A skewed loop's flags need more event ids than a pipe pair has: the pipeline lowers the
+    kernel again without skewing (route.SKEW)."""
+
+
 def sync_kernel(kernel: Kernel, arch, trips: set) -> Kernel:
     merge: frozenset = frozenset()
     while True:
@@ -671,8 +683,10 @@ def sync_kernel(kernel: Kernel, arch, trips: set) -> Kernel:
             return _SyncInserter(kernel, arch, trips, merge).run()
         except _IdsExhausted as e:
             if e.event in merge:
-                raise InternalCompilerError(f"more than {MAX_EVENT_ID + 1} event ids of {e.event} needed at once",
-                                            stage="insert_sync") from None
+                err = SkewIdsExhausted if any(isinstance(s, Loop) and s.skewed for s in walk(kernel.body)) \
+                    else InternalCompilerError
+                raise err(f"more than {MAX_EVENT_ID + 1} event ids of {e.event} needed at once",
+                          stage="insert_sync") from None
             merge = merge | {e.event}
 
 

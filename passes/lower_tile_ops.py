@@ -59,6 +59,7 @@ from ascend_backend.ir import (
     QuantMode,
     ReduceKind,
     Region,
+    RepeatOperand,
     ScalarStore,
     Scope,
     TileAccumulate,
@@ -70,7 +71,10 @@ from ascend_backend.ir import (
     TileReduce,
     Valid,
     VecBinary,
+    VecBinaryBcast,
+    VecBinaryOp,
     VecBrcb,
+    VecFusedMulAddBcast,
     VecScanRows,
     VecUnary,
     VecWholeReduce,
@@ -233,7 +237,7 @@ class TileLowerer:
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
-        body = resolve_cross_core_pipes(self.lower_body(self.kernel.body))
+        body = resolve_cross_core_pipes(_fuse_rescale(self.lower_body(self.kernel.body)))
         return self.kernel.replace(body=body, buffers=self.buffers)
 
     def lower_body(self, body: list) -> list:
@@ -913,6 +917,45 @@ class TileLowerer:
         CopyToPeerUb: lower_copy_to_peer_ub,
         CopyToPeerL1: lower_copy_to_peer_l1,
     }
+
+
+def _fuse_rescale(body: list) -> list:
+    """``x = x * r[row]`` (a broadcast Mul) followed, with nothing touching x or r's block vector in
+    between, by ``x = x + p`` over the same whole tile: one FusedMulAdd (x = r * x + p, documented
+    for half/float), the online softmax's rescale of acc_o and the add of the step's P V. A vector
+    pass fewer per step."""
+    out: list = []
+    pending: dict = {}  # x -> index in out of its broadcast Mul
+    for s in body:
+        if isinstance(s, Loop):
+            s = dataclasses.replace(s, body=_fuse_rescale(s.body))
+        elif isinstance(s, If):
+            s = dataclasses.replace(s, then_body=_fuse_rescale(s.then_body), else_body=_fuse_rescale(s.else_body))
+        if (isinstance(s, VecBinaryOp) and s.op is VecBinary.ADD and s.dst == s.src0 != s.src1
+                and s.dst in pending):
+            n = pending.pop(s.dst)
+            mul = out[n]
+            if s.count == mul.rows * mul.cols and s.src1 != mul.s1.buffer:
+                out[n] = None
+                part = RepeatOperand(s.src1, row=mul.dst_row, chunk=1, blk=1, rep=mul.dst_rep)
+                out.append(VecFusedMulAddBcast(op=VecBinary.MUL, dst=s.dst, s0=mul.s1, s1=part, rows=mul.rows,
+                                               cols=mul.cols, lanes=mul.lanes, dst_row=mul.dst_row,
+                                               dst_rep=mul.dst_rep, chunks=mul.chunks,
+                                               what=f"{mul.s1.buffer}(row), {s.dst}, {s.src1}", loc=s.loc))
+                continue
+        touched = set()
+        if isinstance(s, AscOp):
+            touched = {*s.reads, *s.writes}
+        elif isinstance(s, Loop | If):
+            touched = {b for x in walk([s]) if isinstance(x, AscOp) for b in (*x.reads, *x.writes)}
+        for x in [x for x, n in pending.items() if x in touched or out[n].s1.buffer in touched]:
+            del pending[x]
+        if (type(s) is VecBinaryBcast and s.op is VecBinary.MUL and s.s0.buffer == s.dst and s.s0.blk == 1
+                and s.s0.chunk == 1 and s.s1.blk == 0 and s.s1.chunk == 0 and s.cols == s.dst_row
+                and s.s1.buffer != s.dst):
+            pending[s.dst] = len(out)
+        out.append(s)
+    return [x for x in out if x is not None]
 
 
 def _fold_fill_reduce(body: list, buffers: dict) -> list:

@@ -24,6 +24,7 @@ pipe that uses the tile; lowering picks it (``orders``).
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 
 from tvm import tirx
@@ -384,9 +385,15 @@ class _Expander:
         return aic_pre, aiv_pre, aic_post, aiv_post
 
 
+# Off for a second lowering when a skewed loop needs more event ids than a pipe pair has (pipeline.py).
+SKEW: contextvars.ContextVar[bool] = contextvars.ContextVar("tl_ascend_skew", default=True)
+
+
 def _skew_loops(launch: Launch) -> Launch:
     """Skew every pipelined loop whose tiles cross both ways and whose parts allow it (passes/skew.py);
     its transfers are marked ``skewed``."""
+    if not SKEW.get():
+        return launch
     aic, aiv = launch.kernels[Core.AIC], launch.kernels[Core.AIV]
     loops = {c: {id(s.var): s for s in walk(k.body) if isinstance(s, Loop) and s.var is not None}
              for c, k in ((Core.AIC, aic), (Core.AIV, aiv))}
@@ -397,6 +404,9 @@ def _skew_loops(launch: Launch) -> Launch:
         if lp_aiv is None:
             continue
         pair = {Core.AIC: lp_aic, Core.AIV: lp_aiv}
+        back = {s.transfer for s in walk(lp_aiv.body) if isinstance(s, Send)}
+        if len(back) != 1:
+            continue  # skewed: one tile back to the Cube per step (FlashAttention's P); others stay serial
         outside = {c: _outside(k.body, pair[c]) for c, k in ((Core.AIC, aic), (Core.AIV, aiv))}
         split = skew_mod.plan(pair, launch.transfers, outside)
         if split is None:

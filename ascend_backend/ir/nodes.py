@@ -1002,6 +1002,15 @@ class VecBinaryBcastRows(VecBinaryBcast):
 
 
 @dataclass
+class VecFusedMulAddBcast(VecBinaryBcast):
+    """FusedMulAdd in VecBinaryBcast's form: dst = s0 * dst + s1 (one rounding), e.g. the online
+    softmax's rescale-and-accumulate acc_o = scale[row] * acc_o + part (``op`` is unused)."""
+
+    reads = property(lambda self: _one_of(self.s0.buffer, self.s1.buffer, self.dst))
+    text = property(lambda self: f"FusedMulAdd {self.what} -> {self.dst}")
+
+
+@dataclass
 class VecWholeReduce(_VecOp):
     """dst[r] = reduce(src row r's first ``mask`` elements), ``repeat`` rows ``src_rep`` blocks apart."""
 
@@ -1316,7 +1325,7 @@ __all__ = [
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
-    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp",
+    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
     "VecFoldRows", "VecScanRows",
