@@ -1,6 +1,11 @@
 """FlashAttention forward on the emulator's timing model: MODELLED cycles, per-pipe busy %, Cube peak %.
 
-Run: python benchmarks/attention.py [--quick] [--arch dav-3510,dav-c220] [--no-causal] [--markdown]
+Run: python benchmarks/attention.py [--quick] [--arch dav-3510,dav-c220] [--seqs 4096,8192] [--no-causal]
+     [--markdown] [--workers N]
+
+The block shape of each (arch, S) is chosen by ``ascend_backend.autotune`` (the fewest modelled
+cycles per head over BLOCKS, configurations emulated in worker processes, results cached under
+TL_ASCEND_CACHE_DIR/tune); causal runs use the non-causal winner.
 
 The kernel is examples/attention.flashattn (fp16 in/out, fp32 softmax state, num_stages=2,
 dim=128), seq_q = seq_kv = S for S in 1024..8192. Every figure is MODELLED by
@@ -45,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import ascend_backend  # noqa: E402
+from ascend_backend.autotune import Trial, tune  # noqa: E402
 from ascend_backend.emulator import run_source  # noqa: E402
 from ascend_backend.emulator.timing import ASSUMPTIONS  # noqa: E402
 from ascend_backend.errors import AscendCompileError  # noqa: E402
@@ -56,10 +62,10 @@ SEQS = (1024, 2048, 4096, 8192)
 QUICK_SEQS = (1024, 4096)
 DIM = 128
 STAGES = 2
-# (block_M, block_N); 128x128 does not fit UB at dim=128 (MemoryBudgetError: 151 % of the 3510
-# UB, 203 % of the c220 one), so it is tried and reported but cannot win.
-BLOCKS = ((128, 128), (128, 64), (64, 128), (64, 64))
-QUICK_BLOCKS = ((128, 64),)
+# (block_M, block_N): the autotuner's search space (shapes that do not fit UB/L1/L0 are reported
+# with the compiler's MemoryBudgetError and cannot win).
+BLOCKS = ((256, 64), (128, 256), (128, 128), (128, 64), (64, 256), (64, 128), (64, 64))
+QUICK_BLOCKS = ((128, 128), (128, 64))
 
 console = Console(width=230)
 # Causal runs emulate every block; c220 traces of S >= 4096 exceed the default cap of 1M records.
@@ -137,6 +143,45 @@ def run_one(arch: str, seq: int, causal: bool, block: tuple[int, int]) -> Run:
     return r
 
 
+def _issued(seq: int, causal: bool, bm: int, bn: int, blocks: int) -> int:
+    """MACs of the two gemms issued by the first ``blocks`` blocks (2 x bm x bn x DIM per K/V block)."""
+    rows = math.ceil(seq / bm)
+    issued = 0
+    for b in range(blocks):
+        bx = b % rows
+        kv = min(math.ceil(seq / bn), math.ceil((bx + 1) * bm / bn)) if causal else math.ceil(seq / bn)
+        issued += 2 * bm * bn * DIM * kv
+    return issued
+
+
+def from_trial(arch: str, seq: int, causal: bool, t: Trial) -> Run:
+    """A benchmark row from one autotuner trial (the same figures run_one computes)."""
+    bm, bn = t.config["block_M"], t.config["block_N"]
+    r = Run(arch, seq, causal, (bm, bn), heads=t.config["heads"], wall=t.wall_s)
+    a = ASSUMPTIONS[arch]
+    r.grid, r.waves = t.block_dim or math.ceil(seq / bm) * r.heads, t.waves or 1
+    if not t.ok:
+        r.skipped = t.error.replace(f"{ROOT}/", "")
+        return r
+    r.emulated, r.total_cycles = t.blocks_emulated, int(t.cycles)
+    r.time_us, r.busy, r.gm_bpc = float(t.time_us), dict(t.busy), t.gm_bpc
+    macs16 = a["cube_macs_per_cycle_16bit"]
+    r.core_peak = 100.0 * _issued(seq, causal, bm, bn, r.emulated) / (t.block_cycles * macs16)
+    pairs = seq * (seq + 1) // 2 if causal else seq * seq
+    r.chip_peak = 100.0 * 2 * pairs * DIM * r.heads / (r.total_cycles * macs16 * a["aic_cores"])
+    return r
+
+
+def tuned(arch: str, seq: int, causal: bool, blocks, workers: int | None) -> list[Run]:
+    """Every block shape of ``blocks`` through the autotuner, best (fewest cycles per head) first."""
+    configs = [{"block_M": bm, "block_N": bn, "heads": heads_for(seq, bm)} for bm, bn in blocks]
+    res = tune(flashattn, configs, fixed={"batch": 1, "seq_q": seq, "seq_kv": seq, "dim": DIM, "is_causal": causal,
+                                          "num_stages": STAGES}, target=f"ascendc:{arch}",
+               blocks="all" if causal else "first_wave", workers=workers)
+    runs = [from_trial(arch, seq, causal, t) for t in res.trials]
+    return sorted(runs, key=lambda r: (bool(r.skipped), r.total_cycles / (r.heads * seq) if not r.skipped else 0))
+
+
 PIPE_COLS = ("M", "V", "MTE1", "MTE2", "MTE3", "FIX", "S")
 
 
@@ -172,13 +217,17 @@ def markdown(runs: list[Run]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="S = 1024 and 4096, block 128x64, non-causal only")
+    ap.add_argument("--quick", action="store_true", help="S = 1024 and 4096, blocks 128x128 and 128x64, non-causal")
     ap.add_argument("--arch", default=",".join(ARCHS))
     ap.add_argument("--no-causal", action="store_true")
+    ap.add_argument("--seqs", help="comma-separated sequence lengths (default 1024,2048,4096,8192)")
+    ap.add_argument("--workers", type=int, default=None, help="autotuner worker processes (default 2)")
     ap.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
     args = ap.parse_args()
     archs = args.arch.split(",")
     seqs = QUICK_SEQS if args.quick else SEQS
+    if args.seqs:
+        seqs = tuple(int(x) for x in args.seqs.split(","))
     blocks = QUICK_BLOCKS if args.quick else BLOCKS
     causals = (False,) if args.quick or args.no_causal else (False, True)
     t_start = time.perf_counter()
@@ -191,16 +240,14 @@ def main() -> None:
     for arch in archs:
         for causal in causals:
             for seq in seqs:
-                cands = []
-                for block in blocks:
-                    if causal and block not in [b.block for b in best if b.arch == arch and b.seq == seq]:
-                        continue  # causal: only the best non-causal block shape
-                    r = run_one(arch, seq, causal, block)
-                    runs.append(r)
-                    if not r.skipped:
-                        cands.append(r)
-                if cands:
-                    best.append(min(cands, key=lambda r: r.total_cycles / (r.heads * seq)))
+                if causal:
+                    win = [b.block for b in best if b.arch == arch and b.seq == seq and not b.causal]
+                    cands = tuned(arch, seq, True, win or blocks[:1], args.workers)
+                else:
+                    cands = tuned(arch, seq, False, blocks, args.workers)
+                runs.extend(cands)
+                if cands and not cands[0].skipped:
+                    best.append(cands[0])
                 console.print(f"  [dim]{arch} S={seq} causal={causal} ({time.perf_counter() - t_start:.0f} s)[/dim]")
     console.print(table(runs, "FlashAttention forward, dim 128, all block shapes tried (MODELLED)"))
     console.print(table(best, "Best block shape per (arch, S, causal) by modelled cycles per head (MODELLED)"))
