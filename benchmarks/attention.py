@@ -237,14 +237,16 @@ def main() -> None:
                   "first-wave cycles. Causal: every block emulated (blocks differ), total = the model's list schedule.")
     runs: list[Run] = []
     best: list[Run] = []
+    ranked: dict = {}
     for arch in archs:
         for causal in causals:
             for seq in seqs:
                 if causal:
-                    win = [b.block for b in best if b.arch == arch and b.seq == seq and not b.causal]
+                    # the two best non-causal shapes (causal adds the mask: the winner may not fit UB)
+                    win = [r.block for r in ranked.get((arch, seq), []) if not r.skipped][:2]
                     cands = tuned(arch, seq, True, win or blocks[:1], args.workers)
                 else:
-                    cands = tuned(arch, seq, False, blocks, args.workers)
+                    cands = ranked[(arch, seq)] = tuned(arch, seq, False, blocks, args.workers)
                 runs.extend(cands)
                 if cands and not cands[0].skipped:
                     best.append(cands[0])
