@@ -83,8 +83,7 @@ KNOWN_REDUNDANT = {
         "AIC: flag #3 MTE1_MTE2(0..1 by k % 2) on K_shared", "AIC: flag #4 M_MTE1(0..1 by k % 2) on Q_shared_l0a",
         "AIC: flag #5 FIX_M(0..1 by k % 2) on acc_s", "AIC: flag #10 M_MTE1(2..3 by k_b % 2) on acc_s_cast_l0a",
         "AIC: flag #11 FIX_M(2..3 by k_b % 2) on acc_o", "AIV: flag #2 V_MTE2(0..1 by k % 2) on acc_s_part",
-        "AIV: flag #3 MTE3_V(0..1 by k % 2) on acc_s_cast", "AIV: flag #5 V_MTE2(2..3 by k_b % 2) on acc_o_part",
-        "AIV: PipeBarrier<PIPE_V> #17"},
+        "AIV: flag #3 MTE3_V(0..1 by k % 2) on acc_s_cast", "AIV: flag #5 V_MTE2(2..3 by k_b % 2) on acc_o_part"},
     ("dav-3510", "two_way_free"): {"AIV: flag #1 V_MTE3(0) on run"},
 }
 
