@@ -1,0 +1,282 @@
+"""Families of TileLang's examples written as their users write them (our own kernels in the
+examples' style): chunked retention and linear attention (a gemm accumulator handed to the Vector
+cores and later added to, atomics of a whole tile into GM), layernorm backward (scalar reads of
+per-row statistics, column reducers, element-wise atomics across blocks), gemv in tile form
+(one block per row block, and split-K with atomics). Each on the emulator against torch, both
+arches, strict mode. The GPU per-thread forms of gemv are refused at their line (last test)."""
+
+import pytest
+import tilelang.language as T
+import torch
+
+import ascend_backend
+from ascend_backend.errors import UnsupportedError
+
+
+def run(func, args, arch):
+    k = ascend_backend.compile(func, target={"kind": "ascendc", "arch": arch}, runtime="emulator", strict=True)
+    k(*args)
+    assert all(r.ok for r in k.reports)
+    return k
+
+
+def _decay_mask(S: int, g: float) -> torch.Tensor:
+    i = torch.arange(S, dtype=torch.float64)[:, None]
+    j = torch.arange(S, dtype=torch.float64)[None, :]
+    return torch.where(i >= j, g ** (i - j), torch.zeros(())).float()
+
+
+# ------------------------------------------------------------------ retention
+
+
+def retention(B, S, H, D, C=64):
+    """o_t = sum_{s <= t} g_h^(t - s) (q_t . k_s) v_s, chunk by chunk: inside a chunk through the
+    decayed score tile, across chunks through a running state st (rescaled by g^C per chunk)."""
+    chunks = S // C
+
+    @T.prim_func
+    def retention_fwd(Q: T.Tensor((B, S, H, D), "float16"), K: T.Tensor((B, S, H, D), "float16"),
+                      V: T.Tensor((B, S, H, D), "float16"), Out: T.Tensor((B, S, H, D), "float16")):
+        with T.Kernel(B * H) as bh:
+            b = bh // H
+            h = bh % H
+            lg = T.alloc_var("float32")
+            lg = T.log2(1 - T.exp2(-5.0 - 1.0 * h))  # log2 of this head's decay
+            q = T.alloc_shared((C, D), "float16")
+            k = T.alloc_shared((C, D), "float16")
+            v = T.alloc_shared((C, D), "float16")
+            st = T.alloc_fragment((D, D), "float32")
+            st16 = T.alloc_shared((D, D), "float16")
+            s = T.alloc_fragment((C, C), "float32")
+            s16 = T.alloc_shared((C, C), "float16")
+            o = T.alloc_fragment((C, D), "float32")
+            T.clear(st)
+            for t in T.Pipelined(chunks):
+                T.copy(Q[b, t * C:(t + 1) * C, h, :], q)
+                T.copy(K[b, t * C:(t + 1) * C, h, :], k)
+                T.copy(V[b, t * C:(t + 1) * C, h, :], v)
+                T.gemm(q, k, s, clear_accum=True, transpose_B=True)
+                for i, j in T.Parallel(C, C):
+                    s16[i, j] = T.if_then_else(i >= j, s[i, j] * T.exp2((i - j) * lg), 0)
+                T.copy(st, st16)
+                T.gemm(q, st16, o, clear_accum=True)  # the state's part ...
+                for i, j in T.Parallel(C, D):
+                    o[i, j] = T.exp2((i + 1) * lg) * o[i, j]  # ... decayed to row i (o moves to the AIVs)
+                T.gemm(s16, v, o)  # a product added into the AIVs' o
+                for i, j in T.Parallel(C, D):
+                    v[i, j] = v[i, j] * T.exp2((C - i - 1) * lg)
+                for i, j in T.Parallel(D, D):
+                    st[i, j] = T.exp2(C * lg) * st[i, j]
+                T.copy(o, Out[b, t * C:(t + 1) * C, h, :])
+                T.gemm(k, v, st, transpose_A=True)
+
+    return retention_fwd
+
+
+@pytest.mark.slow
+def test_retention_chunked(arch):
+    B, S, H, D = 1, 128, 2, 64
+    g = torch.Generator().manual_seed(3)
+    q, k, v = [(torch.randn(B, S, H, D, generator=g) * 0.3).half() for _ in range(3)]
+    o = torch.zeros(B, S, H, D).half()
+    run(retention(B, S, H, D), [q, k, v, o], arch)
+    ref = torch.empty(B, S, H, D)
+    for h in range(H):
+        mask = _decay_mask(S, 1 - 2 ** (-5.0 - h))
+        for b in range(B):
+            ref[b, :, h] = ((q[b, :, h].float() @ k[b, :, h].float().T) * mask) @ v[b, :, h].float()
+    torch.testing.assert_close(o.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+# ------------------------------------------------------------------ linear attention
+
+
+def linear_attention(B, S, H, D, BK=64, BV=64, C=64):
+    """Causal linear attention in chunks; each (value block, key block) pair of a head is one
+    block, and the key blocks' outputs are added atomically into O (zeroed by the caller)."""
+    NK, NV, chunks = D // BK, D // BV, S // C
+    scale = D ** -0.5
+
+    @T.prim_func
+    def linear_attn_fwd(Q: T.Tensor((B, S, H, D), "float16"), K: T.Tensor((B, S, H, D), "float16"),
+                        V: T.Tensor((B, S, H, D), "float16"), Out: T.Tensor((B, S, H, D), "float32"),
+                        State: T.Tensor((B, H, D, D), "float32")):
+        with T.Kernel(NV, NK, B * H) as (iv, ik, bh):
+            b = bh // H
+            h = bh % H
+            q = T.alloc_shared((C, BK), "float16")
+            k = T.alloc_shared((C, BK), "float16")
+            v = T.alloc_shared((C, BV), "float16")
+            st = T.alloc_fragment((BK, BV), "float32")
+            st16 = T.alloc_shared((BK, BV), "float16")
+            s = T.alloc_fragment((C, C), "float32")
+            s16 = T.alloc_shared((C, C), "float16")
+            o = T.alloc_fragment((C, BV), "float32")
+            o_sh = T.alloc_shared((C, BV), "float32")
+            T.clear(st)
+            for t in T.Pipelined(0, chunks):
+                for i, j in T.Parallel(C, BK):
+                    q[i, j] = Q[b, t * C + i, h, ik * BK + j] * scale
+                T.copy(K[b, t * C:(t + 1) * C, h, ik * BK:(ik + 1) * BK], k)
+                T.copy(V[b, t * C:(t + 1) * C, h, iv * BV:(iv + 1) * BV], v)
+                T.gemm(q, k, s, clear_accum=True, transpose_B=True)
+                for i, j in T.Parallel(C, C):
+                    s16[i, j] = T.if_then_else(i >= j, s[i, j], 0)
+                T.gemm(s16, v, o, clear_accum=True)
+                T.copy(st, st16)
+                T.gemm(k, v, st, transpose_A=True)
+                T.gemm(q, st16, o)
+                T.copy(o, o_sh)
+                T.atomic_add(Out[b, t * C:(t + 1) * C, h, iv * BV:(iv + 1) * BV], o_sh)
+            T.copy(st, State[b, h, ik * BK:(ik + 1) * BK, iv * BV:(iv + 1) * BV])
+
+    return linear_attn_fwd
+
+
+@pytest.mark.slow
+def test_linear_attention_with_tile_atomics_across_key_blocks(arch):
+    B, S, H, D = 1, 128, 1, 128
+    g = torch.Generator().manual_seed(5)
+    q, k, v = [(torch.randn(B, S, H, D, generator=g) * 0.3).half() for _ in range(3)]
+    o = torch.zeros(B, S, H, D)  # the key blocks add into it
+    state = torch.zeros(B, H, D, D)
+    run(linear_attention(B, S, H, D), [q, k, v, o, state], arch)
+    qs = (q.float() * D ** -0.5).half().float()  # the kernel rounds q * scale to float16
+    mask = torch.tril(torch.ones(S, S))
+    ref = torch.einsum("bshd,bthd->bhst", qs, k.float()) * mask
+    ref = torch.einsum("bhst,bthd->bshd", ref, v.float())
+    torch.testing.assert_close(o, ref, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(state, torch.einsum("bshk,bshv->bhkv", k.float(), v.float()), atol=2e-2, rtol=2e-2)
+
+
+# ------------------------------------------------------------------ layernorm backward
+
+
+def layernorm_bwd(N, D, rows):
+    """dX per row from the saved Mean/Rstd (scalar reads of GM), dGamma/dBeta as column reducers
+    over the block's rows, added across blocks with element-wise atomics."""
+
+    @T.prim_func
+    def ln_bwd(DY: T.Tensor((N, D), "float16"), X: T.Tensor((N, D), "float16"), G: T.Tensor((D,), "float16"),
+               Mean: T.Tensor((N,), "float32"), Rstd: T.Tensor((N,), "float32"), DX: T.Tensor((N, D), "float16"),
+               DG: T.Tensor((D,), "float32"), DB: T.Tensor((D,), "float32")):
+        with T.Kernel(N // rows) as bx:
+            dy = T.alloc_shared((1, D), "float16")
+            x = T.alloc_shared((1, D), "float16")
+            g = T.alloc_shared((D,), "float16")
+            dx = T.alloc_shared((1, D), "float16")
+            xh = T.alloc_fragment((1, D), "float32")
+            gdy = T.alloc_fragment((1, D), "float32")
+            prod = T.alloc_fragment((1, D), "float32")
+            s1 = T.alloc_fragment((1,), "float32")
+            s2 = T.alloc_fragment((1,), "float32")
+            dg = T.alloc_fragment((D,), "float32")
+            db = T.alloc_fragment((D,), "float32")
+            T.copy(G, g)
+            T.clear(dg)
+            T.clear(db)
+            for r in T.serial(rows):
+                row = bx * rows + r
+                T.copy(DY[row, 0], dy)
+                T.copy(X[row, 0], x)
+                mu = Mean[row]
+                rs = Rstd[row]
+                for i, j in T.Parallel(1, D):
+                    xh[i, j] = (T.Cast("float32", x[i, j]) - mu) * rs
+                    gdy[i, j] = T.Cast("float32", dy[i, j]) * T.Cast("float32", g[j])
+                    prod[i, j] = gdy[i, j] * xh[i, j]
+                T.reduce_sum(gdy, s1, dim=1)
+                T.reduce_sum(prod, s2, dim=1)
+                for i, j in T.Parallel(1, D):
+                    dx[i, j] = T.Cast("float16", rs * (gdy[i, j] - s1[0] / D - xh[i, j] * (s2[0] / D)))
+                    dg[j] += T.Cast("float32", dy[i, j]) * xh[i, j]
+                    db[j] += T.Cast("float32", dy[i, j])
+                T.copy(dx, DX[row, 0])
+            for j in T.Parallel(D):
+                T.atomic_add(DG[j], dg[j])
+                T.atomic_add(DB[j], db[j])
+
+    return ln_bwd
+
+
+def test_layernorm_backward(arch):
+    N, D, rows = 32, 128, 8
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(N, D, generator=g).half()
+    gamma = (1 + 0.1 * torch.randn(D, generator=g)).half()
+    dy = torch.randn(N, D, generator=g).half()
+    xf = x.float()
+    mean = xf.mean(1)
+    rstd = 1 / torch.sqrt(xf.var(1, unbiased=False) + 1e-5)
+    dx = torch.empty(N, D).half()
+    dg, db = torch.zeros(D), torch.zeros(D)  # the blocks add into them
+    run(layernorm_bwd(N, D, rows), [dy, x, gamma, mean, rstd, dx, dg, db], arch)
+    xr = xf.clone().requires_grad_(True)
+    gr = gamma.float().clone().requires_grad_(True)
+    br = torch.zeros(D, requires_grad=True)
+    torch.nn.functional.layer_norm(xr, (D,), gr, br, 1e-5).backward(dy.float())
+    torch.testing.assert_close(dx.float(), xr.grad, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(dg, gr.grad, atol=1e-2, rtol=1e-3)
+    torch.testing.assert_close(db, br.grad, atol=1e-3, rtol=1e-4)
+
+
+# ------------------------------------------------------------------ gemv
+
+
+def gemv_blocks(N, K, BN, BK, split=1):
+    """y = W x: a block per BN rows (and per K split, the splits added with element-wise atomics
+    into y, zeroed by the caller); each K step a tile of W times the broadcast x, summed along K by
+    a reducer store."""
+    per = K // split
+
+    @T.prim_func
+    def gemv(W: T.Tensor((N, K), "float16"), x: T.Tensor((K,), "float16"), y: T.Tensor((N,), "float32")):
+        with T.Kernel(N // BN, split) as (bn, bk):
+            w = T.alloc_shared((BN, BK), "float16")
+            xv = T.alloc_fragment((BK,), "float16")
+            acc = T.alloc_fragment((BN,), "float32")
+            T.clear(acc)
+            for ko in T.serial(per // BK):
+                T.copy(W[bn * BN, bk * per + ko * BK], w)
+                T.copy(x[bk * per + ko * BK], xv)
+                for i, j in T.Parallel(BN, BK):
+                    acc[i] += T.Cast("float32", w[i, j]) * T.Cast("float32", xv[j])
+            if split == 1:
+                T.copy(acc, y[bn * BN])
+            else:
+                for i in T.Parallel(BN):
+                    T.atomic_add(y[bn * BN + i], acc[i])
+
+    return gemv
+
+
+@pytest.mark.parametrize("split", [1, 4])
+def test_gemv_tile_form_and_split_k(arch, split):
+    N, K = 64, 512
+    g = torch.Generator().manual_seed(2)
+    w = (torch.randn(N, K, generator=g) * 0.1).half()
+    x = torch.randn(K, generator=g).half()
+    y = torch.zeros(N)
+    run(gemv_blocks(N, K, 32, 64, split), [w, x, y], arch)
+    torch.testing.assert_close(y, w.float() @ x.float(), atol=1e-3, rtol=1e-3)
+
+
+def test_gemv_per_thread_form_is_refused_at_its_line():
+    N, K, BN = 64, 64, 32
+
+    @T.prim_func
+    def gemv_threads(W: T.Tensor((N, K), "float16"), x: T.Tensor((K,), "float16"), y: T.Tensor((N,), "float16")):
+        with T.Kernel(N // BN, threads=BN) as bn:
+            tn = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0.0
+            for k in T.serial(K):
+                acc[0] += T.Cast("float32", W[bn * BN + tn, k]) * T.Cast("float32", x[k])  # marker: thread use
+            y[bn * BN + tn] = T.Cast("float16", acc[0])
+
+    with pytest.raises(UnsupportedError) as e:
+        ascend_backend.lower(gemv_threads, target={"kind": "ascendc", "arch": "dav-c220"})
+    msg = str(e.value)
+    assert "thread index 'tn'" in msg and "T.get_thread_binding" in msg and "T.Parallel" in msg
+    assert e.value.loc is not None and "marker: thread use" in open(e.value.loc.file).read().splitlines()[
+        e.value.loc.line - 1]
