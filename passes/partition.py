@@ -430,8 +430,11 @@ def partition_launch(launch: Launch) -> Launch:
 
 
 def partition(program: Program) -> Program:
-    """Split every launch into the programs of the core kinds it needs."""
-    out = program.replace(launches=[partition_launch(lc) for lc in program.launches])
+    """Split every launch into the programs of the core kinds it needs (after dropping whole-tile
+    copies between two vector tiles, passes/alias_copies.py)."""
+    from .alias_copies import alias_copies_launch
+
+    out = program.replace(launches=[partition_launch(alias_copies_launch(lc)) for lc in program.launches])
     verify_partition(out)
     return out
 

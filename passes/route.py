@@ -16,8 +16,10 @@ Establishes: no ``Send``/``Receive`` is left; every transfer has a route and the
   statement list (that access could meet the AIC's concurrent Fixpipe into its UB).
 
 "free" is left out where it can never matter: a tile that crosses once (outside every loop), or
-one whose loop also moves a tile the other way (the round trip orders the next write after the
-read). Primed once at the start (the consumer frees it up front), drained once at the end, so
+one that crosses once per iteration and that the consumer answers, in the same iteration, with a
+tile it computed from it, received by the producer before its next send (that round trip orders
+the next write after the read; ``_round_trip``). Every transfer has its own workspace region.
+Primed once at the start (the consumer frees it up front), drained once at the end, so
 every set is waited. The AIV's flags of an on-chip Cube -> Vector tile wait on (set after) the
 pipe that uses the tile; lowering picks it (``orders``).
 """

@@ -279,6 +279,42 @@ def handover_then_partial(arch="dav-c220"):
     return b.build()
 
 
+def staged_copy(rewrite_src=False):
+    """The GPU idiom: a tile staged in shared memory, copied to a fragment, used element-wise."""
+    b = ProgramBuilder("staged", "dav-c220")
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float16")
+    s, f = b.tile("s", (64, 64), "float16"), b.tile("f", (64, 64), "float16", fragment=True)
+    o = b.tile("o", (64, 64), "float16", fragment=True)
+    with b.launch([1]):
+        with b.loop("k", 2):
+            b.copy(A[0, 0], s)
+            b.copy(s, f)
+            if rewrite_src:
+                b.parallel((64, 64), lambda i, j: [(s, (i, j), s.load(i, j) + s.load(i, j))])
+            b.parallel((64, 64), lambda i, j: [(o, (i, j), f.load(i, j) + s.load(i, j))])
+            b.copy(o, C[0, 0])
+    return b.build()
+
+
+def test_partition_aliases_a_staging_copy_between_vector_tiles():
+    filecheck(after(staged_copy(), "partition"), """
+        CHECK: == AIV ==
+        CHECK-NOT: buffer f:
+        CHECK: copy A[0, 0]<64x64> -> s[0, 0]<64x64>
+        CHECK-NEXT: parallel
+        CHECK-NEXT: o[i, j] = s[i, j] + s[i, j]
+        CHECK-NEXT: copy o[0, 0]<64x64> -> C[0, 0]<64x64>
+    """)
+
+
+def test_partition_keeps_the_copy_when_the_source_changes_after_it():
+    filecheck(after(staged_copy(rewrite_src=True), "partition"), """
+        CHECK: buffer f:
+        CHECK: copy s[0, 0]<64x64> -> f[0, 0]<64x64>
+        CHECK: o[i, j] = f[i, j] + s[i, j]
+    """)
+
+
 def test_partition_hand_over_and_partial_product_are_two_transfers():
     # The partial product goes into o_part and is added: received into o itself it would overwrite
     # the AIVs' rescaled o (retention's wrong numbers).
@@ -710,7 +746,9 @@ def test_plan_memory_budget_error_names_every_buffer():
     with b.launch([1]):
         b.copy(A[0, 0], x)
         b.copy(x, y)
+        b.parallel((8, 4096), lambda i, j: [(x, (i, j), x.load(i, j) + 1.0)])  # x changes: y keeps a copy
         b.copy(y, A[0, 0])
+        b.copy(x, A[8, 0])
     with pytest.raises(MemoryBudgetError) as info:
         upto(b.build(), "plan_memory")
     assert "x " in info.value.table and "y " in info.value.table and "capacity" in info.value.table

@@ -280,3 +280,42 @@ def test_gemv_per_thread_form_is_refused_at_its_line():
     assert "thread index 'tn'" in msg and "T.get_thread_binding" in msg and "T.Parallel" in msg
     assert e.value.loc is not None and "marker: thread use" in open(e.value.loc.file).read().splitlines()[
         e.value.loc.line - 1]
+
+
+# ------------------------------------------------------------------ dequantize gemm, unsigned int4
+
+
+def dequant_gemm_uint4(M, N, K, bM=64, bN=64, bK=64):
+    """C = A @ dequant(B).T with B holding two unsigned 4-bit values per int8 byte (element 2k in
+    the low nibble), decoded for the whole tile in T.Parallel on the Vector cores."""
+
+    @T.prim_func
+    def dq_gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K // 2), "int8"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // bN, M // bM) as (bx, by):
+            a = T.alloc_shared((bM, bK), "float16")
+            bp = T.alloc_fragment((bN, bK // 2), "int8")
+            bd = T.alloc_shared((bN, bK), "float16")
+            c = T.alloc_fragment((bM, bN), "float32")
+            T.clear(c)
+            for ko in T.Pipelined(K // bK, num_stages=2):
+                T.copy(A[by * bM, ko * bK], a)
+                T.copy(B[bx * bN, ko * bK // 2], bp)
+                for i, j in T.Parallel(bN, bK):
+                    bd[i, j] = T.Cast("float16", (bp[i, j // 2] >> (T.Cast("int8", j % 2) * T.int8(4))) & T.int8(15))
+                T.gemm(a, bd, c, transpose_B=True)
+            T.copy(c, C[by * bM, bx * bN])
+
+    return dq_gemm
+
+
+@pytest.mark.slow
+def test_dequant_gemm_unsigned_int4(arch):
+    M, N, K = 64, 64, 128
+    g = torch.Generator().manual_seed(9)
+    a = (torch.randn(M, K, generator=g) * 0.1).half()
+    w = torch.randint(0, 16, (N, K), generator=g, dtype=torch.int32)
+    packed = ((w[:, 1::2] << 4) | w[:, 0::2]).to(torch.uint8).view(torch.int8)
+    c = torch.zeros(M, N)
+    k = run(dequant_gemm_uint4(M, N, K), [a, packed, c], arch)
+    assert "ReinterpretCast<int4b_t>()" in k.kernel_source and "Mins(" in k.kernel_source
+    torch.testing.assert_close(c, a.float() @ w.float().T, atol=1e-2, rtol=1e-3)
