@@ -319,3 +319,23 @@ def test_dequant_gemm_unsigned_int4(arch):
     k = run(dequant_gemm_uint4(M, N, K), [a, packed, c], arch)
     assert "ReinterpretCast<int4b_t>()" in k.kernel_source and "Mins(" in k.kernel_source
     torch.testing.assert_close(c, a.float() @ w.float().T, atol=1e-2, rtol=1e-3)
+
+
+def test_cross_thread_allreduce_is_refused_at_its_line():
+    N, K = 64, 64
+
+    @T.prim_func
+    def rowsum_allreduce(W: T.Tensor((N, K), "float32"), y: T.Tensor((N,), "float32")):
+        with T.Kernel(N) as bn:
+            part = T.alloc_local((1,), "float32")
+            total = T.alloc_local((1,), "float32")
+            part[0] = W[bn, 0]
+            with T.attr(T.comm_reducer(lambda a, b: a + b, [T.cast(0, "float32")]), "reduce_scope",  # marker
+                        T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), part[0], True, total[0], bn, dtype="handle"))
+            y[bn] = total[0]
+
+    with pytest.raises(UnsupportedError) as e:
+        ascend_backend.lower(rowsum_allreduce, target={"kind": "ascendc", "arch": "dav-3510"})
+    assert "cross-thread reduction" in str(e.value) and "T.reduce_*" in str(e.value)
+    assert e.value.loc is not None and "# marker" in open(e.value.loc.file).read().splitlines()[e.value.loc.line - 1]
