@@ -210,7 +210,16 @@ def _receive_points(body: list, transfer: int):
 
 
 def _choose_routes(launch: Launch, arch) -> list:
-    return _assign_ids(_routes(launch, arch))
+    routed = _routes(launch, arch)
+    try:
+        return _assign_ids(routed)
+    except UnsupportedError:
+        # An on-chip Cube -> Vector tile takes a "ready" id of its own; through the workspace the
+        # tiles of one direction share one. When the ids run out, every tile takes the workspace
+        # (slower, same result) before the kernel is refused.
+        if not any(t.route is Route.ON_CHIP for t in routed):
+            raise
+        return _assign_ids([dataclasses.replace(t, route=Route.WORKSPACE) for t in routed])
 
 
 def _routes(launch: Launch, arch) -> list:

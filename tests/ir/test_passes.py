@@ -240,6 +240,26 @@ def test_route_drops_free_for_a_tile_that_crosses_once():
     """)
 
 
+def test_route_3510_takes_the_workspace_when_on_chip_ids_run_out():
+    # Six gemm results go to the AIVs in a loop, none answered: on chip each takes a "ready" and a
+    # "free" id (12 > 11); through the workspace the six share one "ready" id.
+    b = ProgramBuilder("six", "dav-3510")
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float32")
+    a = b.tile("a", (64, 64), "float16")
+    cs = [b.tile(f"c{n}", (64, 64), "float32", fragment=True) for n in range(6)]
+    with b.launch([1]):
+        with b.loop("k", 2):
+            b.copy(A[0, 0], a)
+            for c in cs:
+                b.gemm(a, a, c, clear=True)
+                b.parallel((64, 64), lambda i, j, c=c: [(c, (i, j), c.load(i, j) + 1.0)])
+                b.copy(c, C[0, 0])
+    filecheck(after(b.build(), "route"), """
+        CHECK: transfer 0: c0 -> c0 cube->vector ready=0 free=1 route=workspace
+        CHECK: transfer 5: c5 -> c5 cube->vector ready=0 free=6 route=workspace
+    """)
+
+
 def test_verify_route_rejects_a_wait_nobody_sets():
     from ascend_backend.passes.route import verify_route
 
