@@ -339,3 +339,83 @@ def test_cross_thread_allreduce_is_refused_at_its_line():
         ascend_backend.lower(rowsum_allreduce, target={"kind": "ascendc", "arch": "dav-3510"})
     assert "cross-thread reduction" in str(e.value) and "T.reduce_*" in str(e.value)
     assert e.value.loc is not None and "# marker" in open(e.value.loc.file).read().splitlines()[e.value.loc.line - 1]
+
+
+# ------------------------------------------------------------------ staged tiles (shared -> fragment)
+
+
+def gemv_reducer_staged(M, N, bM=128, bN=128, stages=2):
+    """The GPU staging idiom: each tile of W lands in shared memory, is copied to a fragment and
+    reduced into a T.alloc_reducer. On the Vector core the copy aliases the shared tile, and the
+    product's column chunks fold in place: a 128 x 128 tile in two stages fits dav-c220's UB."""
+
+    @T.prim_func
+    def gemv_staged(W: T.Tensor((M, N), "float16"), x: T.Tensor((N,), "float16"), y: T.Tensor((M,), "float16")):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bm:
+            r = T.alloc_reducer(bM, "float32", replication="all")
+            T.clear(r)
+            for kn in T.Pipelined(T.ceildiv(N, bN), num_stages=stages):
+                w_s = T.alloc_shared((bM, bN), "float16")
+                T.copy(W[bm * bM, kn * bN], w_s)
+                w_f = T.alloc_fragment((bM, bN), "float16")
+                T.copy(w_s, w_f)
+                x_f = T.alloc_fragment(bN, "float16")
+                T.copy(x[kn * bN], x_f)
+                for i, j in T.Parallel(bM, bN):
+                    r[i] += w_f[i, j] * x_f[j]
+            T.finalize_reducer(r)
+            T.copy(r, y[bm * bM])
+
+    return gemv_staged
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_gemv_reducer_with_staged_tiles_fits_both_arches(arch):
+    M, N = 128, 256
+    g = torch.Generator().manual_seed(4)
+    w = (torch.randn(M, N, generator=g) * 0.1).half()
+    x = torch.randn(N, generator=g).half()
+    y = torch.zeros(M).half()
+    k = run(gemv_reducer_staged(M, N), [w, x, y], arch)
+    assert "w_f" not in k.kernel_source  # the fragment is the shared tile
+    ref = (w * x).float().sum(1)  # the product in float16, as the kernel forms it
+    torch.testing.assert_close(y.float(), ref, atol=2e-2, rtol=1e-2)
+
+
+def w4a8_gemm(M, N, K, bM=32, bN=32, bK=128):
+    """Ct = dequant(B) @ A.T with int8 activations and signed int4 weights (two per uint8 byte),
+    the packed tile staged shared -> fragment and decoded in T.Parallel, accumulated in int32."""
+
+    @T.prim_func
+    def w4a8(A: T.Tensor((M, K), "int8"), B: T.Tensor((N, K // 2), "uint8"), Ct: T.Tensor((N, M), "int32")):
+        with T.Kernel(N // bN, M // bM) as (bx, by):
+            a = T.alloc_shared((bM, bK), "int8")
+            bs = T.alloc_shared((bN, bK // 2), "uint8")
+            bl = T.alloc_fragment((bN, bK // 2), "uint8")
+            bd = T.alloc_fragment((bN, bK), "int8")
+            c = T.alloc_fragment((bN, bM), "int32")
+            T.clear(c)
+            for ko in T.Pipelined(K // bK, num_stages=1):
+                T.copy(A[by * bM, ko * bK], a)
+                T.copy(B[bx * bN, ko * bK // 2], bs)
+                T.copy(bs, bl)
+                for i, j in T.Parallel(bN, bK):
+                    bd[i, j] = T.Cast("int8", T.shift_right(T.shift_left(
+                        T.bitwise_and(T.shift_right(bl[i, j // 2], T.Cast("uint8", (j % 2) * 4)), T.uint8(15)),
+                        T.uint8(4)).astype("int8"), T.int8(4)))
+                T.gemm(bd, a, c, transpose_B=True)
+            T.copy(c, Ct[bx * bN, by * bM])
+
+    return w4a8
+
+
+def test_w4a8_gemm_signed_int4_weights(arch):
+    M, N, K = 64, 64, 256
+    g = torch.Generator().manual_seed(6)
+    a = torch.randint(-8, 8, (M, K), generator=g, dtype=torch.int32)
+    w = torch.randint(-8, 8, (N, K), generator=g, dtype=torch.int32)
+    nib = w & 15
+    packed = ((nib[:, 1::2] << 4) | nib[:, 0::2]).to(torch.uint8)
+    ct = torch.zeros(N, M, dtype=torch.int32)
+    run(w4a8_gemm(M, N, K), [a.to(torch.int8), packed, ct], arch)
+    torch.testing.assert_close(ct, w @ a.T)
