@@ -419,3 +419,87 @@ def test_w4a8_gemm_signed_int4_weights(arch):
     ct = torch.zeros(N, M, dtype=torch.int32)
     run(w4a8_gemm(M, N, K), [a.to(torch.int8), packed, ct], arch)
     torch.testing.assert_close(ct, w @ a.T)
+
+
+def linear_attention_bwd(B, S, H, D, C=64):
+    """Backward of causal linear attention o = tril(q k^T) v (q scaled), in chunks: dQ walking
+    forward with the running state k^T v, dK and dV walking backward with the running state
+    q^T dO; eight transfers between the cores, two of them handed over and later added to."""
+    chunks = S // C
+    scale = D ** -0.5
+
+    @T.prim_func
+    def linear_attn_bwd(Q: T.Tensor((B, S, H, D), "float16"), K: T.Tensor((B, S, H, D), "float16"),
+                        V: T.Tensor((B, S, H, D), "float16"), dO: T.Tensor((B, S, H, D), "float16"),
+                        dQ: T.Tensor((B, S, H, D), "float32"), dK: T.Tensor((B, S, H, D), "float32"),
+                        dV: T.Tensor((B, S, H, D), "float32")):
+        with T.Kernel(B * H) as bh:
+            b = bh // H
+            h = bh % H
+            q = T.alloc_shared((C, D), "float16")
+            k = T.alloc_shared((C, D), "float16")
+            v = T.alloc_shared((C, D), "float16")
+            do = T.alloc_shared((C, D), "float16")
+            s = T.alloc_fragment((C, C), "float32")
+            s16 = T.alloc_shared((C, C), "float16")
+            st = T.alloc_fragment((D, D), "float32")  # sum of v^T k over the chunks before
+            st16 = T.alloc_shared((D, D), "float16")
+            ds = T.alloc_fragment((D, D), "float32")  # sum of q^T dO over the chunks after
+            ds16 = T.alloc_shared((D, D), "float16")
+            dq = T.alloc_fragment((C, D), "float32")
+            dk = T.alloc_fragment((C, D), "float32")
+            dv = T.alloc_fragment((C, D), "float32")
+            T.clear(st)
+            T.clear(ds)
+            for t in T.Pipelined(0, chunks):
+                T.copy(K[b, t * C:(t + 1) * C, h, :], k)
+                T.copy(V[b, t * C:(t + 1) * C, h, :], v)
+                T.copy(dO[b, t * C:(t + 1) * C, h, :], do)
+                T.gemm(do, v, s, transpose_B=True, clear_accum=True)
+                for i, j in T.Parallel(C, C):
+                    s16[i, j] = T.if_then_else(i >= j, s[i, j], 0)
+                T.gemm(s16, k, dq, clear_accum=True)
+                T.copy(st, st16)
+                T.gemm(do, st16, dq)
+                T.gemm(v, k, st, transpose_A=True)
+                for i, j in T.Parallel(C, D):
+                    dq[i, j] = dq[i, j] * scale
+                T.copy(dq, dQ[b, t * C:(t + 1) * C, h, :])
+            for t in T.Pipelined(1, chunks + 1):
+                c0 = chunks - t
+                for i, j in T.Parallel(C, D):
+                    q[i, j] = Q[b, c0 * C + i, h, j] * scale
+                T.copy(K[b, c0 * C:(c0 + 1) * C, h, :], k)
+                T.copy(V[b, c0 * C:(c0 + 1) * C, h, :], v)
+                T.copy(dO[b, c0 * C:(c0 + 1) * C, h, :], do)
+                T.gemm(v, do, s, transpose_B=True, clear_accum=True)  # (dO v^T)^T
+                for i, j in T.Parallel(C, C):
+                    s16[i, j] = T.if_then_else(i <= j, s[i, j], 0)
+                T.gemm(s16, q, dk, clear_accum=True)
+                T.copy(ds, ds16)
+                T.gemm(v, ds16, dk, transpose_B=True)
+                T.gemm(k, q, s, transpose_B=True, clear_accum=True)  # (q k^T)^T
+                for i, j in T.Parallel(C, C):
+                    s16[i, j] = T.if_then_else(i <= j, s[i, j], 0)
+                T.gemm(s16, do, dv, clear_accum=True)
+                T.gemm(k, ds16, dv)
+                T.gemm(q, do, ds, transpose_A=True)
+                T.copy(dk, dK[b, c0 * C:(c0 + 1) * C, h, :])
+                T.copy(dv, dV[b, c0 * C:(c0 + 1) * C, h, :])
+
+    return linear_attn_bwd
+
+
+@pytest.mark.slow
+def test_linear_attention_backward(arch):
+    B, S, H, D = 1, 128, 1, 64
+    g = torch.Generator().manual_seed(8)
+    q, k, v, do = [(torch.randn(B, S, H, D, generator=g) * 0.3).half() for _ in range(4)]
+    dq, dk, dv = torch.zeros(B, S, H, D), torch.zeros(B, S, H, D), torch.zeros(B, S, H, D)
+    run(linear_attention_bwd(B, S, H, D), [q, k, v, do, dq, dk, dv], arch)
+    qf, kf, vf = (x.float().requires_grad_(True) for x in (q, k, v))
+    qs = qf * D ** -0.5
+    att = torch.einsum("bshd,bthd->bhst", qs, kf) * torch.tril(torch.ones(S, S))
+    torch.einsum("bhst,bthd->bshd", att, vf).backward(do.float())
+    for got, want in ((dq, qf.grad), (dk, kf.grad), (dv, vf.grad)):
+        torch.testing.assert_close(got, want, atol=3e-2, rtol=3e-2)
