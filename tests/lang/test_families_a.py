@@ -424,7 +424,7 @@ def test_w4a8_gemm_signed_int4_weights(arch):
 def linear_attention_bwd(B, S, H, D, C=64):
     """Backward of causal linear attention o = tril(q k^T) v (q scaled), in chunks: dQ walking
     forward with the running state k^T v, dK and dV walking backward with the running state
-    q^T dO; eight transfers between the cores, two of them handed over and later added to."""
+    q^T dO; eight tiles cross between the cores."""
     chunks = S // C
     scale = D ** -0.5
 
