@@ -122,12 +122,13 @@ def _rewrite(body: list, kernel: Kernel, cands: dict, tvm_bufs: dict, done: list
         if copy_of is not None:
             dst, src = copy_of, s.src.buffer
             rest = out[n + 1:]
-            before = out[:n]  # dst is used nowhere else: the counts below
+            before = out[:n]
             uses_ok = all(
                 (isinstance(x, _TILE_OPS) or isinstance(x, Loop | If) and not _mentions(x, dst))
                 for x in walk(rest) if isinstance(x, Loop | If) or dst in tile_buffers(x))
             mentioned = sum(1 for x in walk(kernel.body) if isinstance(x, Loop | If) and _mentions(x, dst))
             src_written = any(src in tile_writes(x) for x in walk(rest) if not isinstance(x, Loop | If))
+            # dst is used by the copy and in the rest of this list only
             total = sum(1 for x in walk(kernel.body) if not isinstance(x, Loop | If) and dst in tile_buffers(x))
             later = sum(1 for x in walk(rest) if not isinstance(x, Loop | If) and dst in tile_buffers(x))
             if uses_ok and not mentioned and not src_written and total == later + 1 and src in tvm_bufs:
