@@ -16,8 +16,10 @@ Establishes: no ``Send``/``Receive`` is left; every transfer has a route and the
   statement list (that access could meet the AIC's concurrent Fixpipe into its UB).
 
 "free" is left out where it can never matter: a tile that crosses once (outside every loop), or
-one whose loop also moves a tile the other way (the round trip orders the next write after the
-read). Primed once at the start (the consumer frees it up front), drained once at the end, so
+one that crosses once per iteration and that the consumer answers, in the same iteration, with a
+tile it computed from it, received by the producer before its next send (that round trip orders
+the next write after the read; ``_round_trip``). Every transfer has its own workspace region.
+Primed once at the start (the consumer frees it up front), drained once at the end, so
 every set is waited. The AIV's flags of an on-chip Cube -> Vector tile wait on (set after) the
 pipe that uses the tile; lowering picks it (``orders``).
 """
@@ -81,17 +83,49 @@ def _touches(item, name: str) -> bool:
 _NEEDS_FREE = -1  # a "free" flag is needed; its id is assigned with the others
 
 
-def _keep_free(transfers: list) -> list:
-    """Drop "free" where it can never matter: outside every loop, or when the loop's tiles also
-    travel the other way (the round trip orders the next write after the read). In a skewed loop
-    the producer runs a step ahead, so every tile needs one (multi_buffer drops it again where the
-    tile gets a slot per step)."""
+def _keep_free(launch: Launch) -> list:
+    """Drop "free" where it can never matter: outside every loop, or when a round trip orders the
+    producer's next write after the consumer's read (see ``_round_trip``). In a skewed loop the
+    producer runs a step ahead, so every tile needs one (multi_buffer drops it again where the tile
+    gets a slot per step)."""
+    transfers = launch.transfers
     out = []
     for t in transfers:
-        reverse = any(u.loop == t.loop and u.direction is not t.direction for u in transfers)
-        drop = t.loop is None or (reverse and not t.skewed)
+        drop = t.loop is None or (not t.skewed and _round_trip(launch, t))
         out.append(dataclasses.replace(t, free=None if drop else _NEEDS_FREE))
     return out
+
+
+def _points(body: list, cls, pred) -> list:
+    """(statement list, index) of every ``cls`` point matching ``pred`` in a body."""
+    out = []
+    for n, s in enumerate(body):
+        if isinstance(s, cls) and pred(s):
+            out.append((body, n))
+        for sub in children(s):
+            out += _points(sub, cls, pred)
+    return out
+
+
+def _round_trip(launch: Launch, t: Transfer) -> bool:
+    """Is the producer's next write of ``t``'s tile (and of its workspace) ordered after the
+    consumer's read by a tile travelling the other way in the same loop?
+
+    Only when the tile crosses once per iteration in t's direction: a second crossing of the
+    same tile (retention's ``o``, handed over and later added to) writes the same workspace with
+    no trip between. The emulator's mutation tests check that every "free" flag this keeps is
+    needed and that dropping the others loses nothing (tests/compiler/test_mutation.py)."""
+    consumer = launch.kernels[Core.AIV if t.direction is Direction.C2V else Core.AIC]
+    producer = launch.kernels[Core.AIC if t.direction is Direction.C2V else Core.AIV]
+    same = {u.index for u in launch.transfers if u.tile == t.tile and u.direction is t.direction}
+    sends = _points(producer.body, Send, lambda x: x.transfer in same)
+    receives = _points(consumer.body, Receive, lambda x: x.transfer == t.index)
+    if len(sends) != 1 or len(receives) != 1:
+        return False
+    # Any tile the loop sends the other way closes the cycle: the consumer sends it after its read
+    # of t's tile (in this iteration or the next one's, before t's tile comes again) and the
+    # producer waits for it before its next send of t.
+    return any(u.loop == t.loop and u.direction is not t.direction for u in launch.transfers)
 
 
 def _share_key(t: Transfer):
@@ -143,17 +177,24 @@ def _receive_points(body: list, transfer: int):
 
 
 def _choose_routes(launch: Launch, arch) -> list:
-    out = []
-    for t in _routes(launch, arch):
-        if t.skewed and t.route is Route.WORKSPACE:
-            # GM has room: a workspace copy per step in turn, ordered by the round trip like on chip
-            t = dataclasses.replace(t, free=None, slots=2)
-        out.append(t)
-    return _assign_ids(out)
+    def per_step(t: Transfer) -> Transfer:
+        # GM has room: a workspace copy per step in turn, ordered by the round trip like on chip
+        return dataclasses.replace(t, free=None, slots=2) if t.skewed and t.route is Route.WORKSPACE else t
+
+    routed = [per_step(t) for t in _routes(launch, arch)]
+    try:
+        return _assign_ids(routed)
+    except UnsupportedError:
+        # An on-chip Cube -> Vector tile takes a "ready" id of its own; through the workspace the
+        # tiles of one direction share one. When the ids run out, every tile takes the workspace
+        # (slower, same result) before the kernel is refused.
+        if not any(t.route is Route.ON_CHIP for t in routed):
+            raise
+        return _assign_ids([per_step(dataclasses.replace(t, route=Route.WORKSPACE)) for t in routed])
 
 
 def _routes(launch: Launch, arch) -> list:
-    transfers = _keep_free(launch.transfers)
+    transfers = _keep_free(launch)
     aic = launch.kernels[Core.AIC]
     aiv = launch.kernels[Core.AIV]
     if not (arch.l0c_to_ub and arch.ub_to_l1 and arch.cross_core_mode4):
@@ -189,14 +230,16 @@ class _Expander:
         self.nbytes = 0
         block_dim = launch.block_dim
         taken = set(self.aic.buffers) | set(self.aiv.buffers)
-        self.ws_names: dict[str, str] = {}  # tile -> its workspace buffer
+        # Transfer index -> its workspace buffer: one per transfer, so that a tile crossing twice in
+        # one iteration (handed over, then a partial product) has a "free" flag per region it writes.
+        self.ws_names: dict[int, str] = {}
         for t in transfers:
-            if t.route is Route.WORKSPACE and t.tile not in self.ws_names:
+            if t.route is Route.WORKSPACE:
                 buf = self._tile(t.tile)
                 rows, cols = buf.shape
                 name = fresh_name(f"ws_{t.tile}", taken)
                 taken.add(name)
-                self.ws_names[t.tile] = name
+                self.ws_names[t.index] = name
                 self.ws[name] = Buffer(name=name, shape=(block_dim * rows * t.slots, cols), dtype=buf.dtype,
                                        kind=BufferKind.WORKSPACE, loc=buf.loc, scope=Scope.GM,
                                        role=f"GM workspace carrying {t.tile} between the Cube and the Vector cores"
@@ -215,7 +258,7 @@ class _Expander:
             if step is None:
                 raise InternalCompilerError(f"workspace copy of {t.tile} in turn outside a loop", stage="route")
             block = block * t.slots + tirx.floormod(step, t.slots)
-        return Region(self.ws_names[t.tile], (block * buf.shape[0], zero), tuple(buf.shape))
+        return Region(self.ws_names[t.index], (block * buf.shape[0], zero), tuple(buf.shape))
 
     @staticmethod
     def _cc(set_: bool, t: Transfer, which: str, pipe, reason: str, loc, mode: int = 2, sub=None, orders=None):
@@ -465,7 +508,7 @@ def route_launch(launch: Launch, arch) -> Launch:
     launch = _skew_loops(launch)
     transfers = _choose_routes(launch, arch)
     ex = _Expander(launch, transfers)
-    transfers = [dataclasses.replace(t, ws=ex.ws_names.get(t.tile)) if t.route is Route.WORKSPACE else t
+    transfers = [dataclasses.replace(t, ws=ex.ws_names.get(t.index)) if t.route is Route.WORKSPACE else t
                  for t in transfers]
     aic_pre, aiv_pre, aic_post, aiv_post = ex.prime_drain()
     aic_body = aic_pre + ex.aic_body(ex.aic.body) + aic_post
