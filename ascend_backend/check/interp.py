@@ -5,7 +5,8 @@ Branches whose condition is not known statically are decision points: the explor
 text take the same decision along a path). Loops with a known trip count are unrolled (long ones
 partly: the first 4 iterations, then the last 12..23, so the skipped count is a multiple of 12
 and every ``k % 2``/``% 3``/``% 4`` pattern is seen at both ends); loops with an unknown trip count
-run 1, 2 or 3 times (a decision). User functions and methods are inlined.
+run 1, 2 or 3 times (a decision), or up to m + 1 times when their laps compute ``% m`` (m = 3 or 4:
+a ring of m slots is first reused in lap m + 1). User functions and methods are inlined.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .values import (
 MAX_CALL_DEPTH = 48
 MAX_LITERAL_ITERS = 512
 UNKNOWN_TRIPS = 3  # an unknown loop runs 1..3 times
+MAX_RING = 4  # ... or 1..m+1 times when its laps compute `% m` (m <= MAX_RING): slot k % m is reused by k + m
 MAX_STEPS = 400_000
 
 
@@ -197,6 +199,7 @@ class Interp:
         self.pipes: list[PipeObj] = []
         self.notes: set = set()
         self.effects_cache: dict[int, bool] = {}
+        self.rings: list[int] = []  # per loop being run (innermost last): the largest `% m` its laps computed
 
     # =========================================================================================
     # decisions
@@ -1015,8 +1018,11 @@ class Interp:
         forever = cond is None and not unknown_trip or (isinstance(cond, Tree) and cond.data in ("true", "number"))
         trace_at_start = len(self.trace)
         self.m.loop_depth += 1
+        self.rings.append(0)
         try:
             while True:
+                # an unknown bound: 1..3 laps, or m + 1 when a lap computed `% m`
+                trips = max(UNKNOWN_TRIPS, self.rings[-1] + 1)
                 if not (do_first and it == 0):
                     if unknown_trip:
                         c = Cond(f"loop@{line}")
@@ -1031,7 +1037,7 @@ class Interp:
                         else:
                             if unknown_seen == 1:
                                 go = True  # an unknown loop runs at least once (docs/check.md)
-                            elif unknown_seen > UNKNOWN_TRIPS:
+                            elif unknown_seen > trips:
                                 go = False
                             else:
                                 go = self.decide(2, line, f"the loop ran {unknown_seen - 1} time(s)|") == 1
@@ -1041,7 +1047,7 @@ class Interp:
                             break
                     elif not c:
                         break
-                    elif unknown_seen and it >= UNKNOWN_TRIPS:
+                    elif unknown_seen and it >= trips:
                         # the bound is unknown, but this path's decisions force more laps: the
                         # shorter paths are explored; this one stops here (no end-of-kernel checks)
                         raise PathCut()
@@ -1067,6 +1073,7 @@ class Interp:
                     self.eval(incr)
         finally:
             self.m.loop_depth -= 1
+            self.rings.pop()
 
     def s_switch_stmt(self, s: Tree) -> None:
         v = self.eval(s.children[0])
@@ -1442,7 +1449,18 @@ class Interp:
     def e_binop(self, e):
         a = self.eval(e.children[0])
         b = self.eval(e.children[1])
+        if self.rings and e.data in ("bin_mod", "bin_band"):
+            self._note_ring(e.data, as_int(b))
         return self.binop(e.data[4:], a, b, e)
+
+    def _note_ring(self, op: str, m: int | None) -> None:
+        """`x % m` (or `x & (m - 1)`) inside a loop: a slot ring of m buffers, maybe; the loops
+        around it must run m + 1 laps for the first reuse of a slot to be seen."""
+        if m is None:
+            return
+        ring = m if op == "bin_mod" else m + 1 if m in (1, 3) else 0
+        if 2 <= ring <= MAX_RING:
+            self.rings[:] = [max(r, ring) for r in self.rings]
 
     def binop(self, op: str, a, b, e=None):
         # pointer arithmetic on GM
