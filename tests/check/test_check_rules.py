@@ -360,16 +360,27 @@ def test_read_of_a_buffer_never_written():
 MIX = src("""
     #include "kernel_operator.h"
     using namespace AscendC;
-    __global__ __mix__(1, 2) void mix(GM_ADDR ws, GM_ADDR y)
+    __global__ __mix__(1, 2) void mix(GM_ADDR ab, GM_ADDR ws, GM_ADDR y)
     {
+        GlobalTensor<half> abGm;
+        abGm.SetGlobalBuffer((__gm__ half*)ab, 4096);
         GlobalTensor<float> wsGm, yGm;
         wsGm.SetGlobalBuffer((__gm__ float*)ws, 8192);
         yGm.SetGlobalBuffer((__gm__ float*)y, 8192);
         if ASCEND_IS_AIC {
             LocalTensor<float> c(TPosition::CO1, 0, 4096);
+            LocalTensor<half> a1(TPosition::A1, 0, 4096);
+            LocalTensor<half> a2(TPosition::A2, 0, 4096);
+            LocalTensor<half> b2(TPosition::B2, 0, 4096);
+            DataCopy(a1, abGm, 4096);
+            SetFlag<HardEvent::MTE2_MTE1>(0);
+            WaitFlag<HardEvent::MTE2_MTE1>(0);
+            LoadData(a2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+            LoadData(b2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+            SetFlag<HardEvent::MTE1_M>(0);
+            WaitFlag<HardEvent::MTE1_M>(0);
             for (int32_t k = 0; k < 2; ++k) {
-                Mmad(c, LocalTensor<half>(TPosition::A2, 0, 4096), LocalTensor<half>(TPosition::B2, 0, 4096),
-                     MmadParams{64, 64, 64, 0, false, true});
+                Mmad(c, a2, b2, MmadParams{64, 64, 64, 0, false, true});
                 SetFlag<HardEvent::M_FIX>(0);
                 WaitFlag<HardEvent::M_FIX>(0);
                 CrossCoreWaitFlag(1);                                       // @aicwait
@@ -539,16 +550,27 @@ def test_slot_reused_m_iterations_later_needs_its_war_flag(arch, bound, ring):
 ROUNDTRIP = src("""
     #include "kernel_operator.h"
     using namespace AscendC;
-    __global__ __mix__(1, 2) void roundtrip(GM_ADDR ws, GM_ADDR y)
+    __global__ __mix__(1, 2) void roundtrip(GM_ADDR ab, GM_ADDR ws, GM_ADDR y)
     {
+        GlobalTensor<half> abGm;
+        abGm.SetGlobalBuffer((__gm__ half*)ab, 4096);
         GlobalTensor<float> wsGm, yGm;
         wsGm.SetGlobalBuffer((__gm__ float*)ws, 8192);
         yGm.SetGlobalBuffer((__gm__ float*)y, 32768);
         if ASCEND_IS_AIC {
             LocalTensor<float> c(TPosition::CO1, 0, 4096);
+            LocalTensor<half> a1(TPosition::A1, 0, 4096);
+            LocalTensor<half> a2(TPosition::A2, 0, 4096);
+            LocalTensor<half> b2(TPosition::B2, 0, 4096);
+            DataCopy(a1, abGm, 4096);
+            SetFlag<HardEvent::MTE2_MTE1>(0);
+            WaitFlag<HardEvent::MTE2_MTE1>(0);
+            LoadData(a2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+            LoadData(b2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+            SetFlag<HardEvent::MTE1_M>(0);
+            WaitFlag<HardEvent::MTE1_M>(0);
             for (int32_t k = 0; k < 4; ++k) {
-                Mmad(c, LocalTensor<half>(TPosition::A2, 0, 4096), LocalTensor<half>(TPosition::B2, 0, 4096),
-                     MmadParams{64, 64, 64, 0, false, true});
+                Mmad(c, a2, b2, MmadParams{64, 64, 64, 0, false, true});
                 SetFlag<HardEvent::M_FIX>(0);
                 WaitFlag<HardEvent::M_FIX>(0);
                 if (k > 0) {
@@ -604,3 +626,66 @@ def test_slot_reuse_ordered_by_a_cross_core_round_trip(arch):
     got = found(no_reply, arch=arch, auto_sync=False)
     assert ("missing-sync", line_of(no_reply, "load"), "error") in got
     assert ("cross-core-race", line_of(no_reply, "load"), "error") in got
+
+
+@pytest.mark.parametrize("form", ["LocalTensor<float> in = LocalTensor<float>(TPosition::VECCALC, 0, 4096);",
+                                  "auto in = AscendC::LocalTensor<float>(TPosition::VECCALC, 0, 4096);"])
+def test_local_tensor_temporary_is_a_buffer(form):
+    text = _slots(2, "8").replace("LocalTensor<float> in(TPosition::VECCALC, 0, 4096);", form)
+    assert form in text
+    assert found(text, auto_sync=False) == set()
+    bad = drop(text, *WAR_FLAG)
+    assert ("missing-sync", line_of(bad, "load"), "error") in found(bad, auto_sync=False)
+
+
+RING_IN_A_METHOD = src("""
+    #include "kernel_operator.h"
+    using namespace AscendC;
+    class Ring {
+    public:
+        __aicore__ inline void Init(GM_ADDR x)
+        {
+            xGm.SetGlobalBuffer((__gm__ float*)x, 8192);
+            Duplicate(acc, 0.0f, 128);
+        }
+        __aicore__ inline void Step(int32_t progress, int32_t rows)
+        {
+            LocalTensor<float> slot = in[(progress % 3) * 1024];
+            WaitFlag<HardEvent::V_MTE2>(progress % 3);                // @warwait
+            DataCopy(slot, xGm[progress * 1024], 1024);               // @load
+            SetFlag<HardEvent::MTE2_V>(0);
+            WaitFlag<HardEvent::MTE2_V>(0);
+            for (int32_t r = 0; r < rows; ++r) {
+                PipeBarrier<PIPE_V>();
+                Add(acc, acc, slot[r * 128], 128);
+            }
+            SetFlag<HardEvent::V_MTE2>(progress % 3);                 // @warset
+        }
+        GlobalTensor<float> xGm;
+        LocalTensor<float> in{TPosition::VECCALC, 0, 3072};
+        LocalTensor<float> acc{TPosition::VECCALC, 16384, 128};
+    };
+    extern "C" __global__ __aicore__ void ring(GM_ADDR x, int32_t n, int32_t rows)
+    {
+        KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+        Ring op;
+        op.Init(x);
+        SetFlag<HardEvent::V_MTE2>(0);                                // @prime0
+        SetFlag<HardEvent::V_MTE2>(1);                                // @prime1
+        SetFlag<HardEvent::V_MTE2>(2);                                // @prime2
+        for (int32_t k = 0; k < n; ++k) {
+            op.Step(k, rows);
+        }
+        WaitFlag<HardEvent::V_MTE2>(0);                               // @drain0
+        WaitFlag<HardEvent::V_MTE2>(1);                               // @drain1
+        WaitFlag<HardEvent::V_MTE2>(2);                               // @drain2
+    }
+""")
+
+
+def test_ring_indexed_in_an_inlined_method_by_an_unknown_loop():
+    # k reaches the ring as Step's parameter; the inner loop (unknown bound too) is not the ring's
+    assert found(RING_IN_A_METHOD, auto_sync=False) == set()
+    bad = drop(RING_IN_A_METHOD, *WAR_FLAG)
+    got = found(bad, auto_sync=False)
+    assert ("missing-sync", line_of(bad, "load"), "error") in got
