@@ -49,3 +49,10 @@ def test_gqa_backward_heads_split_over_blocks_3510():
     # head_split=2: each block takes half of the group's query heads and adds its partial dK / dV
     # atomically (FP32), cast by a fourth launch; 4 query heads on one K/V head.
     _check("dav-3510", heads=4, groups=4, seq=128, dim=64, head_split=2)
+
+
+@pytest.mark.slow
+def test_gqa_backward_benchmark_configuration_3510():
+    # benchmarks/deepseek.py's fastest configuration at a small size: head dim 128, 128 x 64
+    # blocks, 8 query heads on one K/V head split over 4 blocks.
+    _check("dav-3510", heads=8, groups=8, seq=256, dim=128, block_M=128, block_N=64, head_split=4)
