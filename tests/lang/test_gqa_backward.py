@@ -52,6 +52,11 @@ def test_gqa_backward_heads_split_over_blocks_3510():
 
 
 @pytest.mark.slow
+def test_gqa_backward_heads_split_over_blocks_c220():
+    _check("dav-c220", heads=4, groups=4, seq=128, dim=64, head_split=2)
+
+
+@pytest.mark.slow
 def test_gqa_backward_benchmark_configuration_3510():
     # benchmarks/deepseek.py's fastest configuration at a small size: head dim 128, 128 x 64
     # blocks, 8 query heads on one K/V head split over 4 blocks.
