@@ -275,11 +275,13 @@ BF16 = torch.bfloat16
 
 def gqa_spec(quick: bool) -> Spec:
     """GQA backward: batch 1, one K/V head, head dim 128, non-causal (DeepSeek's published setting),
-    8 query heads sharing the K/V head. Candidates: block_M x block_N, and head_split (the group's
-    heads split over that many blocks, dK/dV then added atomically and cast by a fourth launch)."""
+    8 query heads sharing the K/V head. Candidates: block_M x block_N, head_split (the group's
+    heads split over that many blocks, dK/dV then added atomically and cast by a fourth launch)
+    and defer_dq (step k's atomic dQ add issued in step k + 1, after its S and dP crossings)."""
     H, S, D = (8, 2048, 128) if quick else (8, 4096, 128)
     macs, gm = gqa_bwd_work(1, H, 1, S, D)
-    tried = [(128, 64, 8)] if quick else [(128, 64, 1), (64, 128, 1), (128, 64, 4), (128, 64, 8)]
+    tried = [(128, 64, 8, True)] if quick else [(128, 64, 1, False), (64, 128, 1, False), (128, 64, 4, False),
+                                                (128, 64, 4, True), (128, 64, 8, True)]
     bf = BF16
     read = 2 * 2 * S * H * D + 2 * 2 * S * D + 2 * 4 * H * S  # Q, dO, K, V, lse, Delta
 
@@ -291,12 +293,14 @@ def gqa_spec(quick: bool) -> Spec:
                     [torch.zeros(1, S, 1, D), torch.zeros(1, S, 1, D)] if hs > 1 else [])
 
     cands = []
-    for m, n, hs in tried:
+    for m, n, hs, defer in tried:
         launches, unique = ((1, "dQ/dK/dV"), (2, "dQ cast")), (read, None)
         if hs > 1:
             launches, unique = (*launches, (3, "dK/dV cast")), (*unique, None)
-        cands.append((f"block {m}x{n}" + (f", heads split over {hs} blocks" if hs > 1 else ""),
-                      lambda m=m, n=n, hs=hs: gqa_backward.gqa_backward(1, H, H, S, D, m, n, head_split=hs),
+        cands.append((f"block {m}x{n}" + (f", heads split over {hs} blocks" if hs > 1 else "")
+                      + (", dQ added a step late" if defer else ""),
+                      lambda m=m, n=n, hs=hs, defer=defer: gqa_backward.gqa_backward(1, H, H, S, D, m, n, head_split=hs,
+                                                                                   defer_dq=defer),
                       lambda hs=hs: args(hs), launches, unique))
     return Spec(
         name="GQA backward (dQ/dK/dV + casts)", shape=f"b1 h{H} kv1 s{S} d{D}", kind="attn", archs=("dav-3510",),

@@ -14,6 +14,11 @@ BF16 in, non-causal, as in DeepSeek's published comparison. The forward pass's l
 
 ``dQ_acc`` must be zero on entry (the caller allocates it with torch.zeros).
 
+``defer_dq`` issues step k's atomic dQ add in step k + 1, after that step's S and dP tiles have
+left L0C for the Vector cores: the add is a long Fixpipe to GM, and issued at the end of its own
+step it holds the FIX pipe while the next step's S and dP wait behind it (the chain Cube ->
+Vector -> Cube of every step then waits too). The last step's add follows the loop.
+
 ``head_split`` > 1 (``gqa_backward_split``) also splits each K/V head's group of query heads over
 ``head_split`` blocks, so that short sequences still fill the chip's cores (one K/V head at seq
 4096 gives only 32 blocks of 128 rows for 28 AI-core groups, a second wave 14 % full). Each block
@@ -25,9 +30,10 @@ import tilelang.language as T
 
 
 def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, num_stages=2,
-                 dtype="bfloat16", head_split=1):
+                 dtype="bfloat16", head_split=1, defer_dq=False):
     if head_split > 1:
-        return gqa_backward_split(batch, heads, groups, seq, dim, block_M, block_N, num_stages, dtype, head_split)
+        return gqa_backward_split(batch, heads, groups, seq, dim, block_M, block_N, num_stages, dtype, head_split,
+                                  defer_dq)
     head_kv = heads // groups
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * 1.44269504  # log2(e)
@@ -35,6 +41,7 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
     blk = 64  # rows per block of the pre/postprocess launches
     q_shape = [batch, seq, heads, dim]
     kv_shape = [batch, seq, head_kv, dim]
+    n_q = (seq + block_N - 1) // block_N  # query blocks per head
 
     @T.prim_func
     def gqa_bwd(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
@@ -79,7 +86,7 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
             T.clear(dk)
             for g in T.serial(groups):
                 h = by * groups + g
-                for k in T.Pipelined(T.ceildiv(seq, block_N), num_stages=num_stages):
+                for k in T.Pipelined(n_q, num_stages=num_stages):
                     T.copy(Q[bz, k * block_N:(k + 1) * block_N, h, :], q)
                     T.clear(qkT)
                     T.gemm(K_shared, q, qkT, transpose_B=True)
@@ -94,10 +101,16 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
                     T.copy(Delta[bz, h, k * block_N:(k + 1) * block_N], delta)
                     for i, j in T.Parallel(block_M, block_N):
                         dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
+                    if defer_dq:
+                        if k > 0:  # the previous step's dQ, now that this step's S and dP have crossed
+                            T.atomic_add(dQ_acc[bz, (k - 1) * block_N:k * block_N, h, :], dq)
                     T.gemm(dsT_cast, q, dk)
                     T.clear(dq)
                     T.gemm(dsT_cast, K_shared, dq, transpose_A=True)
-                    T.atomic_add(dQ_acc[bz, k * block_N:(k + 1) * block_N, h, :], dq)
+                    if not defer_dq:
+                        T.atomic_add(dQ_acc[bz, k * block_N:(k + 1) * block_N, h, :], dq)
+                if defer_dq:
+                    T.atomic_add(dQ_acc[bz, (n_q - 1) * block_N:n_q * block_N, h, :], dq)
             T.copy(dv, dv_out)
             T.copy(dk, dk_out)
             T.copy(dv_out, dV[bz, bx * block_M:(bx + 1) * block_M, by, :])
@@ -115,7 +128,7 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
 
 
 def gqa_backward_split(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, num_stages=2,
-                       dtype="bfloat16", head_split=2):
+                       dtype="bfloat16", head_split=2, defer_dq=False):
     """As gqa_backward, with each group of query heads split over ``head_split`` blocks: dK and dV
     are added atomically into FP32 ``dK_acc`` / ``dV_acc`` (zero on entry) and cast by a fourth
     launch."""
@@ -128,6 +141,7 @@ def gqa_backward_split(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, 
     blk = 64  # rows per block of the pre/postprocess launches
     q_shape = [batch, seq, heads, dim]
     kv_shape = [batch, seq, head_kv, dim]
+    n_q = (seq + block_N - 1) // block_N  # query blocks per head
 
     @T.prim_func
     def gqa_bwd_split(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
@@ -171,7 +185,7 @@ def gqa_backward_split(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, 
             T.clear(dk)
             for g in T.serial(per_block):
                 h = (by // head_split) * groups + (by % head_split) * per_block + g
-                for k in T.Pipelined(T.ceildiv(seq, block_N), num_stages=num_stages):
+                for k in T.Pipelined(n_q, num_stages=num_stages):
                     T.copy(Q[bz, k * block_N:(k + 1) * block_N, h, :], q)
                     T.clear(qkT)
                     T.gemm(K_shared, q, qkT, transpose_B=True)
@@ -186,10 +200,16 @@ def gqa_backward_split(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, 
                     T.copy(Delta[bz, h, k * block_N:(k + 1) * block_N], delta)
                     for i, j in T.Parallel(block_M, block_N):
                         dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
+                    if defer_dq:
+                        if k > 0:  # the previous step's dQ, now that this step's S and dP have crossed
+                            T.atomic_add(dQ_acc[bz, (k - 1) * block_N:k * block_N, h, :], dq)
                     T.gemm(dsT_cast, q, dk)
                     T.clear(dq)
                     T.gemm(dsT_cast, K_shared, dq, transpose_A=True)
-                    T.atomic_add(dQ_acc[bz, k * block_N:(k + 1) * block_N, h, :], dq)
+                    if not defer_dq:
+                        T.atomic_add(dQ_acc[bz, k * block_N:(k + 1) * block_N, h, :], dq)
+                if defer_dq:
+                    T.atomic_add(dQ_acc[bz, (n_q - 1) * block_N:n_q * block_N, h, :], dq)
             T.atomic_add(dV_acc[bz, bx * block_M:(bx + 1) * block_M, by // head_split, :], dv)
             T.atomic_add(dK_acc[bz, bx * block_M:(bx + 1) * block_M, by // head_split, :], dk)
 
@@ -236,7 +256,7 @@ def reference(Q, K, V, dO, groups):
 
 
 def case(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, num_stages=2, seed=0,
-         dtype="bfloat16", head_split=1):
+         dtype="bfloat16", head_split=1, defer_dq=False):
     import torch
 
     from ascend_backend.testing import Case
@@ -256,7 +276,7 @@ def case(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, nu
             torch.zeros(batch, seq, head_kv, dim).to(tdt)]
     if head_split > 1:  # FP32 dK / dV accumulators, zero on entry
         outs += [torch.zeros(batch, seq, head_kv, dim), torch.zeros(batch, seq, head_kv, dim)]
-    f = gqa_backward(batch, heads, groups, seq, dim, block_M, block_N, num_stages, dtype, head_split)
+    f = gqa_backward(batch, heads, groups, seq, dim, block_M, block_N, num_stages, dtype, head_split, defer_dq)
     return Case(func=f, inputs=[q, k, v, o, do, lse, delta, dq_acc, *outs], outputs=[8, 9, 10],
                 reference=lambda *a: [dq.to(tdt), dk.to(tdt), dv.to(tdt)], atol=3e-2, rtol=3e-2)
 
