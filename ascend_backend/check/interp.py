@@ -5,7 +5,8 @@ Branches whose condition is not known statically are decision points: the explor
 text take the same decision along a path). Loops with a known trip count are unrolled (long ones
 partly: the first 4 iterations, then the last 12..23, so the skipped count is a multiple of 12
 and every ``k % 2``/``% 3``/``% 4`` pattern is seen at both ends); loops with an unknown trip count
-run 1, 2 or 3 times (a decision). User functions and methods are inlined.
+run 1, 2 or 3 times (a decision), or up to m + 1 times when their laps compute ``% m`` (m = 3 or 4:
+a ring of m slots is first reused in lap m + 1). User functions and methods are inlined.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .values import (
 MAX_CALL_DEPTH = 48
 MAX_LITERAL_ITERS = 512
 UNKNOWN_TRIPS = 3  # an unknown loop runs 1..3 times
+MAX_RING = 4  # ... or 1..m+1 times when its laps compute `% m` (m <= MAX_RING): slot k % m is reused by k + m
 MAX_STEPS = 400_000
 
 
@@ -197,6 +199,9 @@ class Interp:
         self.pipes: list[PipeObj] = []
         self.notes: set = set()
         self.effects_cache: dict[int, bool] = {}
+        # per loop being run (innermost last): [counter name, its value in this lap, the largest
+        # `% m` computed on it, the call depth of the loop]
+        self.rings: list[list] = []
 
     # =========================================================================================
     # decisions
@@ -926,7 +931,7 @@ class Interp:
             if plan is not None:
                 self._run_plan(plan, body, line_of(s))
             else:
-                self._loop(None, cond, incr, body, line_of(s))
+                self._loop(None, cond, incr, body, line_of(s), counter=_counter_of(init))
         finally:
             self.frame.scopes.pop()
 
@@ -1007,7 +1012,8 @@ class Interp:
             self.m.loop_depth -= 1
         self.assign_name(var, start + step * n)
 
-    def _loop(self, _unused, cond, incr, body, line: int, do_first: bool = False, unknown_trip: bool = False) -> None:
+    def _loop(self, _unused, cond, incr, body, line: int, do_first: bool = False, unknown_trip: bool = False,
+              counter: str | None = None) -> None:
         it = 0
         unknown_seen = 0
         seen_texts: set = set()
@@ -1015,8 +1021,13 @@ class Interp:
         forever = cond is None and not unknown_trip or (isinstance(cond, Tree) and cond.data in ("true", "number"))
         trace_at_start = len(self.trace)
         self.m.loop_depth += 1
+        ring = [counter, None, 0, len(self.frames)]
+        self.rings.append(ring)
         try:
             while True:
+                # an unknown bound: 1..3 laps, or m + 1 when a lap computed `counter % m`
+                trips = max(UNKNOWN_TRIPS, ring[2] + 1)
+                ring[1] = as_int(self.lookup(counter)) if counter is not None else None
                 if not (do_first and it == 0):
                     if unknown_trip:
                         c = Cond(f"loop@{line}")
@@ -1031,7 +1042,7 @@ class Interp:
                         else:
                             if unknown_seen == 1:
                                 go = True  # an unknown loop runs at least once (docs/check.md)
-                            elif unknown_seen > UNKNOWN_TRIPS:
+                            elif unknown_seen > trips:
                                 go = False
                             else:
                                 go = self.decide(2, line, f"the loop ran {unknown_seen - 1} time(s)|") == 1
@@ -1041,7 +1052,7 @@ class Interp:
                             break
                     elif not c:
                         break
-                    elif unknown_seen and it >= UNKNOWN_TRIPS:
+                    elif unknown_seen and it >= trips:
                         # the bound is unknown, but this path's decisions force more laps: the
                         # shorter paths are explored; this one stops here (no end-of-kernel checks)
                         raise PathCut()
@@ -1067,6 +1078,7 @@ class Interp:
                     self.eval(incr)
         finally:
             self.m.loop_depth -= 1
+            self.rings.pop()
 
     def s_switch_stmt(self, s: Tree) -> None:
         v = self.eval(s.children[0])
@@ -1422,7 +1434,8 @@ class Interp:
         info = self.eval_type(typ)
         if info["name"] in apis.STRUCT_FIELDS or info["name"].endswith("Params") or self._is_struct(info["name"]):
             return self.make_struct(info["name"], args)
-        if info["name"] in self.prog.classes:
+        if info["name"] in self.prog.classes or info["name"] == "LocalTensor" and len(args) >= 2:
+            # LocalTensor<T>(TPosition, addr, len) as a temporary (`auto t = LocalTensor<T>(...)`)
             return self.construct(info, args, "tmp", line_of(e))
         if len(args) == 1:
             return self._cast(info, args[0])
@@ -1442,7 +1455,28 @@ class Interp:
     def e_binop(self, e):
         a = self.eval(e.children[0])
         b = self.eval(e.children[1])
+        if self.rings and e.data in ("bin_mod", "bin_band"):
+            self._note_ring(e.data, e.children[0], as_int(a), as_int(b))
         return self.binop(e.data[4:], a, b, e)
+
+    def _note_ring(self, op: str, left, x: int | None, m: int | None) -> None:
+        """`k % m` (or `k & (m - 1)`) inside a loop: a ring of m slots, maybe, indexed by the
+        counter k of a loop; that loop must run m + 1 laps for the first reuse of a slot to be
+        seen. The loop is the innermost one whose counter the expression names (in the function
+        that runs the loop), else, for a bare parameter of an inlined call (`Compute(k)` then
+        `progress % 2`), the innermost outer loop whose counter has its value, else the innermost."""
+        if m is None:
+            return
+        ring = m if op == "bin_mod" else m + 1 if m in (1, 3) else 0
+        if not 2 <= ring <= MAX_RING:
+            return
+        depth = len(self.frames)
+        names = {_id_name(n) for n in _subtrees(left, "id_expr")}
+        own = [r for r in self.rings if r[3] == depth and r[0] in names]
+        if not own and isinstance(left, Tree) and left.data == "id_expr" and x is not None:
+            own = [r for r in self.rings if r[3] < depth and r[0] is not None and r[1] == x]
+        r = (own or self.rings)[-1]
+        r[2] = max(r[2], ring)
 
     def binop(self, op: str, a, b, e=None):
         # pointer arithmetic on GM
@@ -1712,7 +1746,7 @@ class Interp:
             if f is not None and f.body is not None:
                 return self.call_function(f, [self._eval_arg(a) for a in arg_nodes], targs, line=line,
                                           arg_nodes=arg_nodes)
-        if name in self.prog.classes:
+        if name in self.prog.classes or name == "LocalTensor" and len(arg_nodes) >= 2:
             info = {"name": name, "targs": targs, "ptr": 0, "ref": False, "gm": False, "tval": None}
             return self.construct(info, [self._eval_arg(a) for a in arg_nodes], "tmp", line)
         args = [self._eval_arg(a) for a in arg_nodes]
@@ -2591,6 +2625,25 @@ def _id_name(node: Tree) -> str:
 def _is_var(node, var: str) -> bool:
     return isinstance(node, Tree) and node.data == "id_expr" and not tree_children(node, "scope") and \
         _id_name(node) == var
+
+
+def _subtrees(node, data: str) -> list:
+    """The subtrees of ``node`` (itself included) whose rule is ``data``."""
+    if not isinstance(node, Tree):
+        return []
+    return [st for st in node.iter_subtrees() if st.data == data]
+
+
+def _counter_of(init) -> str | None:
+    """The variable a for loop's init declares or assigns (``int k = 0`` / ``k = 0``), if one."""
+    if init is None:
+        return None
+    if init.data == "decl_core":
+        ds = tree_children(init, "declarator")
+        return tok_children(ds[0], "NAME")[0].value if len(ds) == 1 else None
+    if init.data == "assignment_eq" and init.children[0].data == "id_expr":
+        return _id_name(init.children[0])
+    return None
 
 
 def _src(node) -> str:

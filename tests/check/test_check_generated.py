@@ -114,6 +114,41 @@ def _missed(func, arch: str) -> tuple[int, list[str]]:
     return len(srcs), missed
 
 
+def _short(desc: str) -> str:
+    """'AIC: flag #6 MTE1_MTE2(0..1 by k % 2) on V_shared' of a deletion's description (its ops cut off)."""
+    return ": ".join(desc.split(": ")[:2])
+
+
+# Deletions that change nothing: in FlashAttention every iteration makes a cross-core round trip
+# (the AIVs send acc_s_cast to the Cube and then wait for its acc_o; the Cube waits for acc_s_cast
+# before its second Mmad), and that chain already orders each of these WARs between iteration k and
+# the reuse of its slot in k + 2 (the ops of k before the round trip's set, the reuse after its wait
+# in k + 1). (The same chain orders the AIVs' read of acc_o in k before the Cube's write in k + 1,
+# which is why the compiler emits no "free" flag for acc_o: passes/route.py.) The barrier before
+# the epilogue's Brcb is covered by the one before the loop's last Add.
+# So the check is right to stay quiet; the emulator runs every one of them race-free with the right
+# numbers on every block (test_redundant_deletions_are_harmless_on_the_emulator). They are flags
+# the compiler need not emit. A deletion listed here that the check reports fails too (a false report,
+# or the kernel changed: re-run the emulator test and update the list).
+REDUNDANT = {
+    ("attention_example", "dav-c220"): (
+        "AIC: flag #6 MTE1_MTE2(0..1 by k % 2) on V_shared",
+        "AIC: flag #7 M_MTE1(0..1 by k % 2) on acc_s_cast_l0a",
+        "AIC: flag #8 FIX_M(0..1 by k % 2) on acc_o",
+        "AIV: flag #3 V_MTE2(0..1 by k % 2) on acc_s_part",
+        "AIV: flag #4 MTE3_V(0..1 by k % 2) on acc_s_cast",
+        "AIV: flag #5 V_MTE2(2..3 by k % 2) on acc_o_part",
+        "AIV: PipeBarrier<PIPE_V> #15",
+    ),
+    ("attention_example", "dav-3510"): (
+        "AIC: flag #8 M_MTE1(0..1 by k % 2) on acc_s_cast_l0a",
+        "AIC: flag #9 FIX_M(0..1 by k % 2) on acc_o",
+        "AIV: flag #1 MTE3_V(0..1 by k % 2) on acc_s_cast",
+    ),
+}
+REDUNDANT_CASES = {"attention_example": lambda: attention.example()}
+
+
 def test_deleting_any_flag_of_a_gemm_is_reported():
     n, missed = _missed(gemm.example().func, "dav-c220")
     assert n > 4 and not missed, missed
@@ -129,7 +164,35 @@ MUTATED = ["elementwise_example", "gemm_example", "rmsnorm_example", "softmax_ex
 @pytest.mark.parametrize("name", MUTATED)
 def test_every_deletion_is_reported(name, arch, capsys):
     n, missed = _missed(_func(name), arch)
+    redundant = set(REDUNDANT.get((name, arch), ()))
     with capsys.disabled():
-        print(f"\n[check mutation] {name} {arch}: {n} deletions, {n - len(missed)} reported")
+        print(f"\n[check mutation] {name} {arch}: {n} deletions, {n - len(missed)} reported, "
+              f"{len(redundant)} harmless")
     assert n > 0
-    assert not missed, f"{len(missed)} deletions not reported:\n  " + "\n  ".join(missed)
+    unreported = [d for d in missed if _short(d) not in redundant]
+    assert not unreported, f"{len(unreported)} deletions not reported:\n  " + "\n  ".join(unreported)
+    reported = sorted(redundant - {_short(d) for d in missed})
+    assert not reported, ("harmless deletions (REDUNDANT) reported, or no longer in the kernel:\n  "
+                          + "\n  ".join(reported))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,arch", sorted(REDUNDANT))
+def test_redundant_deletions_are_harmless_on_the_emulator(name, arch):
+    import torch
+
+    from ascend_backend.emulator import run_source
+    from ascend_backend.kernel import launch_args
+
+    case = REDUNDANT_CASES[name]()
+    program = compile_kernel(case.func, parse_target({"kind": "ascendc", "arch": arch})).program
+    mutants = {_short(desc): mp for desc, mp in program_mutants(program)}
+    assert set(REDUNDANT[(name, arch)]) <= set(mutants)
+    expected = case.reference(*[a.clone() for a in case.inputs])
+    for key in REDUNDANT[(name, arch)]:
+        args = launch_args(program, [a.clone() for a in case.inputs])
+        # strict: any race or flag error raises; every block runs (both loop trip counts)
+        run_source(generate(mutants[key]), program.name, args, program.launch.block_dim, arch=arch, strict=True,
+                   auto_sync=False)
+        for i, e in zip(case.outputs, expected, strict=True):
+            assert torch.allclose(args[i].float(), e.float(), atol=case.atol, rtol=case.rtol), (key, i)

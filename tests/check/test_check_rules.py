@@ -360,16 +360,27 @@ def test_read_of_a_buffer_never_written():
 MIX = src("""
     #include "kernel_operator.h"
     using namespace AscendC;
-    __global__ __mix__(1, 2) void mix(GM_ADDR ws, GM_ADDR y)
+    __global__ __mix__(1, 2) void mix(GM_ADDR ab, GM_ADDR ws, GM_ADDR y)
     {
+        GlobalTensor<half> abGm;
+        abGm.SetGlobalBuffer((__gm__ half*)ab, 4096);
         GlobalTensor<float> wsGm, yGm;
         wsGm.SetGlobalBuffer((__gm__ float*)ws, 8192);
         yGm.SetGlobalBuffer((__gm__ float*)y, 8192);
         if ASCEND_IS_AIC {
             LocalTensor<float> c(TPosition::CO1, 0, 4096);
+            LocalTensor<half> a1(TPosition::A1, 0, 4096);
+            LocalTensor<half> a2(TPosition::A2, 0, 4096);
+            LocalTensor<half> b2(TPosition::B2, 0, 4096);
+            DataCopy(a1, abGm, 4096);
+            SetFlag<HardEvent::MTE2_MTE1>(0);
+            WaitFlag<HardEvent::MTE2_MTE1>(0);
+            LoadData(a2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+            LoadData(b2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+            SetFlag<HardEvent::MTE1_M>(0);
+            WaitFlag<HardEvent::MTE1_M>(0);
             for (int32_t k = 0; k < 2; ++k) {
-                Mmad(c, LocalTensor<half>(TPosition::A2, 0, 4096), LocalTensor<half>(TPosition::B2, 0, 4096),
-                     MmadParams{64, 64, 64, 0, false, true});
+                Mmad(c, a2, b2, MmadParams{64, 64, 64, 0, false, true});
                 SetFlag<HardEvent::M_FIX>(0);
                 WaitFlag<HardEvent::M_FIX>(0);
                 CrossCoreWaitFlag(1);                                       // @aicwait
@@ -462,3 +473,219 @@ def test_mode4_ids_on_3510():
     assert found(text) == set()  # 3 reaches AIV0, 19 reaches AIV1 as 3
     one = text.replace("CrossCoreSetFlag<4, PIPE_FIX>(19);", "")
     assert "cross-core-deadlock" in checks(one)
+
+
+# ---------------------------------------------------------------------------------------------
+# Double (and triple, quadruple) buffering: slot k % m is reused m iterations later
+# ---------------------------------------------------------------------------------------------
+SLOTS = src("""
+    #include "kernel_operator.h"
+    using namespace AscendC;
+    extern "C" __global__ __aicore__ void slots(GM_ADDR x, GM_ADDR y, int32_t n)
+    {
+        KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+        GlobalTensor<float> xGm, yGm;
+        xGm.SetGlobalBuffer((__gm__ float*)x, 8192);
+        yGm.SetGlobalBuffer((__gm__ float*)y, 1024);
+        LocalTensor<float> in(TPosition::VECCALC, 0, 4096);       // up to four slots of 1024 floats
+        LocalTensor<float> acc(TPosition::VECCALC, 16384, 1024);
+        Duplicate(acc, 0.0f, 1024);
+        SetFlag<HardEvent::V_MTE2>(0);                            // @prime0
+        SetFlag<HardEvent::V_MTE2>(1);                            // @prime1
+        SetFlag<HardEvent::V_MTE2>(2);                            // @prime2
+        SetFlag<HardEvent::V_MTE2>(3);                            // @prime3
+        for (int32_t k = 0; k < 8; ++k) {
+            LocalTensor<float> slot = in[(k % 2) * 1024];
+            WaitFlag<HardEvent::V_MTE2>(k % 2);                   // @warwait
+            DataCopy(slot, xGm[k * 1024], 1024);                  // @load
+            SetFlag<HardEvent::MTE2_V>(0);
+            WaitFlag<HardEvent::MTE2_V>(0);
+            PipeBarrier<PIPE_V>();
+            Add(acc, acc, slot, 1024);                            // @add
+            SetFlag<HardEvent::V_MTE2>(k % 2);                    // @warset
+        }
+        WaitFlag<HardEvent::V_MTE2>(0);                           // @drain0
+        WaitFlag<HardEvent::V_MTE2>(1);                           // @drain1
+        WaitFlag<HardEvent::V_MTE2>(2);                           // @drain2
+        WaitFlag<HardEvent::V_MTE2>(3);                           // @drain3
+        SetFlag<HardEvent::V_MTE3>(0);
+        WaitFlag<HardEvent::V_MTE3>(0);
+        DataCopy(yGm, acc, 1024);
+    }
+""")
+
+
+def _slots(ring: int, bound: str) -> str:
+    """SLOTS with a ring of ``ring`` slots (flag ids 0..ring-1) and loop bound ``bound``."""
+    text = SLOTS.replace("k < 8", f"k < {bound}").replace("k % 2", f"k % {ring}")
+    return drop(text, *[f"{w}{i}" for w in ("prime", "drain") for i in range(ring, 4)])
+
+
+WAR_FLAG = ("prime0", "prime1", "prime2", "prime3", "warwait", "warset", "drain0", "drain1", "drain2", "drain3")
+
+
+@pytest.mark.parametrize("arch", ["dav-3510", "dav-c220"])
+@pytest.mark.parametrize("bound", ["8", "n"])
+@pytest.mark.parametrize("ring", [2, 3, 4])
+def test_slot_reused_m_iterations_later_needs_its_war_flag(arch, bound, ring):
+    text = _slots(ring, bound)
+    assert found(text, arch=arch, auto_sync=False) == set()
+    # iterations k and k + 1 .. k + m - 1 use other slots: only the reuse by k + m is a hazard (the
+    # copy of k + m overwrites what the Add of k reads, and what the copy of k wrote). With an
+    # unknown bound the loop must be followed for m + 1 laps to see it.
+    bad = drop(text, *WAR_FLAG)
+    got = found(bad, arch=arch, auto_sync=False)
+    assert ("missing-sync", line_of(bad, "load"), "error") in got
+    assert ("overlapping-copies", line_of(bad, "load"), "error") in got
+    # one slot for every iteration: then k + 1 is the reuse
+    single = bad.replace(f"in[(k % {ring}) * 1024]", "in[0]")
+    assert ("missing-sync", line_of(single, "load"), "error") in found(single, arch=arch, auto_sync=False)
+
+
+# The generated FlashAttention kernels' shape: each iteration the AIVs send a tile to the Cube and
+# wait for the Cube's next tile, which the Cube only produces after receiving theirs. That round trip
+# orders everything an AIV did in iteration k before what it does after its wait in k + 1, so the
+# slot's own WAR flag is redundant: deleting it is harmless (the emulator agrees), while without the
+# Cube's wait for the AIVs' tile nothing orders the reuse.
+ROUNDTRIP = src("""
+    #include "kernel_operator.h"
+    using namespace AscendC;
+    __global__ __mix__(1, 2) void roundtrip(GM_ADDR ab, GM_ADDR ws, GM_ADDR y)
+    {
+        GlobalTensor<half> abGm;
+        abGm.SetGlobalBuffer((__gm__ half*)ab, 4096);
+        GlobalTensor<float> wsGm, yGm;
+        wsGm.SetGlobalBuffer((__gm__ float*)ws, 8192);
+        yGm.SetGlobalBuffer((__gm__ float*)y, 32768);
+        if ASCEND_IS_AIC {
+            LocalTensor<float> c(TPosition::CO1, 0, 4096);
+            LocalTensor<half> a1(TPosition::A1, 0, 4096);
+            LocalTensor<half> a2(TPosition::A2, 0, 4096);
+            LocalTensor<half> b2(TPosition::B2, 0, 4096);
+            DataCopy(a1, abGm, 4096);
+            SetFlag<HardEvent::MTE2_MTE1>(0);
+            WaitFlag<HardEvent::MTE2_MTE1>(0);
+            LoadData(a2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+            LoadData(b2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+            SetFlag<HardEvent::MTE1_M>(0);
+            WaitFlag<HardEvent::MTE1_M>(0);
+            for (int32_t k = 0; k < 4; ++k) {
+                Mmad(c, a2, b2, MmadParams{64, 64, 64, 0, false, true});
+                SetFlag<HardEvent::M_FIX>(0);
+                WaitFlag<HardEvent::M_FIX>(0);
+                if (k > 0) {
+                    CrossCoreWaitFlag(1);                               // @aicwait
+                }
+                Fixpipe(wsGm[GetBlockIdx() * 4096], c, FixpipeParamsV220{64, 64, 64, 64, false});
+                CrossCoreSetFlag<2, PIPE_FIX>(0);
+                SetFlag<HardEvent::FIX_M>(0);
+                WaitFlag<HardEvent::FIX_M>(0);
+            }
+            CrossCoreWaitFlag(1);                                       // @aicdrain
+        }
+        if ASCEND_IS_AIV {
+            LocalTensor<float> in(TPosition::VECCALC, 0, 4096);       // two slots of 2048 floats
+            LocalTensor<float> acc(TPosition::VECCALC, 16384, 2048);
+            Duplicate(acc, 0.0f, 2048);
+            SetFlag<HardEvent::V_MTE2>(0);                            // @prime0
+            SetFlag<HardEvent::V_MTE2>(1);                            // @prime1
+            for (int32_t k = 0; k < 4; ++k) {
+                LocalTensor<float> slot = in[(k % 2) * 2048];
+                CrossCoreWaitFlag(0);
+                WaitFlag<HardEvent::V_MTE2>(k % 2);                   // @warwait
+                DataCopy(slot, wsGm[GetBlockIdx() * 2048], 2048);     // @load
+                SetFlag<HardEvent::MTE2_V>(0);
+                WaitFlag<HardEvent::MTE2_V>(0);
+                PipeBarrier<PIPE_V>();
+                Add(acc, acc, slot, 2048);
+                SetFlag<HardEvent::V_MTE2>(k % 2);                    // @warset
+                SetFlag<HardEvent::V_MTE3>(0);
+                WaitFlag<HardEvent::V_MTE3>(0);
+                DataCopy(yGm[(GetBlockIdx() * 4 + k) * 2048], acc, 2048);
+                CrossCoreSetFlag<2, PIPE_MTE3>(1);
+                SetFlag<HardEvent::MTE3_V>(0);
+                WaitFlag<HardEvent::MTE3_V>(0);
+            }
+            WaitFlag<HardEvent::V_MTE2>(0);                           // @drain0
+            WaitFlag<HardEvent::V_MTE2>(1);                           // @drain1
+        }
+    }
+""")
+
+
+@pytest.mark.parametrize("arch", ["dav-3510", "dav-c220"])
+def test_slot_reuse_ordered_by_a_cross_core_round_trip(arch):
+    assert found(ROUNDTRIP, arch=arch, auto_sync=False) == set()
+    no_war = drop(ROUNDTRIP, *WAR_FLAG)
+    assert found(no_war, arch=arch, auto_sync=False) == set()
+    # the Cube no longer waits for the AIVs' tile before producing the next one (it collects the
+    # four signals at the end): the round trip is gone and the reuse of the slot is unordered
+    no_reply = drop(no_war, "aicwait").replace(
+        "CrossCoreWaitFlag(1);                                       // @aicdrain",
+        "for (int32_t k = 0; k < 4; ++k) { CrossCoreWaitFlag(1); }")
+    got = found(no_reply, arch=arch, auto_sync=False)
+    assert ("missing-sync", line_of(no_reply, "load"), "error") in got
+    assert ("cross-core-race", line_of(no_reply, "load"), "error") in got
+
+
+@pytest.mark.parametrize("form", ["LocalTensor<float> in = LocalTensor<float>(TPosition::VECCALC, 0, 4096);",
+                                  "auto in = AscendC::LocalTensor<float>(TPosition::VECCALC, 0, 4096);"])
+def test_local_tensor_temporary_is_a_buffer(form):
+    text = _slots(2, "8").replace("LocalTensor<float> in(TPosition::VECCALC, 0, 4096);", form)
+    assert form in text
+    assert found(text, auto_sync=False) == set()
+    bad = drop(text, *WAR_FLAG)
+    assert ("missing-sync", line_of(bad, "load"), "error") in found(bad, auto_sync=False)
+
+
+RING_IN_A_METHOD = src("""
+    #include "kernel_operator.h"
+    using namespace AscendC;
+    class Ring {
+    public:
+        __aicore__ inline void Init(GM_ADDR x)
+        {
+            xGm.SetGlobalBuffer((__gm__ float*)x, 8192);
+            Duplicate(acc, 0.0f, 128);
+        }
+        __aicore__ inline void Step(int32_t progress, int32_t rows)
+        {
+            LocalTensor<float> slot = in[(progress % 3) * 1024];
+            WaitFlag<HardEvent::V_MTE2>(progress % 3);                // @warwait
+            DataCopy(slot, xGm[progress * 1024], 1024);               // @load
+            SetFlag<HardEvent::MTE2_V>(0);
+            WaitFlag<HardEvent::MTE2_V>(0);
+            for (int32_t r = 0; r < rows; ++r) {
+                PipeBarrier<PIPE_V>();
+                Add(acc, acc, slot[r * 128], 128);
+            }
+            SetFlag<HardEvent::V_MTE2>(progress % 3);                 // @warset
+        }
+        GlobalTensor<float> xGm;
+        LocalTensor<float> in{TPosition::VECCALC, 0, 3072};
+        LocalTensor<float> acc{TPosition::VECCALC, 16384, 128};
+    };
+    extern "C" __global__ __aicore__ void ring(GM_ADDR x, int32_t n, int32_t rows)
+    {
+        KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+        Ring op;
+        op.Init(x);
+        SetFlag<HardEvent::V_MTE2>(0);                                // @prime0
+        SetFlag<HardEvent::V_MTE2>(1);                                // @prime1
+        SetFlag<HardEvent::V_MTE2>(2);                                // @prime2
+        for (int32_t k = 0; k < n; ++k) {
+            op.Step(k, rows);
+        }
+        WaitFlag<HardEvent::V_MTE2>(0);                               // @drain0
+        WaitFlag<HardEvent::V_MTE2>(1);                               // @drain1
+        WaitFlag<HardEvent::V_MTE2>(2);                               // @drain2
+    }
+""")
+
+
+def test_ring_indexed_in_an_inlined_method_by_an_unknown_loop():
+    # k reaches the ring as Step's parameter; the inner loop (unknown bound too) is not the ring's
+    assert found(RING_IN_A_METHOD, auto_sync=False) == set()
+    bad = drop(RING_IN_A_METHOD, *WAR_FLAG)
+    got = found(bad, auto_sync=False)
+    assert ("missing-sync", line_of(bad, "load"), "error") in got

@@ -212,3 +212,42 @@ def test_deadlock_everyone_waits():
     assert rep.deadlock is not None
     assert len(rep.deadlock["waiters"]) == 3  # one block's AIC + 2 AIVs
     assert all(w["flag"] == 5 and w["line"] == line_of(MISC, "@X2") for w in rep.deadlock["waiters"])
+
+
+# CrossCoreWaitFlag page: the pipe template argument takes effect on the 950 only; on A2/A3 the
+# wait blocks every pipe. Here the AIVs wait "on PIPE_V" and then read the AIC's GM on MTE2.
+WAIT_PIPE = HEADER + r"""
+extern "C" __global__ __aicore__ void wait_pipe(GM_ADDR buf, GM_ADDR out) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    GlobalTensor<float> gb, go;
+    gb.SetGlobalBuffer((__gm__ float*)buf, 64);
+    go.SetGlobalBuffer((__gm__ float*)out, 64);
+    if ASCEND_IS_AIC {
+        gb.SetValue(0, 5.0f);  // @AICW
+        CrossCoreSetFlag<2, PIPE_S>(3);
+    }
+    if ASCEND_IS_AIV {
+        TPipe pipe;
+        TBuf<TPosition::VECCALC> tb;
+        pipe.InitBuffer(tb, 256);
+        LocalTensor<float> t = tb.Get<float>();
+        CrossCoreWaitFlag<2, PIPE_V>(3);
+        DataCopy(t, gb, 8);  // @AIVR
+        SetFlag<HardEvent::MTE2_MTE3>(0);
+        WaitFlag<HardEvent::MTE2_MTE3>(0);
+        DataCopy(go[GetSubBlockIdx() * 8], t, 8);
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["dav-3510", "dav-c220"])
+def test_wait_pipe_argument_matters_on_3510_only(arch):
+    out = torch.zeros(64)
+    rep = run(WAIT_PIPE, [torch.zeros(64), out], block_dim=1, arch=arch)
+    if arch == "dav-c220":
+        assert rep.ok, rep.summary()
+        assert out[0] == 5.0 and out[8] == 5.0
+    else:
+        lines = {(r["first"]["line"], r["second"]["line"]) for r in rep.races}
+        assert (line_of(WAIT_PIPE, "@AICW"), line_of(WAIT_PIPE, "@AIVR")) in lines, rep.summary()

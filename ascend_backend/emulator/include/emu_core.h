@@ -790,9 +790,15 @@ template <uint8_t modeId, pipe_t pipe>
 inline void CrossCoreSetFlag(uint16_t flagId, const emu::Loc& loc = emu::Loc::current()) {
     emu::cross_set(modeId, (int)pipe, flagId, loc);
 }
+// CrossCoreWaitFlag page: on the 950 the wait blocks the named pipe; on A2/A3 (dav-c220) the
+// hardware takes no pipe (the template argument has no effect) and the wait blocks every pipe.
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
 inline void CrossCoreWaitFlag(uint16_t flagId, const emu::Loc& loc = emu::Loc::current()) {
+#if defined(EMU_ARCH_3510)
     emu::cross_wait(modeId, (int)pipe, flagId, loc);
+#else
+    emu::cross_wait(modeId, (int)PIPE_ALL, flagId, loc);
+#endif
 }
 #if defined(EMU_ARCH_3510)
 // SyncAll page: on dav-3510 the hardware form takes the pipes that trigger and wait.
