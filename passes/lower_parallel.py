@@ -11,7 +11,7 @@ dtype, one rounding per instruction, as the hardware does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tvm import tirx
 
@@ -23,6 +23,7 @@ from ascend_backend.ir import (
     BufferKind,
     CmpMode,
     DiagPrefix,
+    GmWindow,
     Layout,
     MaskLogic,
     ReduceKind,
@@ -35,6 +36,7 @@ from ascend_backend.ir import (
     ScalarNeg,
     ScalarValue,
     Scope,
+    Valid,
     VecBinary,
     VecBinaryBcast,
     VecBinaryBcastRows,
@@ -385,6 +387,28 @@ class VectorEmitter:
 _CONDITIONS = (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE, tirx.And, tirx.Or, tirx.Not)
 # Element types CreateVecIndex takes on both arches.
 _INDEX_DTYPES = (DType.INT32, DType.FLOAT32, DType.FLOAT16, DType.INT16)
+
+
+def _bound_window(w: GmWindow, bounds: dict, ndim: int) -> GmWindow:
+    """``w`` with its rows (index 0 of a 2-D T.Parallel) and columns (the last index) cut at the
+    exclusive upper bounds ``bounds`` (relative to the tile's first row / column), on top of any
+    tail of the tensor's end: clamp(min(size - base, hi), 0, n)."""
+    from tvm import arith
+
+    ana = arith.Analyzer()
+
+    def cut(v: Valid, hi) -> Valid:
+        if v.tail:
+            return Valid(v.n, ana.simplify(tirx.Min(v.size, v.base + hi)), v.base, clamp=True)
+        return Valid(v.n, hi, tirx.IntImm("int32", 0), clamp=True)
+
+    rows, cols = w.valid_rows, w.valid_cols
+    for k, hi in bounds.items():
+        if k == ndim - 1:
+            cols = cut(cols, hi)
+        else:
+            rows = cut(rows, hi)
+    return replace(w, valid_rows=rows, valid_cols=cols)
 
 
 def _round_up(x: int, m: int) -> int:
@@ -995,6 +1019,54 @@ class ParallelLowerer:
             self.vec.release(name)
         return ops
 
+    def _store_bounds(self, st) -> dict | None:
+        """For ``G[...] = T.if_then_else(cond, v, G[...])`` (an ``if`` around a store into a global
+        tensor) whose condition is a conjunction of upper bounds on the loop indices (``i < n``,
+        ``bx * 64 + i < len``, ``j <= m``), the bound of each index: {position: exclusive upper
+        bound}. None when the condition is anything else (it stays a select)."""
+        from tvm import arith
+
+        v = st.value
+        if not (isinstance(v, tirx.Call) and str(v.op.name).endswith("if_then_else")):
+            return None
+        old = v.args[2]
+        if not (isinstance(old, tirx.BufferLoad) and old.buffer.same_as(st.buffer) and all(
+                tirx.analysis.expr_deep_equal(p, q) for p, q in zip(old.indices, st.indices, strict=True))):
+            return None
+        conj, stack = [], [v.args[0]]
+        while stack:
+            c = stack.pop()
+            if isinstance(c, tirx.And):
+                stack.extend([c.a, c.b])
+            else:
+                conj.append(c)
+        ana = arith.Analyzer()
+        bounds: dict = {}
+        for c in conj:
+            if not isinstance(c, tirx.LT | tirx.LE | tirx.GT | tirx.GE) or "int" not in str(c.a.dtype):
+                return None
+            coef = arith.detect_linear_equation(ana.simplify(c.a - c.b), self.vars)
+            if len(coef) != len(self.vars) + 1 or any(self._uses_domain(x) for x in coef):
+                return None
+            k = [n for n, x in enumerate(coef[:-1]) if not (isinstance(x, tirx.IntImm) and int(x) == 0)]
+            if len(k) != 1 or not isinstance(coef[k[0]], tirx.IntImm) or abs(int(coef[k[0]])) != 1:
+                return None
+            sign, r = int(coef[k[0]]), coef[-1]  # sign * idx + r  OP  0
+            # exclusive upper bound on the index, or None when the comparison bounds it from below
+            if isinstance(c, tirx.LT):
+                hi = -r if sign == 1 else None
+            elif isinstance(c, tirx.LE):
+                hi = 1 - r if sign == 1 else None
+            elif isinstance(c, tirx.GT):
+                hi = r if sign == -1 else None
+            else:
+                hi = r + 1 if sign == -1 else None
+            if hi is None:
+                return None
+            hi = ana.simplify(hi)
+            bounds[k[0]] = hi if k[0] not in bounds else ana.simplify(tirx.Min(bounds[k[0]], hi))
+        return bounds or None
+
     def _reduce_store(self, st, buf: Buffer, pattern: str) -> list:
         """``r[i] = r[i] op e`` (or r[j]) inside a 2-D T.Parallel: a store that writes the same element
         for every value of the other index is a reduction over that index (T.alloc_reducer, or any
@@ -1048,12 +1120,19 @@ class ParallelLowerer:
             region, shape, pattern = self._gm_region(buf, list(st.indices))
             if pattern != "tile":
                 raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
-            out_buf = self.vec.temp(shape, buf.dtype)
             column = self.columns[0](buf, region, shape) if self.columns else None
+            bounds = self._store_bounds(st) if column is None else None
+            if bounds is not None:
+                # `if i < n: G[...] = v`: only the rows (columns) the condition keeps are copied out;
+                # a select against G's old contents would rewrite rows other blocks own.
+                st = tirx.BufferStore(st.buffer, st.value.args[1], st.indices)
+            out_buf = self.vec.temp(shape, buf.dtype)
             if column is not None:
                 post.extend(self.columns[2](out_buf, buf, region, *column, atomic, self.loc))
             else:
                 w = self.gm_window(buf, region, shape, self.loc)
+                if bounds is not None:
+                    w = _bound_window(w, bounds, len(self.vars))
                 post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
         elif buf.scope is Scope.UB:
