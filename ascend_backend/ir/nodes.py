@@ -351,6 +351,13 @@ class Loop(Stmt):
     step: int = 1
     cond: Expr = None
 
+    @property
+    def text(self) -> str:
+        """How the sync table names the loop when the scalar unit's reads of its bounds are ordered."""
+        if self.kind is LoopKind.WHILE:
+            return f"while {self.cond}"
+        return f"for {self.var} in [{self.start}, {self.start} + {self.extent})"
+
 
 @dataclass
 class If(Stmt):
@@ -359,6 +366,11 @@ class If(Stmt):
     cond: Expr
     then_body: list
     else_body: list = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """How the sync table names the ``if`` when the scalar unit's reads of its condition are ordered."""
+        return f"if {self.cond}"
 
 
 @dataclass
