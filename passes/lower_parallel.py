@@ -656,6 +656,9 @@ class ParallelLowerer:
             if buf.scope is not Scope.UB:
                 raise UnsupportedError(f"'{buf.name}' lives in {buf.scope}; T.Parallel reads vector tiles only",
                                        loc=self.loc)
+            row = self._row_of_tile(e, buf)
+            if row is not None:
+                return row
             return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
         if isinstance(e, tirx.Var):
             return self._index(e, to_dtype(dtype))
@@ -704,6 +707,22 @@ class ParallelLowerer:
                 "T.if_then_else, the loop indices as values")
         raise UnsupportedError(f"expression '{e}' ({type(e).__name__}) is not supported inside T.Parallel",
                                loc=self.loc)
+
+    def _row_of_tile(self, load, buf: Buffer) -> Opnd | None:
+        """``x[k, j]`` with k fixed over the domain (a loop variable, a scalar) and j a loop index:
+        row k of a 2-D tile, copied into a vector (rows start 32-byte aligned) that is then a
+        per-column or per-row value (2-D T.Parallel) or the whole tile (1-D)."""
+        idx = list(load.indices)
+        if len(idx) != 2 or len(buf.shape) != 2 or self._uses_domain(idx[0]) or not isinstance(idx[1], tirx.Var):
+            return None
+        k = next((n for n, v in enumerate(self.vars) if idx[1].same_as(v)), None)
+        if k is None or buf.cols != self.extents[k]:
+            return None
+        t = self.vec.temp((buf.cols,), buf.dtype)
+        self.pre.append(VecCopy(dst=t.name, src=buf.name, count=self.vec.count(t.name),
+                                src_offset=idx[0] * buf.pitch, loc=self.loc))
+        return Opnd("tile" if len(self.vars) == 1 else ("row" if k == 0 else "col"), buf.dtype, buffer=t.name,
+                    temp=True)
 
     def _select(self, e, dtype: str, out: str | None) -> Opnd:
         """T.if_then_else(cond, a, b): the diagonal fill where it applies, else a general select."""
@@ -823,6 +842,10 @@ class ParallelLowerer:
 
     def _cond(self, c) -> Buffer:
         """The bit mask of a condition over the domain (a UB temp the caller releases)."""
+        if isinstance(c, tirx.Call) and str(c.dtype) == "bool" and len(c.args) == 2 and \
+                str(c.op.name) in ("tirx.bitwise_and", "tirx.bitwise_or", "tir.bitwise_and", "tir.bitwise_or"):
+            # `(m[j] != 0) & (j < n)`: Python's & and | on two conditions are TVM bitwise ops on bools
+            c = (tirx.And if str(c.op.name).endswith("and") else tirx.Or)(c.args[0], c.args[1])
         if isinstance(c, tirx.And | tirx.Or):
             m0, m1 = self._cond(c.a), self._cond(c.b)
             op = MaskLogic.AND if isinstance(c, tirx.And) else MaskLogic.OR
@@ -1121,14 +1144,15 @@ class ParallelLowerer:
             if pattern != "tile":
                 raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
             column = self.columns[0](buf, region, shape) if self.columns else None
-            bounds = self._store_bounds(st) if column is None else None
+            bounds = self._store_bounds(st) if column is None or len(self.vars) == 1 else None
             if bounds is not None:
                 # `if i < n: G[...] = v`: only the rows (columns) the condition keeps are copied out;
                 # a select against G's old contents would rewrite rows other blocks own.
                 st = tirx.BufferStore(st.buffer, st.value.args[1], st.indices)
             out_buf = self.vec.temp(shape, buf.dtype)
             if column is not None:
-                post.extend(self.columns[2](out_buf, buf, region, *column, atomic, self.loc))
+                post.extend(self.columns[2](out_buf, buf, region, *column, atomic, self.loc,
+                                            cut=bounds[0] if bounds else None))
             else:
                 w = self.gm_window(buf, region, shape, self.loc)
                 if bounds is not None:
@@ -1136,6 +1160,23 @@ class ParallelLowerer:
                 post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
         elif buf.scope is Scope.UB:
+            idx = list(st.indices)
+            if len(self.vars) == 1 and len(idx) == 2 and len(buf.shape) == 2 and not self._uses_domain(idx[0]) \
+                    and isinstance(idx[1], tirx.Var) and idx[1].same_as(self.vars[0]) and buf.cols == self.cols:
+                # x[k, i] = e over a 1-D T.Parallel: e into a vector, copied into row k (rows start
+                # 32-byte aligned)
+                row = self.vec.temp((self.cols,), buf.dtype)
+                post.append(VecCopy(dst=buf.name, src=row.name, count=self.vec.count(row.name),
+                                    dst_offset=idx[0] * buf.pitch, loc=self.loc))
+                out = row.name
+                res = self.expr(promote_bf16(st.value), out=out)
+                if res.kind == "scalar":
+                    self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
+                elif res.buffer != out:
+                    self.pre.extend(self.vec.copy_or_cast(out, res.buffer, self.loc))
+                    self._free(res)
+                self.vec.release(row)
+                return self.pre + post
             pattern = self._pattern(st)
             packed = unpack_int4.match(st, self.vars)
             if packed is not None and pattern == "tile":

@@ -71,6 +71,7 @@ from ascend_backend.ir import (
     Valid,
     VecBinary,
     VecBrcb,
+    VecCopy,
     VecScanRows,
     VecUnary,
     VecWholeReduce,
@@ -208,6 +209,18 @@ def column_of(gm: Buffer, region: Region, tile_shape: tuple) -> tuple[int, int] 
     return None
 
 
+def _cut_rows(w: GmWindow, hi) -> GmWindow:
+    """``w`` with its valid rows also below ``hi`` (relative to its first row)."""
+    from tvm import arith
+
+    v = w.valid_rows
+    if v.tail:
+        cut = Valid(v.n, arith.Analyzer().simplify(tirx.Min(v.size, v.base + hi)), v.base, clamp=True)
+    else:
+        cut = Valid(v.n, hi, tirx.IntImm("int32", 0), clamp=True)
+    return dataclasses.replace(w, valid_rows=cut)
+
+
 # Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
 PINGPONG = ("_ping", "_pong")
 
@@ -323,6 +336,9 @@ class TileLowerer:
             raise UnsupportedError(f"T.atomic_add from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not "
                                    "supported", loc=s.loc, hint="add a vector tile (UB) into a global tensor")
         if key == (Scope.UB, Scope.UB):
+            rows = self._ub_rows_copy(s, src, dst)
+            if rows is not None:
+                return rows
             self._check_full(s.src, src, s)
             self._check_full(s.dst, dst, s)
             if src.shape != dst.shape:
@@ -333,6 +349,55 @@ class TileLowerer:
         raise UnsupportedError(
             f"T.copy from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not supported on this path",
             loc=s.loc)
+
+    def _ub_rows_copy(self, s: TileCopy, src: Buffer, dst: Buffer) -> list | None:
+        """``T.copy(x[r0:r0 + n, :], y)`` / ``T.copy(x[k, :], v)`` and the reverse: whole rows of a 2-D
+        tile to or from a whole tile of those rows (or a 1-D tile of one row). Rows start 32-byte
+        aligned in UB, so the row range is one DataCopy at an offset (a cast goes through a
+        temporary of the source's dtype). None when either side is a whole tile (the plain copy)."""
+        def rows_of(region: Region, buf: Buffer):
+            if len(buf.shape) != 2 or len(region.extents) != 2 or not _is_zero(region.base[1]) or \
+                    static_int(region.extents[1]) != buf.cols or static_int(region.extents[0]) is None:
+                return None
+            r0, n = region.base[0], int(static_int(region.extents[0]))
+            if _is_zero(r0) and n == buf.rows:
+                return None
+            if static_int(r0) is not None and not 0 <= static_int(r0) <= buf.rows - n:
+                raise UnsupportedError(f"rows [{r0}, {static_int(r0) + n}) of tile '{buf.name}' ({buf.rows} rows) "
+                                       "are outside it", loc=s.loc)
+            return r0, n
+
+        part_src, part_dst = rows_of(s.src, src), rows_of(s.dst, dst)
+        if (part_src is None) == (part_dst is None):
+            return None
+        part, whole, region = (part_src, dst, s.dst) if part_src is not None else (part_dst, src, s.src)
+        self._check_full(region, whole, s)
+        r0, n = part
+        tile = src if part_src is not None else dst
+        fits = (len(whole.shape) == 2 and tuple(whole.shape) == (n, tile.cols) and whole.pitch == tile.pitch) or \
+            (len(whole.shape) == 1 and n == 1 and whole.shape[0] == tile.cols)
+        if not fits:
+            raise UnsupportedError(
+                f"T.copy between rows of '{tile.name}' {list(tile.shape)} and '{whole.name}' {list(whole.shape)}: "
+                f"{n} rows of {tile.cols} columns do not have the other tile's shape", loc=s.loc,
+                hint="copy whole rows into a tile of exactly those rows (or one row into a 1-D tile of its length)")
+        count = n * tile.pitch
+        offset = r0 * tile.pitch if not _is_zero(r0) else 0
+        if part_dst is not None:  # into rows of dst
+            if src.dtype == dst.dtype:
+                return [VecCopy(dst=dst.name, src=src.name, count=count, dst_offset=offset, loc=s.loc)]
+            stage = self.vec.temp(src.shape, dst.dtype)
+            ops = self.vec.copy_or_cast(stage.name, src.name, s.loc)
+            ops.append(VecCopy(dst=dst.name, src=stage.name, count=count, dst_offset=offset, loc=s.loc))
+            self.vec.release(stage)
+            return ops
+        if src.dtype == dst.dtype:
+            return [VecCopy(dst=dst.name, src=src.name, count=count, src_offset=offset, loc=s.loc)]
+        stage = self.vec.temp(dst.shape, src.dtype)
+        ops = [VecCopy(dst=stage.name, src=src.name, count=count, src_offset=offset, loc=s.loc)]
+        ops.extend(self.vec.copy_or_cast(dst.name, stage.name, s.loc))
+        self.vec.release(stage)
+        return ops
 
     def _check_full(self, region: Region, buf: Buffer, s) -> None:
         if any(not _is_zero(b) for b in region.base) or [int(e) for e in region.extents] != list(buf.shape):
@@ -410,7 +475,8 @@ class TileLowerer:
         return [Loop(var=k, extent=extent, body=[ScalarStore(buffer=ub.name, indices=dst_idx, value=value, loc=loc)],
                      loc=loc)]
 
-    def column_to_gm(self, ub: Buffer, gm: Buffer, region: Region, dim: int, n: int, atomic, loc) -> list:
+    def column_to_gm(self, ub: Buffer, gm: Buffer, region: Region, dim: int, n: int, atomic, loc, cut=None) -> list:
+        """``cut``: an exclusive upper bound on the elements stored (``if i < n:`` around the store)."""
         if ub.elem_bytes not in (2, 4):
             raise UnsupportedError(f"T.copy of the {ub.dtype} tile '{ub.name}' into a strided column of '{gm.name}' "
                                    "(elements a row apart) is not supported", loc=loc,
@@ -419,6 +485,8 @@ class TileLowerer:
         rows8 = (n + 7) // 8 * 8
         stage = self.vec.temp((rows8 * blk,), ub.dtype)
         w = self._column_window(gm, region, dim, n)
+        if cut is not None:
+            w = _cut_rows(w, cut)
         ops = [VecBrcb(dst=stage.name, src=ub.name, repeat=rows8 // 8, loc=loc),
                CopyUbToGm(ub=stage.name, gm=gm.name, window=w, form=CopyForm.PAD, ub_pitch=blk, dtype=gm.dtype,
                           atomic=atomic, loc=loc)]
