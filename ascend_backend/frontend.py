@@ -302,7 +302,8 @@ class _Importer:
         if self.bad_grid is not None:  # raised after the tiles: a bad tile size is the better message
             raise self.bad_grid
         stmts = self._stmts(body)
-        launch = Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=dict(self.buffers), body=stmts)})
+        buffers, stmts = split_column_tiles(dict(self.buffers), stmts)
+        launch = Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=buffers, body=stmts)})
         self.buffers, self.tvm_buffers = shared
         return launch
 
@@ -820,6 +821,81 @@ def _kind_of(scope: str) -> BufferKind:
     if scope in ("local", "local.var"):
         return BufferKind.LOCAL
     return BufferKind.FRAGMENT if "fragment" in scope or scope.startswith("local") else BufferKind.SHARED
+
+
+def split_column_tiles(buffers: dict, body: list) -> tuple[dict, list]:
+    """A 2-D tile that every op touches as a column range of all its rows (sparse MLA's
+    ``Q_shared[:, :D]`` and ``Q_shared[:, D:]``, copied and multiplied separately) becomes one tile
+    per range: the ranges are then whole tiles, in the layouts each memory gives them."""
+    import dataclasses
+
+    from .ir import fresh_name, walk
+
+    ranges: dict = {}  # tile -> set of (c0, width); None once it is used any other way
+    fields = {TileCopy: ("src", "dst"), TileGemm: ("a", "b", "c")}
+    for s in walk(body):
+        regions = [getattr(s, f) for f in fields.get(type(s), ())]
+        touched = _stmt_buffers(s) - {r.buffer for r in regions}
+        for n in touched:
+            ranges[n] = None
+        for r in regions:
+            b = buffers.get(r.buffer)
+            if b is None or b.kind not in (BufferKind.SHARED, BufferKind.FRAGMENT) or len(b.shape) != 2:
+                continue
+            base = [_static(x) for x in r.base]
+            ext = [_static(x) for x in r.extents]
+            if ranges.get(r.buffer, set()) is None or None in base or None in ext or base[0] != 0 or \
+                    ext[0] != b.shape[0]:
+                ranges[r.buffer] = None
+                continue
+            ranges.setdefault(r.buffer, set()).add((base[1], ext[1]))
+    parts: dict = {}
+    for n, rs in ranges.items():
+        if not rs or len(rs) < 2 and next(iter(rs)) == (0, buffers[n].shape[1]):
+            continue
+        spans = sorted(rs)
+        if any(a[0] + a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False)):
+            continue  # overlapping ranges share elements: keep one tile
+        b = buffers.pop(n)
+        for c0, w in spans:
+            name = fresh_name(f"{n}_c{c0}", set(buffers) | set(ranges))
+            buffers[name] = dataclasses.replace(b, name=name, shape=(b.shape[0], w))
+            parts[(n, c0, w)] = name
+    if not parts:
+        return buffers, body
+
+    def region(r: Region) -> Region:
+        c0 = _static(r.base[1]) if r.buffer not in buffers and len(r.base) == 2 else None
+        name = parts.get((r.buffer, c0, _static(r.extents[1]))) if c0 is not None else None
+        if name is None:
+            return r
+        zero = tirx.IntImm("int32", 0)
+        return Region(name, (zero, zero), tuple(r.extents))
+
+    def go(items: list) -> list:
+        out = []
+        for s in items:
+            if isinstance(s, Loop):
+                s = dataclasses.replace(s, body=go(s.body))
+            elif isinstance(s, If):
+                s = dataclasses.replace(s, then_body=go(s.then_body), else_body=go(s.else_body))
+            elif type(s) in fields:
+                s = dataclasses.replace(s, **{f: region(getattr(s, f)) for f in fields[type(s)]})
+            out.append(s)
+        return out
+
+    return buffers, go(body)
+
+
+def _static(x):
+    return int(x) if isinstance(x, int | tirx.IntImm) else None
+
+
+def _stmt_buffers(s) -> set:
+    """Every buffer a statement names (for split_column_tiles: the ones it does not take apart)."""
+    from ascend_backend.passes.partition import tile_buffers
+
+    return set(tile_buffers(s))
 
 
 def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Program:

@@ -451,6 +451,12 @@ def _gm_source(kernel: Kernel, tile: str):
     return s, in_loop
 
 
+class _Refused(Exception):
+    def __init__(self, *args, **kw) -> None:
+        super().__init__()
+        self.error = UnsupportedError(*args, **kw)
+
+
 def _cube_scalar_reads(body: list, kernel: Kernel, aic_buffers: dict) -> list:
     """The AIC program's scalar code (an ``if``, a loop bound, a copy offset) may read elements of a
     vector tile, which the Cube core does not have (block-sparse attention's ``if block_mask[k]``).
@@ -466,7 +472,7 @@ def _cube_scalar_reads(body: list, kernel: Kernel, aic_buffers: dict) -> list:
             cache[b.name] = _gm_source(kernel, b.name)
         src = cache[b.name]
         if src is None or src[1]:
-            raise UnsupportedError(
+            raise _Refused(
                 f"the Cube core's part of this kernel reads '{b.name}[{', '.join(map(str, load.indices))}]', an "
                 "element of a vector tile it does not have", loc=loc,
                 hint=f"read the value from the global tensor it comes from, or T.copy '{b.name}' from a global "
@@ -488,12 +494,20 @@ def _cube_scalar_reads(body: list, kernel: Kernel, aic_buffers: dict) -> list:
         if not isinstance(e, tirx.PrimExpr):
             return e
 
+        refused: list = []
+
         def post(n):
             if isinstance(n, tirx.BufferLoad):
-                return gm_load(n, loc)
+                try:
+                    return gm_load(n, loc)
+                except _Refused as err:  # raised after the transform: TVM's callback would wrap it
+                    refused.append(err.error)
             return None
 
-        return tirx.stmt_functor.ir_transform(tirx.Evaluate(e), None, post, ["tirx.BufferLoad"]).value
+        out = tirx.stmt_functor.ir_transform(tirx.Evaluate(e), None, post, ["tirx.BufferLoad"]).value
+        if refused:
+            raise refused[0]
+        return out
 
     def region(r: Region, loc) -> Region:
         return dataclasses.replace(r, base=tuple(expr(x, loc) for x in r.base))
