@@ -152,8 +152,19 @@ def _fit(arch, buffers: dict, body: list, fit_stages: bool = False) -> None:
             table=budget_table(members, mem, cap[mem], arch.name),
             loc=loop_loc,
             hint=(f"use num_stages={fits} (the largest that fits), or reduce the tile sizes" if fits >= 1 else
-                  "even one stage does not fit: reduce the tile sizes"),
+                  _one_stage_hint(members, cap[mem])),
         )
+
+
+def _one_stage_hint(members: list, cap: int) -> str:
+    """What to shrink when even one slot per buffer is too much: the largest buffers at one slot,
+    with the DSL lines whose tile shapes set them."""
+    one = sorted(members, key=lambda b: -(b.nbytes // b.slots))
+    need = sum(b.nbytes // b.slots for b in members)
+    big = ", ".join(f"'{b.name}' {'x'.join(map(str, b.shape))} {b.dtype} ({b.nbytes // b.slots} bytes"
+                    + (f", {b.loc})" if b.loc else ")") for b in one[:3])
+    return (f"even one stage does not fit ({need} bytes at one slot per buffer): reduce the tile sizes; the largest "
+            f"buffers are {big}. Halving block_M or block_N (the rows or columns of these tiles) halves them")
 
 
 def verify_multi_buffer(program: Program) -> None:
