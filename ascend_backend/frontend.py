@@ -394,7 +394,8 @@ class _Importer:
             return self._tile_call(stmt.value, loc)
         if isinstance(stmt, tirx.For):
             if stmt.kind == tirx.ForKind.PARALLEL:
-                return [self._parallel(stmt, loc)]
+                par = self._parallel(stmt, loc)
+                return self._row_gather(par) or [par]
             if stmt.thread_binding is not None:
                 tag = str(stmt.thread_binding.thread_tag)
                 if tag.startswith("blockIdx"):
@@ -532,6 +533,67 @@ class _Importer:
             self.buffer_name(ps.store.buffer)  # validate
             self._check_threads(ps.store, ps.loc)
         return TileParallel(vars=tuple(loop_vars), extents=tuple(extents), stores=tuple(stores), loc=loc)
+
+    def _row_gather(self, par: TileParallel) -> list | None:
+        """``t[i, j] = G[..., idx[i], ..., c0 + j]``: a tile whose rows come from rows of a global
+        tensor chosen by values read from memory (sparse MLA's gather of the top-k keys). Each row
+        is one copy of a contiguous GM row, issued by the scalar unit in a loop over the rows:
+        ``for r in T.serial(rows): T.copy(G[..., idx[r], ..., c0:c0 + cols], t[r, :])``. None when
+        the T.Parallel is anything else (it stays element-wise)."""
+        from tvm import arith
+
+        if len(par.vars) != 2 or len(par.stores) != 1 or par.stores[0].atomic is not None:
+            return None
+        st = par.stores[0].store
+        i, j = par.vars
+        v = st.value
+        tile = self.buffers.get(self.buffer_name(st.buffer))
+        if tile is None or tile.kind not in (BufferKind.SHARED, BufferKind.FRAGMENT) or len(tile.shape) != 2:
+            return None
+        if not (len(st.indices) == 2 and st.indices[0].same_as(i) and st.indices[1].same_as(j)) or \
+                tuple(par.extents) != tuple(tile.shape):
+            return None
+        if not isinstance(v, tirx.BufferLoad) or v.buffer not in self.tvm_buffers:
+            return None
+        src = self.buffers[self.buffer_name(v.buffer)]
+        if not src.kind.in_gm:
+            return None
+
+        def uses(e, var) -> bool:
+            found = []
+            tirx.stmt_functor.post_order_visit(e, lambda n: found.append(n) if isinstance(n, tirx.Var)
+                                               and n.same_as(var) else None)
+            return bool(found)
+
+        def loads_with(e, var) -> bool:
+            found = []
+            tirx.stmt_functor.post_order_visit(e, lambda n: found.append(n) if isinstance(n, tirx.BufferLoad)
+                                               and any(uses(x, var) for x in n.indices) else None)
+            return bool(found)
+
+        idx = list(v.indices)
+        last = idx[-1]
+        coef = arith.detect_linear_equation(last, [j])
+        if len(coef) != 2 or not (isinstance(coef[0], tirx.IntImm) and int(coef[0]) == 1) or uses(coef[1], i):
+            return None
+        if any(uses(x, j) for x in idx[:-1]) or not any(loads_with(x, i) for x in idx[:-1]):
+            return None  # an ordinary window (affine rows) or something else
+        r = tirx.Var(f"{i.name}_row", "int32")
+        base = [tirx.stmt_functor.substitute(x, {i: r}) for x in idx[:-1]] + [coef[1]]
+        for d in range(len(base) - 1):
+            if loads_with(idx[d], i):
+                # An index read from memory may point past the tensor (sparse MLA pads its top-k
+                # list with seq_kv, and masks those rows): the gather reads the nearest row
+                # instead of memory outside the tensor.
+                size = src.shape[d]
+                hi = tirx.IntImm("int32", size - 1) if isinstance(size, int) else size - 1
+                base[d] = tirx.Min(tirx.Max(base[d], tirx.IntImm("int32", 0)), hi)
+        zero = tirx.IntImm("int32", 0)
+        cols = tile.shape[1]
+        copy = TileCopy(src=Region(src.name, tuple(base), (1,) * (len(idx) - 1) + (cols,)),
+                        dst=Region(tile.name, (r, zero), (1, cols)), loc=par.loc)
+        return [Loop(var=r, extent=tirx.IntImm("int32", tile.shape[0]), body=[copy], kind=LoopKind.SERIAL,
+                     loc=par.loc)]
 
     def _region(self, arg, loc) -> Region:
         """Decode a ``tl.region(buf[base...], access, extents...)`` (or a BufferLoad/Buffer)."""

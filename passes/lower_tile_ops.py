@@ -246,7 +246,7 @@ class TileLowerer:
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
-        body = resolve_cross_core_pipes(self.lower_body(self.kernel.body))
+        body = resolve_cross_core_pipes(self.lower_body(_elide_staging_copies(self.kernel.body, self.buffers)))
         return self.kernel.replace(body=body, buffers=self.buffers)
 
     def lower_body(self, body: list) -> list:
@@ -405,6 +405,15 @@ class TileLowerer:
                 f"T.copy of a part of tile '{buf.name}' is not supported; copy whole tiles", loc=s.loc)
 
     def copy_gm_ub(self, s: TileCopy, gm: Buffer, ub: Buffer) -> list:
+        r0, n = self._tile_rows(s.dst, ub, s) if len(ub.shape) == 2 else (0, ub.rows)
+        if n != ub.rows:
+            # rows of the tile (a gather, one row per index): into a temporary of those rows, then
+            # one DataCopy to the rows' offset (rows start 32-byte aligned)
+            part = self.vec.temp((n, ub.cols), ub.dtype)
+            ops = self.copy_gm_ub(dataclasses.replace(s, dst=Region(part.name, (0, 0), (n, ub.cols))), gm, part)
+            ops.append(VecCopy(dst=ub.name, src=part.name, count=n * ub.pitch, dst_offset=r0 * ub.pitch, loc=s.loc))
+            self.vec.release(part)
+            return ops
         self._check_full(s.dst, ub, s)
         column = column_of(gm, s.src, ub.shape)
         w = self.window(gm, s.src, ub.shape, s.loc) if column is None else None
@@ -1006,6 +1015,60 @@ def resolve_cross_core_pipes(body: list) -> list:
             pipe = before[-1].pipe if before else Pipe.V
         out[n] = dataclasses.replace(s, on=pipe)
     return out
+
+
+def _elide_staging_copies(body: list, buffers: dict) -> list:
+    """``T.copy(a, b)`` between two whole UB tiles of one shape and dtype, where b is written by this
+    copy alone and only read as the source of the copies that follow it in the same statement list
+    (before a changes): those copies read a itself, and b takes no UB (FA backward's
+    ``T.copy(dk, dk_shared); T.atomic_add(dK[...], dk_shared)``)."""
+    from .partition import tile_buffers, tile_writes
+
+    def writes(s) -> set:
+        if isinstance(s, Loop | If):
+            return {n for x in walk([s]) if not isinstance(x, Loop | If) for n in writes(x)}
+        extra = {s.into} if hasattr(s, "into") else set()
+        return set(tile_writes(s)) | extra | ({s.dst} if isinstance(s, TileAccumulate) else set())
+
+    def touches(s) -> set:
+        if isinstance(s, Loop | If):
+            return {n for x in walk([s]) if not isinstance(x, Loop | If) for n in touches(x)}
+        return set(tile_buffers(s)) | writes(s)
+
+    every = [x for x in walk(body) if not isinstance(x, Loop | If)]
+
+    def whole(r: Region, b: Buffer) -> bool:
+        return all(_is_zero(x) for x in r.base) and [static_int(e) for e in r.extents] == list(b.shape)
+
+    def go(items: list) -> list:
+        items = [dataclasses.replace(s, body=go(s.body)) if isinstance(s, Loop) else
+                 dataclasses.replace(s, then_body=go(s.then_body), else_body=go(s.else_body)) if isinstance(s, If)
+                 else s for s in items]
+        n = 0
+        while n < len(items):
+            s = items[n]
+            a, b = (buffers.get(s.src.buffer), buffers.get(s.dst.buffer)) if isinstance(s, TileCopy) else (None, None)
+            if a is None or b is None or a.scope is not Scope.UB or b.scope is not Scope.UB or s.atomic is not None \
+                    or a.shape != b.shape or a.dtype != b.dtype \
+                    or b.kind not in (BufferKind.SHARED, BufferKind.FRAGMENT) \
+                    or not whole(s.src, a) or not whole(s.dst, b):
+                n += 1
+                continue
+            uses = [m for m in range(n + 1, len(items)) if b.name in touches(items[m])]
+            users = [items[m] for m in uses]
+            if not uses or sum(b.name in touches(x) for x in every) != len(uses) + 1 or any(
+                    not (isinstance(u, TileCopy) and u.src.buffer == b.name and whole(u.src, b)
+                         and u.dst.buffer != b.name) for u in users) or any(
+                    a.name in writes(items[m]) for m in range(n + 1, uses[-1] + 1)):
+                n += 1
+                continue
+            for m in uses:
+                items[m] = dataclasses.replace(items[m], src=items[m].src.with_buffer(a.name))
+            del items[n]
+            del buffers[b.name]
+        return items
+
+    return go(body)
 
 
 def lower_tile_ops(program: Program, compact_temps: bool = False) -> Program:

@@ -73,8 +73,14 @@ def split_rows_launch(launch: Launch) -> Launch:
 
     _refuse_cross_row_ops(aiv.body, split, halves)
 
-    def region(r: Region, tile: str | None) -> Region:
+    def region(r: Region, tile: str | None, loc=None) -> Region:
         if tile not in split or not buffers[r.buffer].kind.in_gm:
+            if r.buffer in split and static_int(r.extents[0]) != split[r.buffer]:
+                raise UnsupportedError(
+                    f"a copy into some rows of '{r.buffer}': this kernel (it has a T.gemm) splits the "
+                    f"{split[r.buffer]} rows of '{r.buffer}' between the two AIVs", loc=loc,
+                    hint="copy whole tiles into it, or gather the rows into a tile the gemm reads (T.alloc_shared "
+                    "operand)")
             if r.buffer in split:
                 return dataclasses.replace(r, extents=(halves[split[r.buffer]], *r.extents[1:]))
             return r
@@ -144,7 +150,8 @@ def split_rows_launch(launch: Launch) -> Launch:
             # GM -> GM involves no row-split tile: one AIV of the pair does it.
             return If(cond=tirx.EQ(sub, 0), then_body=[op], loc=op.loc)
         if isinstance(op, TileCopy):
-            return dataclasses.replace(op, src=region(op.src, op.dst.buffer), dst=region(op.dst, op.src.buffer))
+            return dataclasses.replace(op, src=region(op.src, op.dst.buffer, op.loc),
+                                       dst=region(op.dst, op.src.buffer, op.loc))
         if isinstance(op, TileFill):
             return dataclasses.replace(op, dst=region(op.dst, None))
         if isinstance(op, TileReduce):

@@ -229,3 +229,31 @@ def test_fit_stages_lowers_a_loop_with_the_slots_that_fit():
     (kernel,) = [k for _, _, k in out.kernels()]
     assert kernel.buffers["x"].slots == 2 and kernel.buffers["y"].slots == 2
     assert any("num_stages=3 is lowered with 2 stage(s)" in str(w.message) for w in caught)
+
+
+# -- a T.Parallel gather of rows chosen by indices (frontend)
+
+
+def test_a_parallel_gather_of_indexed_rows_becomes_row_copies():
+    import tilelang.language as T
+
+    from ascend_backend.arch import get_arch
+    from ascend_backend.frontend import import_primfunc
+    from ascend_backend.ir.printer import print_program
+
+    @T.prim_func
+    def gather(KV: T.Tensor((64, 96), "float16"), Idx: T.Tensor((32,), "int32"), O: T.Tensor((32, 64), "float32")):
+        with T.Kernel(1) as _:
+            kv = T.alloc_shared((32, 64), "float16")
+            s = T.alloc_fragment((32, 64), "float32")
+            for r, d in T.Parallel(32, 64):
+                kv[r, d] = KV[Idx[r], 32 + d]
+            T.copy(kv, s)
+            T.copy(s, O[0, 0])
+
+    text = print_program(import_primfunc(gather, get_arch("dav-c220")))
+    filecheck(text, """
+        CHECK: for r_row in 0..32
+        CHECK-NEXT: copy KV[T.min(T.max(Idx[r_row], 0), 63), 32]<1x64> -> kv[r_row, 0]<1x64>
+    """)
+    assert "parallel" not in text.split("for r_row")[1].split("copy kv")[0]

@@ -649,6 +649,7 @@ def test_plan_memory_budget_error_names_every_buffer():
     with b.launch([1]):
         b.copy(A[0, 0], x)
         b.copy(x, y)
+        b.fill(x, 0.0)  # x changes while y is still read: y needs its own UB
         b.copy(y, A[0, 0])
     with pytest.raises(MemoryBudgetError) as info:
         upto(b.build(), "plan_memory")
