@@ -257,3 +257,46 @@ def test_a_parallel_gather_of_indexed_rows_becomes_row_copies():
         CHECK-NEXT: copy KV[T.min(T.max(Idx[r_row], 0), 63), 32]<1x64> -> kv[r_row, 0]<1x64>
     """)
     assert "parallel" not in text.split("for r_row")[1].split("copy kv")[0]
+
+
+# -- a staging copy before an atomic add takes no UB
+
+
+def staged_atomic(rewrite_src=False):
+    b = ProgramBuilder("stage", "dav-c220")
+    A, D = b.tensor("A", (64, 64), "float32"), b.tensor("D", (64, 64), "float32")
+    x, y = b.tile("x", (64, 64), "float32", fragment=True), b.tile("y", (64, 64), "float32")
+    with b.launch([2]):
+        b.copy(A[0, 0], x)
+        b.copy(x, y)
+        if rewrite_src:
+            b.fill(x, 0.0)
+        b.atomic_add(y, D[0, 0])
+    return b.build()
+
+
+def test_a_staging_copy_read_only_by_the_next_copy_is_elided():
+    p = upto(staged_atomic(), "lower_tile_ops")
+    (k,) = [k for _, _, k in p.kernels()]
+    assert "y" not in k.buffers
+    filecheck(after(staged_atomic(), "lower_tile_ops"), """
+        CHECK: copy_gm_to_ub DataCopy A -> x
+        CHECK-NEXT: copy_ub_to_gm DataCopy x -> D
+        CHECK-SAME: atomic=add
+    """)
+    p2 = upto(staged_atomic(rewrite_src=True), "lower_tile_ops")
+    assert "y" in [k for _, _, k in p2.kernels()][0].buffers  # x changes before y is read: kept
+
+
+def test_one_stage_that_does_not_fit_names_the_largest_buffers():
+    b = ProgramBuilder("huge", "dav-c220")
+    A = b.tensor("A", (8, 8, 4096), "float32")
+    x, y = b.tile("x", (8, 4096), "float32"), b.tile("y", (8, 4096), "float32")
+    with b.launch([1]):
+        with b.loop("k", 8, stages=2) as k:
+            b.copy(A.window(k, 0, 0, extents=(1, 8, 4096)), x)
+            b.parallel((8, 4096), lambda i, j: [(y, (i, j), x.load(i, j) * 2.0)])
+            b.copy(y, A.window(k, 0, 0, extents=(1, 8, 4096)))
+    with pytest.raises(MemoryBudgetError) as info:
+        multi_buffer(upto(b.build(), "lower_tile_ops"), fit_stages=True)
+    assert "even one stage does not fit (262144 bytes" in info.value.hint and "'x' 8x4096 float32" in info.value.hint
