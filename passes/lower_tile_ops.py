@@ -39,6 +39,7 @@ from ascend_backend.ir import (
     CrossCoreSetOp,
     CrossCoreWait,
     CrossCoreWaitOp,
+    Direction,
     FirstIteration,
     FixpipeToGmArch3510,
     FixpipeToGmV220,
@@ -59,6 +60,7 @@ from ascend_backend.ir import (
     QuantMode,
     ReduceKind,
     Region,
+    Route,
     ScalarStore,
     Scope,
     TileAccumulate,
@@ -76,6 +78,7 @@ from ascend_backend.ir import (
     VecUnary,
     VecWholeReduce,
     fresh_name,
+    map_body,
     static_int,
     walk,
 )
@@ -1017,6 +1020,55 @@ def resolve_cross_core_pipes(body: list) -> list:
     return out
 
 
+def _share_product_buffers(kernel: Kernel, transfers: list) -> Kernel:
+    """Memory-short retry: the UB tiles that receive fresh gemm products through the workspace
+    (``acc_s_part``, ``acc_o_part`` of FlashAttention on dav-c220), when they have one shape and
+    dtype, become one tile. Each is written by this AIV's own copy from the workspace and read by
+    the add right after it, so sharing it only orders the next copy after the previous add (the
+    flags follow from the shared name); products written on chip by the AIC keep their own."""
+    keep: dict = {}
+    rename: dict = {}
+    into: dict = {}  # kept product tile -> the accumulators it serves
+    for t in transfers:
+        if t.route is not Route.WORKSPACE or t.direction is not Direction.C2V or t.target == t.tile:
+            continue
+        b = kernel.buffers.get(t.target)
+        if b is None or b.kind is not BufferKind.FRAGMENT:
+            continue
+        key = (tuple(b.shape), b.dtype)
+        if key in keep and keep[key] != t.target:
+            rename[t.target] = keep[key]
+        else:
+            keep[key] = t.target
+        into.setdefault(keep[key], []).append(t.tile)
+    if not rename:
+        return kernel
+
+    def fix(s) -> list:
+        if isinstance(s, TileCopy) and s.dst.buffer in rename:
+            return [dataclasses.replace(s, dst=s.dst.with_buffer(rename[s.dst.buffer]))]
+        if isinstance(s, TileAccumulate) and s.src in rename:
+            return [dataclasses.replace(s, src=rename[s.src])]
+        return [s]
+
+    buffers = {n: b for n, b in kernel.buffers.items() if n not in rename}
+    for new in set(rename.values()):
+        buffers[new] = dataclasses.replace(
+            buffers[new], role=f"fresh gemm products added into {', '.join(dict.fromkeys(into[new]))} (one tile)")
+    body = map_body(kernel.body, fix)
+    leftover = {n for x in walk(body) if not isinstance(x, Loop | If) for n in _stmt_names(x)} & rename.keys()
+    if leftover:
+        raise InternalCompilerError(f"product buffers {sorted(leftover)} still used after sharing",
+                                    stage="lower_tile_ops")
+    return kernel.replace(buffers=buffers, body=body)
+
+
+def _stmt_names(s) -> set:
+    from .partition import tile_buffers
+
+    return set(tile_buffers(s)) | ({s.dst, s.src} if isinstance(s, TileAccumulate) else set())
+
+
 def _elide_staging_copies(body: list, buffers: dict) -> list:
     """``T.copy(a, b)`` between two whole UB tiles of one shape and dtype, where b is written by this
     copy alone and only read as the source of the copies that follow it in the same statement list
@@ -1075,7 +1127,12 @@ def lower_tile_ops(program: Program, compact_temps: bool = False) -> Program:
     """Lower tile ops to pipe-tagged Ascend ops in every kernel. ``compact_temps``: element-wise
     results overwrite their operands' temporaries (the driver's second try when the first
     lowering does not fit the memory budget)."""
-    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch, lc.grid, compact_temps).run())
+    def one(k: Kernel, lc, p) -> Kernel:
+        if compact_temps and k.core is Core.AIV:
+            k = _share_product_buffers(k, lc.transfers)
+        return TileLowerer(k, p.arch, lc.grid, compact_temps).run()
+
+    out = program.map_kernels(one)
     verify_lowered(out)
     return out
 

@@ -138,7 +138,7 @@ def test_rows_in_one_half_are_copied_and_stored_by_that_aiv():
         CHECK-NEXT: copy o[4, 0]<4x64> -> small
         CHECK: if sub_idx == 1 {
         CHECK-NEXT: copy small
-        CHECK-SAME: -> O[0, 0]
+        CHECK-SAME: -> Output[0, 0]
     """)
 
 
@@ -242,14 +242,14 @@ def test_a_parallel_gather_of_indexed_rows_becomes_row_copies():
     from ascend_backend.ir.printer import print_program
 
     @T.prim_func
-    def gather(KV: T.Tensor((64, 96), "float16"), Idx: T.Tensor((32,), "int32"), O: T.Tensor((32, 64), "float32")):
+    def gather(KV: T.Tensor((64, 96), "float16"), Idx: T.Tensor((32,), "int32"), Output: T.Tensor((32, 64), "float32")):
         with T.Kernel(1) as _:
             kv = T.alloc_shared((32, 64), "float16")
             s = T.alloc_fragment((32, 64), "float32")
             for r, d in T.Parallel(32, 64):
                 kv[r, d] = KV[Idx[r], 32 + d]
             T.copy(kv, s)
-            T.copy(s, O[0, 0])
+            T.copy(s, Output[0, 0])
 
     text = print_program(import_primfunc(gather, get_arch("dav-c220")))
     filecheck(text, """
@@ -300,3 +300,42 @@ def test_one_stage_that_does_not_fit_names_the_largest_buffers():
     with pytest.raises(MemoryBudgetError) as info:
         multi_buffer(upto(b.build(), "lower_tile_ops"), fit_stages=True)
     assert "even one stage does not fit (262144 bytes" in info.value.hint and "'x' 8x4096 float32" in info.value.hint
+
+
+# -- memory-short retry: one UB tile receives every gemm product of one shape
+
+
+def fa_like(arch="dav-c220"):
+    b = ProgramBuilder("fa", arch)
+    Q, K, V = (b.tensor(n, (64, 64), "float16") for n in "QKV")
+    Out = b.tensor("O", (64, 64), "float32")
+    q, k_s, v_s = (b.tile(n, (64, 64), "float16") for n in ("q", "k_s", "v_s"))
+    p = b.tile("p", (64, 64), "float16")
+    s, o = b.tile("s", (64, 64), "float32", fragment=True), b.tile("o", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(Q[0, 0], q)
+        b.copy(K[0, 0], k_s)
+        b.copy(V[0, 0], v_s)
+        b.fill(o, 0.0)
+        with b.loop("k", 2):
+            b.parallel((64, 64), lambda i, j: [(s, (i, j), tirx.if_then_else(i >= j, 0.0, -1e9))])
+            b.gemm(q, k_s, s, trans_b=True)
+            b.copy(s, p)
+            b.parallel((64, 64), lambda i, j: [(o, (i, j), o.load(i, j) * 0.5)])
+            b.gemm(p, v_s, o)
+        b.copy(o, Out[0, 0])
+    return b.build()
+
+
+def test_compact_retry_shares_the_product_tile_of_both_accumulators():
+    from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+
+    routed = upto(fa_like(), "assign_layout")
+    aiv = lambda prog: next(k for _, c, k in prog.kernels() if c is Core.AIV)  # noqa: E731
+    first = aiv(lower_tile_ops(routed))
+    assert {"s_part", "o_part"} <= set(first.buffers)
+    compact = aiv(lower_tile_ops(routed, compact_temps=True))
+    assert "s_part" in compact.buffers and "o_part" not in compact.buffers
+    assert "fresh gemm products added into s, o" in compact.buffers["s_part"].role
+    on_chip = aiv(lower_tile_ops(upto(fa_like("dav-3510"), "assign_layout"), compact_temps=True))
+    assert "o_part" in on_chip.buffers  # written by the AIC's Fixpipe: kept apart

@@ -41,7 +41,7 @@ def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False):
 
     @T.prim_func
     def fwd(Q: T.Tensor((1, seq, heads, dim), "float16"), K: T.Tensor((1, seq, groups, dim), "float16"),
-            V: T.Tensor((1, seq, groups, dim), "float16"), O: T.Tensor((1, seq, heads, dim), "float16")):
+            V: T.Tensor((1, seq, groups, dim), "float16"), Output: T.Tensor((1, seq, heads, dim), "float16")):
         with T.Kernel(T.ceildiv(seq, bM), heads) as (bx, by):
             q = T.alloc_shared((bM, dim), "float16")
             k_s = T.alloc_shared((bN, dim), "float16")
@@ -82,7 +82,7 @@ def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False):
                 T.gemm(p, v_s, o)
             for i, j in T.Parallel(bM, dim):
                 o[i, j] /= lsum[i]
-            T.copy(o, O[0, bx * bM:(bx + 1) * bM, by, :])
+            T.copy(o, Output[0, bx * bM:(bx + 1) * bM, by, :])
 
     return fwd
 
@@ -112,7 +112,7 @@ def varlen_fwd(batch=2, total=100, heads=2, groups=1, dim=64, bM=32, bN=32):
     @T.prim_func
     def fwd(Q: T.Tensor((total, heads, dim), "float16"), K: T.Tensor((total, groups, dim), "float16"),
             V: T.Tensor((total, groups, dim), "float16"), cu: T.Tensor((batch + 1,), "int32"),
-            max_len: T.int32, O: T.Tensor((total, heads, dim), "float16")):
+            max_len: T.int32, Output: T.Tensor((total, heads, dim), "float16")):
         with T.Kernel(T.ceildiv(max_len, bM), heads, batch) as (bx, by, bz):
             q = T.alloc_shared((bM, dim), "float16")
             k_s = T.alloc_shared((bN, dim), "float16")
@@ -156,7 +156,7 @@ def varlen_fwd(batch=2, total=100, heads=2, groups=1, dim=64, bM=32, bN=32):
             T.copy(o, o16)
             for i, d in T.Parallel(bM, dim):
                 if bx * bM + i < n:
-                    O[start + bx * bM + i, by, d] = o16[i, d]
+                    Output[start + bx * bM + i, by, d] = o16[i, d]
 
     return fwd
 
@@ -187,7 +187,7 @@ def bwd_preprocess(seq=64, dim=64, blk=32):
     """Delta = rowsum(O * dO), with the example's buffer names (`do` is a C++ keyword)."""
 
     @T.prim_func
-    def pre(O: T.Tensor((seq, dim), "float16"), dO: T.Tensor((seq, dim), "float16"),
+    def pre(Output: T.Tensor((seq, dim), "float16"), dO: T.Tensor((seq, dim), "float16"),
             Delta: T.Tensor((seq,), "float32")):
         with T.Kernel(seq // blk) as bx:
             o = T.alloc_fragment((blk, blk), "float32")
@@ -196,7 +196,7 @@ def bwd_preprocess(seq=64, dim=64, blk=32):
             delta = T.alloc_fragment((blk,), "float32")
             T.clear(acc)
             for k in T.serial(dim // blk):
-                T.copy(O[bx * blk:(bx + 1) * blk, k * blk:(k + 1) * blk], o)
+                T.copy(Output[bx * blk:(bx + 1) * blk, k * blk:(k + 1) * blk], o)
                 T.copy(dO[bx * blk:(bx + 1) * blk, k * blk:(k + 1) * blk], do)
                 for i, j in T.Parallel(blk, blk):
                     acc[i, j] += o[i, j] * do[i, j]
@@ -345,7 +345,7 @@ def block_sparse(seq=128, dim=64, bM=64, bN=64):
     @T.prim_func
     def bsa(Q: T.Tensor((seq, dim), "float16"), K: T.Tensor((seq, dim), "float16"),
             V: T.Tensor((seq, dim), "float16"), Mask: T.Tensor((seq // bM, nb), "int32"),
-            O: T.Tensor((seq, dim), "float16")):
+            Output: T.Tensor((seq, dim), "float16")):
         with T.Kernel(seq // bM) as bx:
             q = T.alloc_shared((bM, dim), "float16")
             k_s = T.alloc_shared((bN, dim), "float16")
@@ -385,7 +385,7 @@ def block_sparse(seq=128, dim=64, bM=64, bN=64):
                     T.gemm(p, v_s, o)
             for i, j in T.Parallel(bM, dim):
                 o[i, j] /= lsum[i]
-            T.copy(o, O[bx * bM:(bx + 1) * bM, :])
+            T.copy(o, Output[bx * bM:(bx + 1) * bM, :])
 
     return bsa
 
@@ -412,7 +412,7 @@ def sink_attn(heads=2, seq=64, dim=64, bM=64, bN=64):
     @T.prim_func
     def sink(Q: T.Tensor((heads, seq, dim), "float16"), K: T.Tensor((heads, seq, dim), "float16"),
              V: T.Tensor((heads, seq, dim), "float16"), Sinks: T.Tensor((heads,), "float16"),
-             O: T.Tensor((heads, seq, dim), "float16")):
+             Output: T.Tensor((heads, seq, dim), "float16")):
         with T.Kernel(seq // bM, heads) as (bx, by):
             q = T.alloc_shared((bM, dim), "float16")
             k_s = T.alloc_shared((bN, dim), "float16")
@@ -454,7 +454,7 @@ def sink_attn(heads=2, seq=64, dim=64, bM=64, bN=64):
                 lsum[i] += T.exp2(sinks[i] * LOG2E - mx[i] * scale)
             for i, j in T.Parallel(bM, dim):
                 o[i, j] /= lsum[i]
-            T.copy(o, O[by, bx * bM:(bx + 1) * bM, :])
+            T.copy(o, Output[by, bx * bM:(bx + 1) * bM, :])
 
     return sink
 
@@ -481,7 +481,7 @@ def sparse_mla(H=16, S=4, SKV=64, D=64, DT=32, topk=32, bI=32):
 
     @T.prim_func
     def mla(Q: T.Tensor((S, H, D + DT), "float16"), KV: T.Tensor((SKV, D + DT), "float16"),
-            Idx: T.Tensor((S, topk), "int32"), O: T.Tensor((S, H, D), "float16")):
+            Idx: T.Tensor((S, topk), "int32"), Output: T.Tensor((S, H, D), "float16")):
         with T.Kernel(S) as sx:
             q = T.alloc_shared((H, D + DT), "float16")
             kv = T.alloc_shared((bI, D), "float16")
@@ -521,7 +521,7 @@ def sparse_mla(H=16, S=4, SKV=64, D=64, DT=32, topk=32, bI=32):
                 T.gemm(p, kv, o)
             for h, d in T.Parallel(H, D):
                 o[h, d] /= lsum[h]
-            T.copy(o, O[sx, :, :])
+            T.copy(o, Output[sx, :, :])
 
     return mla
 
