@@ -1071,9 +1071,9 @@ def _stmt_names(s) -> set:
 
 def _elide_staging_copies(body: list, buffers: dict) -> list:
     """``T.copy(a, b)`` between two whole UB tiles of one shape and dtype, where b is written by this
-    copy alone and only read as the source of the copies that follow it in the same statement list
-    (before a changes): those copies read a itself, and b takes no UB (FA backward's
-    ``T.copy(dk, dk_shared); T.atomic_add(dK[...], dk_shared)``)."""
+    copy alone and only read as the source of the copies into global tensors that follow it in the
+    same statement list (before a changes): those copies read a itself, and b takes no UB (FA
+    backward's ``T.copy(dk, dk_shared); T.atomic_add(dK[...], dk_shared)``)."""
     from .partition import tile_buffers, tile_writes
 
     def writes(s) -> set:
@@ -1108,9 +1108,9 @@ def _elide_staging_copies(body: list, buffers: dict) -> list:
                 continue
             uses = [m for m in range(n + 1, len(items)) if b.name in touches(items[m])]
             users = [items[m] for m in uses]
-            if not uses or sum(b.name in touches(x) for x in every) != len(uses) + 1 or any(
-                    not (isinstance(u, TileCopy) and u.src.buffer == b.name and whole(u.src, b)
-                         and u.dst.buffer != b.name) for u in users) or any(
+            to_gm = all(isinstance(u, TileCopy) and u.src.buffer == b.name and whole(u.src, b)
+                        and u.dst.buffer in buffers and buffers[u.dst.buffer].scope is Scope.GM for u in users)
+            if not uses or not to_gm or sum(b.name in touches(x) for x in every) != len(uses) + 1 or any(
                     a.name in writes(items[m]) for m in range(n + 1, uses[-1] + 1)):
                 n += 1
                 continue

@@ -138,7 +138,7 @@ def test_rows_in_one_half_are_copied_and_stored_by_that_aiv():
         CHECK-NEXT: copy o[4, 0]<4x64> -> small
         CHECK: if sub_idx == 1 {
         CHECK-NEXT: copy small
-        CHECK-SAME: -> Output[0, 0]
+        CHECK-SAME: -> O[0, 0]
     """)
 
 
