@@ -87,6 +87,7 @@ def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False):
     return fwd
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("heads,groups,causal", [(2, 1, False), (4, 2, False), (2, 1, True)],
                          ids=["mha", "gqa", "mha-causal"])
 def test_flash_attention_forward_bshd(arch, heads, groups, causal):
@@ -161,6 +162,7 @@ def varlen_fwd(batch=2, total=100, heads=2, groups=1, dim=64, bM=32, bN=32):
     return fwd
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("heads,groups", [(1, 1), (2, 2)], ids=["mha", "gqa"])
 def test_varlen_attention_stores_only_its_sequence(arch, heads, groups):
     g = torch.Generator().manual_seed(1)
@@ -321,6 +323,7 @@ def gqa_decode(heads=8, groups=2, S=256, D=64, bN=64, bH=16, nsplit=2):
     return dec
 
 
+@pytest.mark.slow
 def test_flash_decoding_split_and_combine(arch):
     g = torch.Generator().manual_seed(3)
     q = torch.randn(8, 64, generator=g).half()
@@ -390,6 +393,7 @@ def block_sparse(seq=128, dim=64, bM=64, bN=64):
     return bsa
 
 
+@pytest.mark.slow
 def test_block_sparse_attention_mask_tile(arch):
     g = torch.Generator().manual_seed(4)
     q, k, v = (torch.randn(128, 64, generator=g).half() for _ in range(3))
@@ -459,6 +463,7 @@ def sink_attn(heads=2, seq=64, dim=64, bM=64, bN=64):
     return sink
 
 
+@pytest.mark.slow
 def test_attention_with_sinks(arch):
     g = torch.Generator().manual_seed(5)
     q, k, v = (torch.randn(2, 64, 64, generator=g).half() for _ in range(3))
@@ -526,6 +531,7 @@ def sparse_mla(H=16, S=4, SKV=64, D=64, DT=32, topk=32, bI=32):
     return mla
 
 
+@pytest.mark.slow
 def test_sparse_mla_column_ranges_of_q(arch):
     g = torch.Generator().manual_seed(6)
     q = torch.randn(4, 16, 96, generator=g).half()
@@ -534,3 +540,74 @@ def test_sparse_mla_column_ranges_of_q(arch):
     out = _compile(sparse_mla(), arch, out_idx=[3])(q, kv, idx)
     ref = torch.stack([_attn_ref(q[s], kv[idx[s].long()], kv[idx[s].long(), :64]) for s in range(4)])
     torch.testing.assert_close(out.float(), ref, atol=1e-2, rtol=1e-2)
+
+
+# ------------------------------------------------------------------ fast, vector-only forms of the above
+
+
+def varlen_scale(batch=2, total=100, dim=64, bM=32):
+    """The varlen store alone: each block scales its rows of one packed sequence and stores only
+    the rows inside that sequence (`if bx * bM + i < n`)."""
+
+    @T.prim_func
+    def scale(X: T.Tensor((total, dim), "float16"), cu: T.Tensor((batch + 1,), "int32"), max_len: T.int32,
+              Y: T.Tensor((total, dim), "float16")):
+        with T.Kernel(T.ceildiv(max_len, bM), batch) as (bx, bz):
+            t = T.alloc_fragment((bM, dim), "float16")
+            start = cu[bz]
+            n = cu[bz + 1] - start
+            T.copy(X[start + bx * bM:start + bx * bM + bM, :], t)
+            for i, j in T.Parallel(bM, dim):
+                if bx * bM + i < n:
+                    Y[start + bx * bM + i, j] = t[i, j] * 2.0
+
+    return scale
+
+
+def test_varlen_rows_stored_under_if_bounds(arch):
+    x = torch.randn(100, 64).half()
+    cu = torch.tensor([0, 45, 100], dtype=torch.int32)
+    kern = _compile(varlen_scale(), arch, out_idx=[3])
+    y = kern(x, cu, 64)
+    torch.testing.assert_close(y, (x.float() * 2).half(), atol=0, rtol=0)
+    assert all(r.ok for r in kern.reports)  # no block read or rewrote another sequence's rows
+
+
+def lse_combine(S=4, M=64, D=64):
+    """Flash decoding's combine in the example's form: the log-sum-exp of every split in the rows of
+    one tile, each row copied out (`T.copy(lse[k, :], v)`) or read in T.Parallel (`lse[k, i]`)."""
+
+    @T.prim_func
+    def comb(L: T.Tensor((S, M), "float32"), P: T.Tensor((S, M, D), "float32"), Output: T.Tensor((M, D), "float32")):
+        with T.Kernel(1) as _:
+            lse = T.alloc_fragment((S, M), "float32")
+            v = T.alloc_fragment((M,), "float32")
+            lmax = T.alloc_fragment((M,), "float32")
+            lsum = T.alloc_fragment((M,), "float32")
+            p = T.alloc_fragment((M, D), "float32")
+            o = T.alloc_fragment((M, D), "float32")
+            T.copy(L[0, 0], lse)
+            T.reduce_max(lse, lmax, dim=0, clear=True)
+            T.clear(lsum)
+            for k in T.serial(S):
+                T.copy(lse[k, :], v)
+                for i in T.Parallel(M):
+                    lsum[i] += T.exp2(v[i] - lmax[i])
+            for i in T.Parallel(M):
+                lsum[i] = T.log2(lsum[i]) + lmax[i]
+            T.clear(o)
+            for k in T.serial(S):
+                T.copy(P[k, 0, 0], p)
+                for i, j in T.Parallel(M, D):
+                    o[i, j] += p[i, j] * T.exp2(lse[k, i] - lsum[i])
+            T.copy(o, Output[0, 0])
+
+    return comb
+
+
+def test_combine_reads_rows_of_the_lse_tile(arch):
+    g = torch.Generator().manual_seed(7)
+    lse, part = torch.randn(4, 64, generator=g), torch.randn(4, 64, 64, generator=g)
+    out = _compile(lse_combine(), arch, out_idx=[2])(lse, part)
+    w = torch.softmax(lse * torch.log(torch.tensor(2.0)), dim=0)  # exp2(l - logsumexp2(l))
+    torch.testing.assert_close(out, (part * w[:, :, None]).sum(0), atol=1e-4, rtol=1e-4)
