@@ -63,7 +63,7 @@ def reserved() -> frozenset:
 
         tdir = os.path.dirname(templates.__file__)
     # The op macros expand inside the kernel's body: their calls, types and local variables (a loop
-    # counter i, c, r, n; fp, mp) share the scope of the user's names. (kernel.cpp.j2 spells only
+    # counter i_, c_, r_, n_; fp, mp) share the scope of the user's names. (kernel.cpp.j2 spells only
     # what CODEGEN_NAMES lists.)
     with open(os.path.join(tdir, "ops.j2")) as fh:
         names |= set(re.findall(r"\b[A-Za-z_]\w*\b", _strip_template(fh.read())))
@@ -100,7 +100,9 @@ class Names:
         if name.startswith("_"):
             name = "v" + name.lstrip("_")
         name = name.replace("__", "_")
-        stem, n = name, 1
+        # The suffix goes after the name without its trailing underscores: "c_" + "_1" would hold a
+        # double underscore, which is never safe (an endless search).
+        stem, n = name.rstrip("_") or "v", 1
         while not safe(name, self.extra) or name in self.used:
             name = f"{stem}_{n}"
             n += 1

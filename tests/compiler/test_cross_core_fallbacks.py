@@ -33,9 +33,9 @@ EARLY_TOUCH_3510 = """
     CHECK: ws_c_gm.SetGlobalBuffer((__gm__ float*)(workspace + 0), 8192);
     CHECK-NOT: ws_d_gm
     CHECK: if ASCEND_IS_AIC {
-    CHECK: for (int32_t n_1 = 0;
+    CHECK: for (int32_t n = 0;
     CHECK: CrossCoreWaitFlag<2, PIPE_FIX>(2);  // workspace of c is free
-    CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_c_gm[(bx * 64) * 64], c_1, fp);
+    CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_c_gm[(bx * 64) * 64], c, fp);
     CHECK: CrossCoreSetFlag<2, PIPE_FIX>(0);  // c from the Cube to the Vector cores: written
     CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(3);  // AIV 0's UB tile d is free
     CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(d_peer, d[0], fp);
@@ -46,10 +46,10 @@ EARLY_TOUCH_3510 = """
     CHECK: CrossCoreWaitFlag<2, PIPE_FIX>(2);  // drain: the last read of c's workspace
     CHECK: if ASCEND_IS_AIV {
     CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(2);  // prime: workspace of c starts free
-    CHECK: for (int32_t n_1 = 0;
-    CHECK-NEXT: Muls(prev, c_1, 0.5f, 2048);
+    CHECK: for (int32_t n = 0;
+    CHECK-NEXT: Muls(prev, c, 0.5f, 2048);
     CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(0);  // c from the Cube to the Vector cores: ready in the workspace
-    CHECK: DataCopy(c_1, ws_c_gm[((bx * 64) + (sub_idx * 32)) * 64], 2048);
+    CHECK: DataCopy(c, ws_c_gm[((bx * 64) + (sub_idx * 32)) * 64], 2048);
     CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(2);  // workspace of c read
     CHECK: CrossCoreWaitFlag<4, PIPE_V>(1);  // d from the Cube: this AIV's half is in its UB
     CHECK: CrossCoreSetFlag<4, PIPE_V>(3);
@@ -64,7 +64,7 @@ UNEVEN_ROWS_3510 = """
     CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(0);  // b from the Vector cores to the Cube: ready in the workspace
     CHECK: DataCopy(b, ws_b_gm[(bx * 32) * 64], Nd2NzParams{
     CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(2);  // workspace of b read
-    CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_c_gm[(bx * 64) * 64], c_1, fp);
+    CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_c_gm[(bx * 64) * 64], c, fp);
     CHECK: CrossCoreSetFlag<2, PIPE_FIX>(1);  // c from the Cube to the Vector cores: written
     CHECK: if ASCEND_IS_AIV {
     CHECK: const int32_t sub_idx = GetSubBlockIdx();
@@ -74,7 +74,7 @@ UNEVEN_ROWS_3510 = """
     CHECK: DataCopy(ws_b_gm[((bx * 32) + (sub_idx * 16)) * 64], b, 1024);
     CHECK: CrossCoreSetFlag<2, PIPE_MTE3>(0);  // b from the Vector cores to the Cube: written
     CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(1);  // c from the Cube to the Vector cores: ready in the workspace
-    CHECK-NEXT: DataCopy(c_1, ws_c_gm[((bx * 64) + (sub_idx * 32)) * 64], 2048);
+    CHECK-NEXT: DataCopy(c, ws_c_gm[((bx * 64) + (sub_idx * 32)) * 64], 2048);
     CHECK: DataCopy(Y_gm[((bx * 64) + (sub_idx * 32)) * 64], y, 2048);
     CHECK-NOT: CrossCoreSetFlag<4
     CHECK-NOT: CrossCoreWaitFlag<4

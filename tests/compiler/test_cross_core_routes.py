@@ -91,18 +91,18 @@ def test_free_flags_3510_on_chip_per_aiv():
     # last use; the AIC waits for that AIV's "free" before Fixpiping its half.
     filecheck(src(kernels.gemm_tiles_epilogue(), "dav-3510"), """
         CHECK-NOT: workspace
-        CHECK: for (int32_t n_1 = 0;
+        CHECK: for (int32_t n = 0;
         CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(1);  // AIV 0's UB tile c is free
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_1_peer, c_1[0], fp);
+        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c[0], fp);
         CHECK: CrossCoreSetFlag<4, PIPE_FIX>(0);
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(17);  // AIV 1's UB tile c is free
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_1_peer, c_1[512], fp);
+        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c[512], fp);
         CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);
         CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(1);  // drain
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(17);  // drain
         CHECK: if ASCEND_IS_AIV {
         CHECK: CrossCoreSetFlag<4, PIPE_V>(1);  // prime
-        CHECK: for (int32_t n_1 = 0;
+        CHECK: for (int32_t n = 0;
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_V>(0);
         CHECK: Cast(y,
         CHECK: CrossCoreSetFlag<4, PIPE_V>(1);  // this AIV's UB tile c is free (its last use in the iteration)
@@ -118,7 +118,7 @@ def test_free_flags_3510_on_chip_per_aiv():
         CHECK: CrossCoreWaitFlag<4, PIPE_MTE1>(0);
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_MTE1>(16);
         CHECK: LoadData(a_l0a, a,
-        CHECK: Mmad(c_1, a_l0a, b_l0b, mp);
+        CHECK: Mmad(c, a_l0a, b_l0b, mp);
         CHECK: CrossCoreSetFlag<4, PIPE_MTE1>(1);  // L1 tile a loaded: AIV 0 may write it again
         CHECK-NEXT: CrossCoreSetFlag<4, PIPE_MTE1>(17);  // L1 tile a loaded: AIV 1 may write it again
         CHECK: if ASCEND_IS_AIV {

@@ -49,9 +49,9 @@ def test_gemm_c220_k_loop_is_primed_and_drained():
         CHECK: DataCopy(B_shared, B_gm
         CHECK: WaitFlag<HardEvent::MTE2_MTE1>(0);
         CHECK: WaitFlag<HardEvent::M_MTE1>(0);
-        CHECK: LoadData(A_shared_l0a[i * 64 * 16], A_shared[i * 256], LoadData2DParams{0, (uint8_t)(64 / 16), 8, 0, 0, false, 0});
+        CHECK: LoadData(A_shared_l0a[i_ * 64 * 16], A_shared[i_ * 256], LoadData2DParams{0, (uint8_t)(64 / 16), 8, 0, 0, false, 0});
         CHECK: SetFlag<HardEvent::MTE1_MTE2>(0);
-        CHECK: LoadData(B_shared_l0b[i * 2048], B_shared[i * 256], LoadData2DParams{0, 8, 4, 0, 0, true, 0});
+        CHECK: LoadData(B_shared_l0b[i_ * 2048], B_shared[i_ * 256], LoadData2DParams{0, 8, 4, 0, 0, true, 0});
         CHECK: SetFlag<HardEvent::MTE1_M>(0);
         CHECK: WaitFlag<HardEvent::MTE1_M>(0);
         CHECK: mp.cmatrixInitVal = (k == 0);
@@ -86,7 +86,7 @@ def test_gemm_k_tail_loads_only_valid_fractals():
     source = src(gemm.matmul(M=64, N=96, K=80, block_M=64, block_N=96, block_K=64), "dav-c220")
     filecheck(source, """
         CHECK: Nd2NzParams{1, (uint16_t)(64), (uint16_t)(min_i(64, 80 - ((k * 64))))
-        CHECK: LoadData(A_shared_l0a[i * (min_i(64, 80 - ((k * 64)))) * 16]
+        CHECK: LoadData(A_shared_l0a[i_ * (min_i(64, 80 - ((k * 64)))) * 16]
         CHECK: mp.k = (min_i(64, 80 - ((k * 64))));
     """)
 
@@ -100,11 +100,11 @@ def test_softmax_c220_barriers_between_dependent_vector_ops():
         CHECK: Max(tmp1_float32, tmp1_float32, x[64], 64, 16, BinaryRepeatParams{1, 1, 1, 8, 8, 32});
         CHECK: WholeReduceMax(mx, tmp1_float32, 64, 16, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
         CHECK: Brcb(tmp3_float32, mx, 2, BrcbRepeatParams{1, 8});
-        CHECK: Sub(tmp2_float32[c * 64], x[c * 64], tmp3_float32[c * 0]
+        CHECK: Sub(tmp2_float32[c_ * 64], x[c_ * 64], tmp3_float32[c_ * 0]
         CHECK-SAME: BinaryRepeatParams{1, 1, 0, 32, 32, 1}
         CHECK: Exp(x, tmp2_float32, 4096);
         CHECK: WholeReduceSum(sm, tmp1_float32, 64, 16, 1, 1, 8);
-        CHECK: Div(x[c * 64], x[c * 64], tmp3_float32[c * 0]
+        CHECK: Div(x[c_ * 64], x[c_ * 64], tmp3_float32[c_ * 0]
         CHECK: Cast(x_s, x, RoundMode::CAST_RINT, 4096);
         CHECK-NEXT: SetFlag<HardEvent::V_MTE3>(0);
     """)
@@ -130,7 +130,7 @@ def test_rmsnorm_row_and_column_broadcasts():
         CHECK: Mul(
         CHECK-SAME: BinaryRepeatParams{1, 1, 0, 16, 16, 1}
         # ... * w[j]: the same 256 B of w for every row (repeat stride 0)
-        CHECK: Mul(x[c * 64],
+        CHECK: Mul(x[c_ * 64],
         CHECK-SAME: BinaryRepeatParams{1, 1, 1, 16, 16, 0}
     """)
 
@@ -220,19 +220,19 @@ def test_k_stepped_gemm_alternates_ping_pong_l0_buffers():
         CHECK-NEXT: for (int32_t k = 0; k < 3; ++k)
         CHECK: WaitFlag<HardEvent::M_MTE1>(0);  // WAR on a_l0a_ping
         CHECK-SAME: previous iteration
-        CHECK-NEXT: for (int32_t i = 0; i < 8; ++i)
-        CHECK-NEXT: LoadData(a_l0a_ping[i * 128 * 16], a[i * 256]
-        CHECK: Mmad(c_1, a_l0a_ping, b_l0b_ping, mp);
+        CHECK-NEXT: for (int32_t i_ = 0; i_ < 8; ++i_)
+        CHECK-NEXT: LoadData(a_l0a_ping[i_ * 128 * 16], a[i_ * 256]
+        CHECK: Mmad(c, a_l0a_ping, b_l0b_ping, mp);
         CHECK-NEXT: }
         CHECK-NEXT: SetFlag<HardEvent::M_MTE1>(0);  // WAR on a_l0a_ping
         CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(1);  // WAR on a_l0a_pong
         CHECK-SAME: previous iteration
-        CHECK-NEXT: for (int32_t i = 0; i < 8; ++i)
-        CHECK-NEXT: LoadData(a_l0a_pong[i * 128 * 16], a[16384][i * 256]
+        CHECK-NEXT: for (int32_t i_ = 0; i_ < 8; ++i_)
+        CHECK-NEXT: LoadData(a_l0a_pong[i_ * 128 * 16], a[16384][i_ * 256]
         CHECK-NEXT: }
         CHECK-NEXT: SetFlag<HardEvent::MTE1_MTE2>(k % 2);  // WAR on a:
-        CHECK: LoadData(b_l0b_pong[i * 2048], b[2048][i * 256]
-        CHECK: Mmad(c_1, a_l0a_pong, b_l0b_pong, mp);
+        CHECK: LoadData(b_l0b_pong[i_ * 2048], b[2048][i_ * 256]
+        CHECK: Mmad(c, a_l0a_pong, b_l0b_pong, mp);
         CHECK: SetFlag<HardEvent::M_MTE1>(1);  // WAR on a_l0a_pong
         CHECK-NEXT: }
         CHECK-NOT: PIPE_ALL

@@ -116,9 +116,11 @@ def test_33_risky_names_compile_and_run(arch):
 
 def test_safe_names_stay_and_unsafe_ones_get_a_suffix():
     names = Names()
-    assert [names.buffer(n) for n in ("acc_s", "do", "c", "A_gm", "x_slots", "_tmp", "a__b", "A")] == \
-        ["acc_s", "do_1", "c_1", "A_gm_1", "x_slots_1", "vtmp", "a_b", "A"]
+    assert [names.buffer(n) for n in ("acc_s", "do", "c", "i", "c_", "A_gm", "x_slots", "_tmp", "a__b", "A")] == \
+        ["acc_s", "do_1", "c", "i", "c_1", "A_gm_1", "x_slots_1", "vtmp", "a_b", "A"]
     assert names.buffer("do_1") == "do_1_1"  # taken by the first `do`
+    # names ending in an underscore (a template's counter, or reserved otherwise) get a suffix too
+    assert [names.buffer(n) for n in ("i_", "r__", "_", "__")] == ["i_1", "r_1", "v", "v_1"]
 
 
 def test_the_host_wrapper_uses_the_entry_names():
