@@ -448,6 +448,9 @@ def _gm_source(kernel: Kernel, tile: str):
     s, in_loop = found[0]
     if not (isinstance(s, TileCopy) and s.dst.buffer == tile and kernel.buffers[s.src.buffer].kind.in_gm):
         return None
+    gm = s.src.buffer
+    if any(gm in tile_writes(x) for x in walk(kernel.body) if not isinstance(x, Loop | If)):
+        return None  # the launch writes that tensor itself: the Cube could read it before or after
     return s, in_loop
 
 
