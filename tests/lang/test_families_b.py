@@ -219,6 +219,7 @@ def bwd_postprocess(seq=64, dim=64, blk=32):
     return post
 
 
+@pytest.mark.slow
 def test_backward_preprocess_and_postprocess(arch):
     g = torch.Generator().manual_seed(2)
     o, do = (torch.randn(64, 64, generator=g).half() for _ in range(2))
