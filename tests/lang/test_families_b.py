@@ -33,15 +33,17 @@ def _attn_ref(q, k, v, causal=False, mask=None):
 # ------------------------------------------------------------------ FlashAttention forward, GQA, bshd
 
 
-def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False):
-    """O = softmax(Q K^T) V in [batch, seq, heads, dim] layout; query head h reads kv head
-    h // (heads // groups); seq is not a multiple of bN: the last key block is masked by its tail."""
+def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False, bhsd=False):
+    """O = softmax(Q K^T) V in [batch, seq, heads, dim] layout ([batch, heads, seq, dim] with
+    ``bhsd``); query head h reads kv head h // (heads // groups); seq is not a multiple of bN: the
+    last key block is masked by its tail."""
     scale = (1.0 / dim) ** 0.5 * LOG2E
     per = heads // groups
+    qs, ks = ((1, heads, seq, dim), (1, groups, seq, dim)) if bhsd else ((1, seq, heads, dim), (1, seq, groups, dim))
 
     @T.prim_func
-    def fwd(Q: T.Tensor((1, seq, heads, dim), "float16"), K: T.Tensor((1, seq, groups, dim), "float16"),
-            V: T.Tensor((1, seq, groups, dim), "float16"), Output: T.Tensor((1, seq, heads, dim), "float16")):
+    def fwd(Q: T.Tensor(qs, "float16"), K: T.Tensor(ks, "float16"), V: T.Tensor(ks, "float16"),
+            Output: T.Tensor(qs, "float16")):
         with T.Kernel(T.ceildiv(seq, bM), heads) as (bx, by):
             q = T.alloc_shared((bM, dim), "float16")
             k_s = T.alloc_shared((bN, dim), "float16")
@@ -54,12 +56,18 @@ def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False):
             sc = T.alloc_fragment((bM,), "float32")
             sm = T.alloc_fragment((bM,), "float32")
             lsum = T.alloc_fragment((bM,), "float32")
-            T.copy(Q[0, bx * bM:(bx + 1) * bM, by, :], q)
+            if bhsd:
+                T.copy(Q[0, by, bx * bM:(bx + 1) * bM, :], q)
+            else:
+                T.copy(Q[0, bx * bM:(bx + 1) * bM, by, :], q)
             T.fill(o, 0)
             T.fill(lsum, 0)
             T.fill(mx, -T.infinity("float32"))
             for k in T.Pipelined(T.ceildiv(seq, bN), num_stages=1):
-                T.copy(K[0, k * bN:(k + 1) * bN, by // per, :], k_s)
+                if bhsd:
+                    T.copy(K[0, by // per, k * bN:(k + 1) * bN, :], k_s)
+                else:
+                    T.copy(K[0, k * bN:(k + 1) * bN, by // per, :], k_s)
                 for i, j in T.Parallel(bM, bN):
                     if causal:
                         s[i, j] = T.if_then_else(bx * bM + i >= k * bN + j, 0, -T.infinity("float32"))
@@ -78,24 +86,33 @@ def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False):
                 T.copy(s, p)
                 for i, j in T.Parallel(bM, dim):
                     o[i, j] *= sc[i]
-                T.copy(V[0, k * bN:(k + 1) * bN, by // per, :], v_s)
+                if bhsd:
+                    T.copy(V[0, by // per, k * bN:(k + 1) * bN, :], v_s)
+                else:
+                    T.copy(V[0, k * bN:(k + 1) * bN, by // per, :], v_s)
                 T.gemm(p, v_s, o)
             for i, j in T.Parallel(bM, dim):
                 o[i, j] /= lsum[i]
-            T.copy(o, Output[0, bx * bM:(bx + 1) * bM, by, :])
+            if bhsd:
+                T.copy(o, Output[0, by, bx * bM:(bx + 1) * bM, :])
+            else:
+                T.copy(o, Output[0, bx * bM:(bx + 1) * bM, by, :])
 
     return fwd
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("heads,groups,causal", [(2, 1, False), (4, 2, False), (2, 1, True)],
-                         ids=["mha", "gqa", "mha-causal"])
-def test_flash_attention_forward_bshd(arch, heads, groups, causal):
+@pytest.mark.parametrize("heads,groups,causal,bhsd", [(2, 1, False, False), (4, 2, False, False),
+                                                      (2, 1, True, False), (2, 1, False, True)],
+                         ids=["mha", "gqa", "mha-causal", "mha-bhsd"])
+def test_flash_attention_forward(arch, heads, groups, causal, bhsd):
     g = torch.Generator().manual_seed(0)
     seq = 96 if not causal else 128
     q = torch.randn(1, seq, heads, 64, generator=g).half()
     k, v = (torch.randn(1, seq, groups, 64, generator=g).half() for _ in range(2))
-    out = _compile(gqa_fwd(heads, groups, seq, causal=causal), arch, out_idx=[3])(q, k, v)
+    args = [x.transpose(1, 2).contiguous() for x in (q, k, v)] if bhsd else [q, k, v]
+    out = _compile(gqa_fwd(heads, groups, seq, causal=causal, bhsd=bhsd), arch, out_idx=[3])(*args)
+    out = out.transpose(1, 2) if bhsd else out
     per = heads // groups
     kk, vv = (x.repeat_interleave(per, dim=2).transpose(1, 2) for x in (k, v))
     ref = _attn_ref(q.transpose(1, 2), kk, vv, causal=causal).transpose(1, 2)
