@@ -456,7 +456,7 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     VecFoldInit: lambda op: {"dst": op.dst, "src": op.src, "lanes": op.lanes, "repeat": op.repeat,
                              "src_rep": op.src_rep, "zero": scalar(op.zero)},
     VecFold: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "offset": op.offset,
-                         "mask": op.mask, "repeat": op.repeat, "src_rep": op.src_rep},
+                         "mask": op.mask, "repeat": op.repeat, "src_rep": op.src_rep, "dst_rep": op.dst_rep},
     VecFoldLoop: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "src": op.src, "lanes": op.lanes,
                              "repeat": op.repeat, "src_rep": op.src_rep, "chunks": op.chunks,
                              "valid": valid(op.valid), "barrier": op.barrier},

@@ -57,7 +57,9 @@ _MACRO_NAMES = ("reduce_", "cumsum", "print", "atomic_add", "finalize_reducer", 
 # Constructs that only make sense on a GPU's threads, and what to write instead.
 _GPU_HINT = ("the ascendc target runs tile programs: write the per-thread work as tile ops -- `T.copy` a "
              "window into a tile, element-wise code in `for i, j in T.Parallel(...)`, reductions with "
-             "T.reduce_*; per-block scalar code (T.alloc_local / T.alloc_var) runs once per block")
+             "T.reduce_* or `acc[i] += x[i, j]` in T.Parallel; per-block scalar code (T.alloc_local / T.alloc_var) "
+             "runs once per block (docs/supported.md shows the tile forms of TileLang's per-thread gemv and "
+             "dequantize examples)")
 
 
 def stmt_loc(node) -> SrcLoc | None:
@@ -447,6 +449,8 @@ class _Importer:
                 # locality hint for GPUs). Ascend blocks take their indices from GetBlockIdx(); the
                 # kernel computes the same result either way, so the hint is accepted and dropped.
                 return self._stmts(stmt.body)
+            if str(stmt.attr_key) == "reduce_scope":  # T.comm_reducer around T.tvm_thread_allreduce
+                raise _gpu_only("a cross-thread reduction (T.comm_reducer / T.tvm_thread_allreduce)", loc)
             raise UnsupportedError(f"the attribute '{stmt.attr_key}' ({_describe(stmt)}) is not supported by the "
                                    "ascendc target", loc=loc)
         raise UnsupportedError(f"{_describe(stmt)} is not supported by the ascendc target", loc=loc)
@@ -869,6 +873,8 @@ _GPU_ONLY = {
     "tl.ptx_ldmatrix": "ldmatrix", "tirx.ptx_ldmatrix": "ldmatrix", "tirx.ptx_mma": "a PTX mma instruction",
     "tl.tvm_storage_sync": "a thread barrier (__syncthreads)", "tirx.tvm_storage_sync": "a thread barrier",
     "tl.sync_threads": "a thread barrier (T.sync_threads)", "tl.shuffle_elect": "a warp election",
+    "tirx.tvm_thread_allreduce": "a cross-thread reduction (T.tvm_thread_allreduce)",
+    "tir.tvm_thread_allreduce": "a cross-thread reduction (T.tvm_thread_allreduce)",
 }
 
 

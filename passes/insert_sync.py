@@ -430,6 +430,17 @@ def round_trips(aiv: Kernel, transfers: list) -> set:
     def is_ready(op, ids) -> bool:
         return op.transfer in ids and op.flag == transfers[op.transfer].ready
 
+    # The AIC matches a set and a wait by transfer: that names the derived occurrence only when the
+    # Vector -> Cube tile is sent once, and the Cube -> Vector one received once, per iteration
+    # (retention sends `v` twice: as loaded, and rescaled after `o` arrived).
+    once: dict = {}
+    waits: dict = {}
+    for x in walk(aiv.body):
+        if isinstance(x, CrossCoreSetOp) and is_ready(x, v2c):
+            once[x.transfer] = once.get(x.transfer, 0) + 1
+        if isinstance(x, CrossCoreWaitOp) and is_ready(x, c2v):
+            waits[x.transfer] = waits.get(x.transfer, 0) + 1
+
     def scan(body: list) -> None:
         for s in body:
             if isinstance(s, Loop):
@@ -444,11 +455,14 @@ def round_trips(aiv: Kernel, transfers: list) -> set:
             # the tile arrives through the workspace (the copy after the wait writes it), or in UB
             tainted = set(nxt.writes) if isinstance(nxt, CopyGmToUb) else {c2v[s.transfer].target}
             for k, t in enumerate(body[a + 1:], start=a + 1):
-                if isinstance(t, AscOp | ScalarStore) and not isinstance(t, CrossCoreSetOp | CrossCoreWaitOp):
-                    touched = {*t.reads, *t.writes}
-                    if touched & tainted:
-                        tainted |= touched
-                if isinstance(t, CrossCoreSetOp) and is_ready(t, v2c):
+                # Data flow only: what an op reading a tainted buffer writes is derived from the tile
+                # (an op that merely writes a tainted scratch buffer derives nothing from it).
+                for x in walk([t]):
+                    if isinstance(x, AscOp | ScalarStore) and not isinstance(x, CrossCoreSetOp | CrossCoreWaitOp):
+                        if set(x.reads) & tainted:
+                            tainted |= set(x.writes)
+                if isinstance(t, CrossCoreSetOp) and is_ready(t, v2c) and once[t.transfer] == 1 \
+                        and waits[s.transfer] == 1:
                     prev = body[k - 1]
                     if isinstance(prev, CopyUbToGm | CopyUbToPeerL1) and set(prev.reads) & tainted:
                         trips.add((s.transfer, t.transfer))

@@ -186,8 +186,12 @@ class _Partitioner:
 
     # ------------------------------------------------------------------ transfers
     def transfer(self, tile: str, direction: Direction, loc, accumulate: bool = False) -> Transfer:
+        # One transfer per (tile, direction, kind): the dry runs over loop bodies meet the same
+        # points again. A hand-over of an accumulator and a partial product added into it are
+        # different transfers (retention: `o` crosses once as is, then as `o += s @ v`), each
+        # received into its own tile with its own flags and workspace.
         for t in self.transfers:
-            if t.tile == tile and t.direction is direction:
+            if t.tile == tile and t.direction is direction and (t.target != tile) == accumulate:
                 return t
         target = tile
         if accumulate:
@@ -536,8 +540,11 @@ def _cube_scalar_reads(body: list, kernel: Kernel, aic_buffers: dict) -> list:
 
 
 def partition(program: Program) -> Program:
-    """Split every launch into the programs of the core kinds it needs."""
-    out = program.replace(launches=[partition_launch(lc) for lc in program.launches])
+    """Split every launch into the programs of the core kinds it needs (after dropping whole-tile
+    copies between two vector tiles, passes/alias_copies.py)."""
+    from .alias_copies import alias_copies_launch
+
+    out = program.replace(launches=[partition_launch(alias_copies_launch(lc)) for lc in program.launches])
     verify_partition(out)
     return out
 

@@ -16,8 +16,10 @@ Establishes: no ``Send``/``Receive`` is left; every transfer has a route and the
   statement list (that access could meet the AIC's concurrent Fixpipe into its UB).
 
 "free" is left out where it can never matter: a tile that crosses once (outside every loop), or
-one whose loop also moves a tile the other way (the round trip orders the next write after the
-read). Primed once at the start (the consumer frees it up front), drained once at the end, so
+one that crosses once per iteration and that the consumer answers, in the same iteration, with a
+tile it computed from it, received by the producer before its next send (that round trip orders
+the next write after the read; ``_round_trip``). Every transfer has its own workspace region.
+Primed once at the start (the consumer frees it up front), drained once at the end, so
 every set is waited. The AIV's flags of an on-chip Cube -> Vector tile wait on (set after) the
 pipe that uses the tile; lowering picks it (``orders``).
 """
@@ -48,8 +50,11 @@ from ascend_backend.ir import (
     Route,
     Scope,
     Send,
+    TileAccumulate,
     TileCopy,
+    TileFill,
     TileGemm,
+    TileParallel,
     Transfer,
     Workspace,
     children,
@@ -58,7 +63,7 @@ from ascend_backend.ir import (
     walk,
 )
 
-from .partition import full_region, tile_buffers
+from .partition import full_region, tile_buffers, tile_writes
 
 
 def _block_index(grid: list):
@@ -79,14 +84,81 @@ def _touches(item, name: str) -> bool:
 _NEEDS_FREE = -1  # a "free" flag is needed; its id is assigned with the others
 
 
-def _keep_free(transfers: list) -> list:
-    """Drop "free" where it can never matter: outside every loop, or when the loop's tiles also
-    travel the other way (the round trip orders the next write after the read)."""
+def _keep_free(launch: Launch) -> list:
+    """Drop "free" where it can never matter: outside every loop, or when a round trip orders the
+    producer's next write after the consumer's read (see ``_round_trip``)."""
+    transfers = launch.transfers
     out = []
     for t in transfers:
-        reverse = any(u.loop == t.loop and u.direction is not t.direction for u in transfers)
-        out.append(dataclasses.replace(t, free=None if t.loop is None or reverse else _NEEDS_FREE))
+        drop = t.loop is None or _round_trip(launch, t)
+        out.append(dataclasses.replace(t, free=None if drop else _NEEDS_FREE))
     return out
+
+
+def _points(body: list, cls, pred) -> list:
+    """(statement list, index) of every ``cls`` point matching ``pred`` in a body."""
+    out = []
+    for n, s in enumerate(body):
+        if isinstance(s, cls) and pred(s):
+            out.append((body, n))
+        for sub in children(s):
+            out += _points(sub, cls, pred)
+    return out
+
+
+def _reads(op) -> set:
+    """The buffers a tile op reads (its written buffer too where it combines into it)."""
+    if isinstance(op, TileParallel):
+        names: set = set()
+
+        def visit(n):
+            if isinstance(n, tirx.BufferLoad):
+                names.add(n.buffer.name)
+
+        for ps in op.stores:
+            tirx.stmt_functor.post_order_visit(ps.store.value, visit)
+        return names
+    if isinstance(op, TileFill):
+        return set()
+    if isinstance(op, TileCopy):
+        return {op.src.buffer}
+    return tile_buffers(op)
+
+
+def _round_trip(launch: Launch, t: Transfer) -> bool:
+    """Does the consumer of ``t`` send back, in the same iteration, a tile it computed from ``t``
+    after receiving it, which the producer receives before it sends ``t``'s tile again? Then the
+    producer's next write of the tile (and of its workspace) comes after the consumer's read.
+
+    Conservative: the tile crosses once per iteration in t's direction (a second crossing of the
+    same tile, e.g. retention's ``o`` handed over and later added to, writes the same workspace
+    with no trip between), and the reverse tile is derived by data flow (an op reading a tainted
+    buffer taints what it writes) in the statement list of the receive."""
+    consumer = launch.kernels[Core.AIV if t.direction is Direction.C2V else Core.AIC]
+    producer = launch.kernels[Core.AIC if t.direction is Direction.C2V else Core.AIV]
+    same = {u.index for u in launch.transfers if u.tile == t.tile and u.direction is t.direction}
+    sends = _points(producer.body, Send, lambda x: x.transfer in same)
+    receives = _points(consumer.body, Receive, lambda x: x.transfer == t.index)
+    if len(sends) != 1 or len(receives) != 1:
+        return False
+    body, n = receives[0]
+    tainted = {t.target}
+    back: set = set()
+    for x in body[n + 1:]:
+        if isinstance(x, Send):
+            u = launch.transfers[x.transfer]
+            if u.direction is not t.direction and u.loop == t.loop and u.tile in tainted:
+                back.add(u.index)
+            continue
+        for y in walk([x]):
+            if isinstance(y, Loop | If | Receive):
+                continue
+            if _reads(y) & tainted:
+                tainted |= {y.dst} if isinstance(y, TileAccumulate) else tile_writes(y)
+    if not back:
+        return False
+    pbody, pn = sends[0]
+    return any(isinstance(y, Receive) and y.transfer in back for y in pbody[pn + 1:])
 
 
 def _share_key(t: Transfer):
@@ -138,11 +210,20 @@ def _receive_points(body: list, transfer: int):
 
 
 def _choose_routes(launch: Launch, arch) -> list:
-    return _assign_ids(_routes(launch, arch))
+    routed = _routes(launch, arch)
+    try:
+        return _assign_ids(routed)
+    except UnsupportedError:
+        # An on-chip Cube -> Vector tile takes a "ready" id of its own; through the workspace the
+        # tiles of one direction share one. When the ids run out, every tile takes the workspace
+        # (slower, same result) before the kernel is refused.
+        if not any(t.route is Route.ON_CHIP for t in routed):
+            raise
+        return _assign_ids([dataclasses.replace(t, route=Route.WORKSPACE) for t in routed])
 
 
 def _routes(launch: Launch, arch) -> list:
-    transfers = _keep_free(launch.transfers)
+    transfers = _keep_free(launch)
     aic = launch.kernels[Core.AIC]
     aiv = launch.kernels[Core.AIV]
     if not (arch.l0c_to_ub and arch.ub_to_l1 and arch.cross_core_mode4):
@@ -178,14 +259,16 @@ class _Expander:
         self.nbytes = 0
         block_dim = launch.block_dim
         taken = set(self.aic.buffers) | set(self.aiv.buffers)
-        self.ws_names: dict[str, str] = {}  # tile -> its workspace buffer
+        # Transfer index -> its workspace buffer: one per transfer, so that a tile crossing twice in
+        # one iteration (handed over, then a partial product) has a "free" flag per region it writes.
+        self.ws_names: dict[int, str] = {}
         for t in transfers:
-            if t.route is Route.WORKSPACE and t.tile not in self.ws_names:
+            if t.route is Route.WORKSPACE:
                 buf = self._tile(t.tile)
                 rows, cols = buf.shape
                 name = fresh_name(f"ws_{t.tile}", taken)
                 taken.add(name)
-                self.ws_names[t.tile] = name
+                self.ws_names[t.index] = name
                 self.ws[name] = Buffer(name=name, shape=(block_dim * rows, cols), dtype=buf.dtype,
                                        kind=BufferKind.WORKSPACE, loc=buf.loc, scope=Scope.GM,
                                        role=f"GM workspace carrying {t.tile} between the Cube and the Vector cores")
@@ -195,10 +278,10 @@ class _Expander:
     def _tile(self, name: str) -> Buffer:
         return self.aic.buffers[name] if name in self.aic.buffers else self.aiv.buffers[name]
 
-    def _ws_region(self, tile: str) -> Region:
-        buf = self._tile(tile)
+    def _ws_region(self, t: Transfer) -> Region:
+        buf = self._tile(t.tile)
         zero = tirx.IntImm("int32", 0)
-        return Region(self.ws_names[tile], (_block_index(self.launch.grid) * buf.shape[0], zero), tuple(buf.shape))
+        return Region(self.ws_names[t.index], (_block_index(self.launch.grid) * buf.shape[0], zero), tuple(buf.shape))
 
     @staticmethod
     def _cc(set_: bool, t: Transfer, which: str, pipe, reason: str, loc, mode: int = 2, sub=None, orders=None):
@@ -254,7 +337,7 @@ class _Expander:
         if t.free is not None:
             out.append(self._cc(False, t, "free", Pipe.FIX,
                                 f"workspace of {name} is free (the AIVs have read it)", loc))
-        out.append(TileCopy(src=full_region(self._tile(name)), dst=self._ws_region(name), loc=loc))
+        out.append(TileCopy(src=full_region(self._tile(name)), dst=self._ws_region(t), loc=loc))
         out.append(self._cc(True, t, "ready", Pipe.FIX, f"{name} from the Cube to the Vector cores: written", loc))
         return out
 
@@ -266,7 +349,7 @@ class _Expander:
             return [self._cc(False, t, "ready", Pipe.MTE1, f"{name} from AIV {sub}: its half is in L1", loc, mode=4,
                              sub=sub) for sub in (0, 1)]
         out = [self._cc(False, t, "ready", Pipe.MTE2, f"{why}: ready in the workspace (both AIVs)", loc),
-               TileCopy(src=self._ws_region(name), dst=full_region(self._tile(name)), loc=loc)]
+               TileCopy(src=self._ws_region(t), dst=full_region(self._tile(name)), loc=loc)]
         if t.free is not None:
             out.append(self._cc(True, t, "free", Pipe.MTE2, f"workspace of {name} read", loc))
         return out
@@ -314,7 +397,7 @@ class _Expander:
         if t.free is not None:
             out.append(self._cc(False, t, "free", Pipe.MTE3,
                                 f"workspace of {name} is free (the AIC has loaded it)", loc))
-        out.append(TileCopy(src=full_region(self.aiv.buffers[name]), dst=self._ws_region(name), loc=loc))
+        out.append(TileCopy(src=full_region(self.aiv.buffers[name]), dst=self._ws_region(t), loc=loc))
         out.append(self._cc(True, t, "ready", Pipe.MTE3, f"{name} from the Vector cores to the Cube: written", loc))
         return out
 
@@ -327,7 +410,7 @@ class _Expander:
                              orders=t.target)]
         why = f"{name} from the Cube to the Vector cores"
         out = [self._cc(False, t, "ready", Pipe.MTE2, f"{why}: ready in the workspace", loc),
-               TileCopy(src=self._ws_region(name), dst=full_region(self.aiv.buffers[t.target]), loc=loc)]
+               TileCopy(src=self._ws_region(t), dst=full_region(self.aiv.buffers[t.target]), loc=loc)]
         if t.free is not None:
             out.append(self._cc(True, t, "free", Pipe.MTE2, f"workspace of {name} read", loc))
         return out
@@ -371,7 +454,7 @@ def route_launch(launch: Launch, arch) -> Launch:
         return launch
     transfers = _choose_routes(launch, arch)
     ex = _Expander(launch, transfers)
-    transfers = [dataclasses.replace(t, ws=ex.ws_names.get(t.tile)) if t.route is Route.WORKSPACE else t
+    transfers = [dataclasses.replace(t, ws=ex.ws_names.get(t.index)) if t.route is Route.WORKSPACE else t
                  for t in transfers]
     aic_pre, aiv_pre, aic_post, aiv_post = ex.prime_drain()
     aic_body = aic_pre + ex.aic_body(ex.aic.body) + aic_post

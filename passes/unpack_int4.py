@@ -1,7 +1,8 @@
 """int4 unpacking on the Vector side: the dequantize-gemm family's `T.Parallel` that decodes a
 packed int4 tile (two signed 4-bit values per int8/uint8 byte, element 2k in the low nibble).
 
-TileLang writes it element-wise with shifts and masks, e.g.
+Unsigned nibbles (0..15, TileLang's uint4 dequantize) take the same Cast and a fix-up of the
+negative values. TileLang writes it element-wise with shifts and masks, e.g.
 
     for i, j in T.Parallel(block_N, block_K):
         B_dq[i, j] = ((B_packed[i, j // 2] >> ((j % 2) * 4)) & 15 ...sign-extended...)
@@ -19,7 +20,7 @@ from tvm import tirx
 
 from ascend_backend.dtypes import DType
 from ascend_backend.errors import UnsupportedError
-from ascend_backend.ir import Rounding, VecCast
+from ascend_backend.ir import Rounding, VecBinary, VecCast, VecScalarOp
 
 
 class _NoMatch(Exception):
@@ -106,9 +107,9 @@ def _packed_load(e, i, j):
     return loads[0]
 
 
-def match(store, vars_: list) -> str | None:
-    """The packed tile's name if ``store``'s value is the signed int4 nibble of
-    ``packed[i, j // 2]`` selected by ``j % 2`` (low nibble first), else None."""
+def match(store, vars_: list) -> tuple[str, bool] | None:
+    """(the packed tile's name, signed) if ``store``'s value is the signed or the unsigned int4
+    nibble of ``packed[i, j // 2]`` selected by ``j % 2`` (low nibble first), else None."""
     if len(vars_) != 2:
         return None
     i, j = vars_
@@ -116,31 +117,50 @@ def match(store, vars_: list) -> str | None:
     load = _packed_load(value, i, j)
     if load is None:
         return None
-    try:
-        for jv in range(4):
-            for byte in range(256):
-                nib = (byte >> (4 * (jv % 2))) & 0xF
-                want = nib - 16 if nib >= 8 else nib
-                if _Eval({i: 0, j: jv}, load, byte)(value) != want:
-                    return None
-    except (_NoMatch, ValueError, KeyError):
-        return None
-    return load.buffer.name
+    for signed in (True, False):
+        try:
+            ok = True
+            for jv in range(4):
+                for byte in range(256):
+                    nib = (byte >> (4 * (jv % 2))) & 0xF
+                    want = nib - 16 if signed and nib >= 8 else nib
+                    if _Eval({i: 0, j: jv}, load, byte)(value) != want:
+                        ok = False
+                        break
+                if not ok:
+                    break
+        except (_NoMatch, ValueError, KeyError):
+            return None
+        if ok:
+            return load.buffer.name, signed
+    return None
 
 
-def lower(vec, dst: str, packed: str, rows: int, cols: int, loc) -> list:
+def lower(vec, dst: str, packed: str, rows: int, cols: int, loc, signed: bool = True) -> list:
     """Cast the packed tile, read as int4b_t, into ``dst`` (through float16 when ``dst`` is not a
-    type the int4 Cast writes on this arch)."""
+    type the int4 Cast writes on this arch). Unsigned nibbles (TileLang's uint4 dequantize): the
+    signed value s in [-8, 7] plus 16 where s < 0, in float16 with exact integer steps:
+    u = s - max(min(s, 0) * 16, -16)."""
     d = vec.buffers[dst]
     p = vec.buffers[packed]
     if p.pitch * 2 != d.pitch or p.rows != d.rows:
         raise UnsupportedError(
             f"unpacking int4 tile '{packed}' {list(p.shape)} into '{dst}' {list(d.shape)}: the packed tile must "
             "have the destination's rows and half its columns", loc=loc)
-    direct = (DType.INT4, d.dtype) in vec.arch.vector_casts
+    direct = (DType.INT4, d.dtype) in vec.arch.vector_casts and (signed or d.dtype is DType.FLOAT16)
     mid = dst if direct else vec.temp(d.shape, DType.FLOAT16).name
     ops = [VecCast(dst=mid, src=packed, mode=Rounding.NONE, count=vec.count(dst), src_dtype=DType.INT4,
                    dst_dtype=vec.buffers[mid].dtype, loc=loc)]
+    if not signed:
+        from .lower_parallel import scalar_literal
+
+        lit = lambda v: scalar_literal(v, DType.FLOAT16)  # noqa: E731
+        t = vec.temp(d.shape, DType.FLOAT16).name
+        ops += vec.scalar_op(VecScalarOp.MINS, t, mid, lit(0), loc)
+        ops += vec.scalar_op(VecScalarOp.MULS, t, t, lit(16), loc)
+        ops += vec.scalar_op(VecScalarOp.MAXS, t, t, lit(-16), loc)
+        ops += vec.binary(VecBinary.SUB, mid, mid, t, loc)
+        vec.release(t)
     if not direct:
         ops += vec.copy_or_cast(dst, mid, loc)
         vec.release(mid)

@@ -1047,6 +1047,7 @@ class VecFold(_VecOp):
     mask: int
     repeat: int
     src_rep: int
+    dst_rep: int = 8  # compact rows of ``lanes``; src_rep when folding a scratch source in place
 
     macro: ClassVar[str] = "vec_fold"
     reads = property(lambda self: _one_of(self.dst, self.src))

@@ -360,3 +360,24 @@ def test_column_bound_and_two_row_bounds_combine():
 def test_a_lower_bound_keeps_the_select():
     loads, _, text = _stores(guarded_store(lambda i, j, bx, n: i >= 4))
     assert len(loads) == 2 and "vec_select" in text
+
+
+def test_unsigned_int4_decode_is_the_int4_cast_plus_a_fix_up_of_negative_values():
+    # (p >> 4 * (j % 2)) & 15: the nibble as 0..15. Cast of the tile read as int4b_t gives -8..7;
+    # u = s - max(min(s, 0) * 16, -16) adds 16 to the negative ones.
+    b = ProgramBuilder("uint4", "dav-c220")
+    P, D = b.tensor("P", (16, 32), "int8"), b.tensor("D", (16, 64), "float16")
+    p, d = b.tile("p", (16, 32), "int8"), b.tile("d", (16, 64), "float16")
+    four, fifteen = tirx.const(4, "int8"), tirx.const(15, "int8")
+    with b.launch([1]):
+        b.copy(P[0, 0], p)
+        b.parallel((16, 64), lambda i, j: [(d, (i, j), tirx.Cast(
+            "float16", (p.load(i, tirx.floordiv(j, 2)) >> (tirx.floormod(j, 2).astype("int8") * four)) & fifteen))])
+        b.copy(d, D[0, 0])
+    filecheck(after(b.build(), "lower_tile_ops"), """
+        CHECK: Cast p (int4) -> d (float16)
+        CHECK-NEXT: Mins d, 0
+        CHECK-NEXT: Muls
+        CHECK-NEXT: Maxs
+        CHECK-NEXT: Sub d,
+    """)

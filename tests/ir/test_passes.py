@@ -240,6 +240,26 @@ def test_route_drops_free_for_a_tile_that_crosses_once():
     """)
 
 
+def test_route_3510_takes_the_workspace_when_on_chip_ids_run_out():
+    # Six gemm results go to the AIVs in a loop, none answered: on chip each takes a "ready" and a
+    # "free" id (12 > 11); through the workspace the six share one "ready" id.
+    b = ProgramBuilder("six", "dav-3510")
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float32")
+    a = b.tile("a", (64, 64), "float16")
+    cs = [b.tile(f"c{n}", (64, 64), "float32", fragment=True) for n in range(6)]
+    with b.launch([1]):
+        with b.loop("k", 2):
+            b.copy(A[0, 0], a)
+            for c in cs:
+                b.gemm(a, a, c, clear=True)
+                b.parallel((64, 64), lambda i, j, c=c: [(c, (i, j), c.load(i, j) + 1.0)])
+                b.copy(c, C[0, 0])
+    filecheck(after(b.build(), "route"), """
+        CHECK: transfer 0: c0 -> c0 cube->vector ready=0 free=1 route=workspace
+        CHECK: transfer 5: c5 -> c5 cube->vector ready=0 free=6 route=workspace
+    """)
+
+
 def test_verify_route_rejects_a_wait_nobody_sets():
     from ascend_backend.passes.route import verify_route
 
@@ -251,6 +271,130 @@ def test_verify_route_rejects_a_wait_nobody_sets():
     body = map_body(aiv.body, lambda s: [] if isinstance(s, CrossCoreSet) else [s])
     with pytest.raises(InternalCompilerError, match="never sets"):
         verify_route(p.replace(launches=[lc.replace(kernels={**lc.kernels, Core.AIV: aiv.replace(body=body)})]))
+
+
+def handover_then_partial(arch="dav-c220"):
+    """Retention's shape: in one iteration the accumulator o crosses to the AIVs as it is (they
+    rescale it), then a product is added into it (a partial product crosses); v crosses to the Cube
+    twice, as loaded and rescaled, neither derived from o."""
+    from tvm import tirx
+
+    b = ProgramBuilder("ret", arch)
+    A, B = b.tensor("A", (64, 64), "float16"), b.tensor("B", (64, 64), "float16")
+    C = b.tensor("C", (64, 64), "float32")
+    a, v = b.tile("a", (64, 64), "float16"), b.tile("v", (64, 64), "float16")
+    o = b.tile("o", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        with b.loop("k", 2):
+            b.copy(A[0, 0], a)
+            b.copy(B[0, 0], v)
+            b.gemm(a, a, o, clear=True)
+            # per-row factors from the row index: both rescales use the same vector temporaries
+            b.parallel((64, 64), lambda i, j: [(o, (i, j), o.load(i, j) * tirx.exp2(i.astype("float32")))])
+            b.gemm(a, v, o)
+            b.parallel((64, 64), lambda i, j: [(v, (i, j), (v.load(i, j).astype("float32") *
+                                                           tirx.exp2(i.astype("float32"))).astype("float16"))])
+            b.gemm(a, v, o)
+            b.copy(o, C[0, 0])
+    return b.build()
+
+
+def staged_copy(rewrite_src=False):
+    """The GPU idiom: a tile staged in shared memory, copied to a fragment, used element-wise."""
+    b = ProgramBuilder("staged", "dav-c220")
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float16")
+    s, f = b.tile("s", (64, 64), "float16"), b.tile("f", (64, 64), "float16", fragment=True)
+    o = b.tile("o", (64, 64), "float16", fragment=True)
+    with b.launch([1]):
+        with b.loop("k", 2):
+            b.copy(A[0, 0], s)
+            b.copy(s, f)
+            if rewrite_src:
+                b.parallel((64, 64), lambda i, j: [(s, (i, j), s.load(i, j) + s.load(i, j))])
+            b.parallel((64, 64), lambda i, j: [(o, (i, j), f.load(i, j) + s.load(i, j))])
+            b.copy(o, C[0, 0])
+    return b.build()
+
+
+def test_partition_aliases_a_staging_copy_between_vector_tiles():
+    filecheck(after(staged_copy(), "partition"), """
+        CHECK: == AIV ==
+        CHECK-NOT: buffer f:
+        CHECK: copy A[0, 0]<64x64> -> s[0, 0]<64x64>
+        CHECK-NEXT: parallel
+        CHECK-NEXT: o[i, j] = s[i, j] + s[i, j]
+        CHECK-NEXT: copy o[0, 0]<64x64> -> C[0, 0]<64x64>
+    """)
+
+
+def test_partition_keeps_the_copy_when_the_source_changes_after_it():
+    filecheck(after(staged_copy(rewrite_src=True), "partition"), """
+        CHECK: buffer f:
+        CHECK: copy s[0, 0]<64x64> -> f[0, 0]<64x64>
+        CHECK: o[i, j] = f[i, j] + s[i, j]
+    """)
+
+
+def test_partition_hand_over_and_partial_product_are_two_transfers():
+    # The partial product goes into o_part and is added: received into o itself it would overwrite
+    # the AIVs' rescaled o (retention's wrong numbers).
+    filecheck(after(handover_then_partial(), "partition"), """
+        CHECK: transfer 0: o -> o cube->vector
+        CHECK: transfer 2: o -> o_part cube->vector
+        CHECK: == AIV ==
+        CHECK: receive o -> o (transfer 0)
+        CHECK: receive o -> o_part (transfer 2)
+        CHECK-NEXT: accumulate o += o_part
+    """)
+
+
+def test_route_two_crossings_of_one_tile_each_have_a_workspace_and_free_flag():
+    # v coming back from the AIVs is not computed from o: no round trip orders the next Fixpipe of o
+    # after the AIVs' read, so each workspace of o keeps its "free" flag.
+    filecheck(after(handover_then_partial(), "route"), """
+        CHECK: transfer 0: o -> o cube->vector ready=0 free=2 route=workspace
+        CHECK: transfer 2: o -> o_part cube->vector ready=0 free=4 route=workspace
+        CHECK: workspace 40960 bytes {'ws_o': 0, 'ws_v': 16384, 'ws_o_1': 24576}
+        CHECK: == AIC ==
+        CHECK: cross_core_wait flag=2 mode=2 on FIX (transfer 0)
+        CHECK-NEXT: copy o[0, 0]<64x64> -> ws_o[
+        CHECK: cross_core_wait flag=4 mode=2 on FIX (transfer 2)
+        CHECK-NEXT: copy o[0, 0]<64x64> -> ws_o_1[
+    """)
+
+
+def test_route_keeps_dropping_free_for_a_derived_round_trip():
+    # FlashAttention's shape: the AIVs compute p from s after receiving it and send p back, which the
+    # AIC receives before its next write of s.
+    b = ProgramBuilder("fa", "dav-c220")
+    A, C = b.tensor("A", (64, 64), "float16"), b.tensor("C", (64, 64), "float32")
+    a = b.tile("a", (64, 64), "float16")
+    p = b.tile("p", (64, 64), "float16")
+    s = b.tile("s", (64, 64), "float32", fragment=True)
+    o = b.tile("o", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        with b.loop("k", 2):
+            b.gemm(a, a, s, clear=True)
+            b.parallel((64, 64), lambda i, j: [(p, (i, j), s.load(i, j).astype("float16"))])
+            b.gemm(p, a, o, clear=True)
+            b.copy(o, C[0, 0])
+    filecheck(after(b.build(), "route"), """
+        CHECK: transfer 0: s -> s cube->vector ready=0 free=- route=workspace
+    """)
+
+
+def test_insert_sync_round_trip_needs_a_tile_derived_from_the_received_one():
+    # On the AIC the Fixpipe of o and the next Mmad into o need FIX -> M: the v the AIC waits for in
+    # between was not computed from o, so its arrival says nothing about the Fixpipe.
+    filecheck(after(handover_then_partial(), "insert_sync"), """
+        CHECK: == AIC ==
+        CHECK: Fixpipe o -> ws_o (float32)  reads(o)
+        CHECK-NEXT: WAR on o: 'Mmad o = a_l0a x v_l0b' (M) after 'Fixpipe o -> ws_o (float32)' (FIX)
+        CHECK: WaitFlag<FIX_M>
+        CHECK-SAME: WAR on o: 'Mmad o = a_l0a x v_l0b' (M) after 'Fixpipe o -> ws_o (float32)' (FIX)
+        CHECK-NEXT: Mmad o = a_l0a x v_l0b  reads
+    """)
 
 
 # ------------------------------------------------------------------ split_rows
@@ -649,8 +793,9 @@ def test_plan_memory_budget_error_names_every_buffer():
     with b.launch([1]):
         b.copy(A[0, 0], x)
         b.copy(x, y)
-        b.fill(x, 0.0)  # x changes while y is still read: y needs its own UB
+        b.parallel((8, 4096), lambda i, j: [(x, (i, j), x.load(i, j) + 1.0)])  # x changes: y keeps a copy
         b.copy(y, A[0, 0])
+        b.copy(x, A[8, 0])
     with pytest.raises(MemoryBudgetError) as info:
         upto(b.build(), "plan_memory")
     assert "x " in info.value.table and "y " in info.value.table and "capacity" in info.value.table

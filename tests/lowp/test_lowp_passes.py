@@ -131,7 +131,7 @@ def test_fp8_vector_tile_refused_on_c220_with_the_reason():
         upto(b.build(), "assign_layout")
 
 
-def test_int4_unpack_matcher_accepts_the_sign_extending_decode_only():
+def test_int4_unpack_matcher_accepts_the_signed_and_unsigned_decodes_only():
     """The T.Parallel store is recognised by evaluating it for every byte and nibble position."""
     import tilelang.language as T
     from tvm import tirx
@@ -163,7 +163,7 @@ def test_int4_unpack_matcher_accepts_the_sign_extending_decode_only():
         nib = (b >> (pos.astype("int8") * four)) & fifteen
         return (nib << four) >> four
 
-    def unsigned(b, pos):        # 0..15: not int4b_t's values
+    def unsigned(b, pos):        # 0..15: int4b_t's Cast plus 16 on the negative values
         return (b >> (pos.astype("int8") * four)) & fifteen
 
     def high_first(b, pos):      # the other nibble order
@@ -173,6 +173,6 @@ def test_int4_unpack_matcher_accepts_the_sign_extending_decode_only():
     def offset(b, pos):          # u - 8: also not the signed nibble
         return ((b >> (pos.astype("int8") * four)) & fifteen) - eight
 
-    for fn, want in ((signed, "p"), (unsigned, None), (high_first, None), (offset, None)):
+    for fn, want in ((signed, ("p", True)), (unsigned, ("p", False)), (high_first, None), (offset, None)):
         st, vs = store_of(fn)
         assert unpack_int4.match(st, vs) == want, fn.__name__

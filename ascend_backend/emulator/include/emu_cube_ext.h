@@ -228,25 +228,47 @@ inline FixRegs& fix_regs() {
 // ===================================================================== LoadDataWithTranspose
 // LoadDataWithTranspose page. Each iteration reads one square matrix from L1 and writes its
 // transpose as 512-byte fractals: b16 one 16x16 fractal; b8 two 16x32 fractals stacked into a
-// 32x32 square (split the same way after the transpose); b32 two 16x8 fractals side by side
-// into a 16x16 square (split into left/right halves after the transpose). LoadData2dTransposeParams:
-// iteration i reads square startIndex +/- i*srcStride (in squares), its first destination
-// fractal is at i*(1 + dstGap) fractals and fractal j of the square a further j*(1 + dstFracGap).
+// 32x32 square (split the same way after the transpose); b4 (int4b_t, dav-c220 L1 -> L0B only)
+// four 16x64 fractals stacked into a 64x64 square (elements are nibbles, the even one low);
+// b32 two 16x8 fractals side by side into a 16x16 square (split into left/right halves after
+// the transpose). LoadData2dTransposeParams: iteration i reads square startIndex +/- i*srcStride
+// (in squares), its first destination fractal is at i*(1 + dstGap) fractals and fractal j of
+// the square a further j*(1 + dstFracGap).
 // V2 (dav-3510): startIndex and srcStride count fractals, srcFracGap separates the fractals of
 // one square in the source. dav-3510 supports only L1 -> L0B (b8/b16 with V2 params).
 namespace emu_detail {
+// fractals per square: b4 4, b8 2, b16 1, b32 2 (the page's "分形转置" list)
+template <class T>
+constexpr uint64_t transpose_fracs() {
+    if constexpr (emu::elems_per_byte<T>::value == 2) return 4;
+    else return sizeof(T) == 2 ? 1 : 2;
+}
 template <class T>
 inline void load_transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t repeats,
                            int64_t firstFrac, int64_t stepFrac, uint64_t srcFracGap, uint64_t dstGap, uint64_t dstFracGap,
                            const char* op, const emu::Loc& loc) {
-    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose: b8, b16 or b32 types");
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose: b4, b8, b16 or b32 types");
+    constexpr bool b4 = emu::elems_per_byte<T>::value == 2;
     const emu::Mem dm = dst.emu_mem();
     if (src.emu_mem() != emu::Mem::L1 || (dm != emu::Mem::L0A && dm != emu::Mem::L0B))
         emu::ops::bad_path(op, src.emu_mem(), dm, loc);
     if (emu::is_3510() && dm != emu::Mem::L0B)
         emu::fail("invalid_param", std::string(op) + ": dav-3510 supports only L1 -> L0B", loc);
+    if constexpr (b4) {
+        // the page's data types: int4b_t only into L0B of the A2/A3 products; not on 950
+        if (!std::is_same_v<T, int4b_t>)
+            emu::fail("invalid_param", std::string(op) + ": 4-bit types other than int4b_t are not in the page's data types", loc);
+        if (emu::is_3510())
+            emu::fail("invalid_param", std::string(op) + ": int4b_t is not a dav-3510 (Ascend 950) data type of this API; "
+                      "use int8_t/half/float or dav-c220", loc);
+        if (dm != emu::Mem::L0B)
+            emu::fail("invalid_param", std::string(op) + ": int4b_t (b4) is supported only with an L0B destination "
+                      "(LoadDataWithTranspose page, constraints); load A with LoadData (2D or 3D) instead", loc);
+    }
     if (repeats == 0) return;
-    constexpr uint64_t es = sizeof(T), C0 = 32 / es, F = es == 2 ? 1 : 2, Q = es == 1 ? 32 : 16, FR = 512;
+    // C0: elements per fractal row; F: fractals per square; Q: side of the square
+    constexpr uint64_t es = sizeof(T), EPB = emu::elems_per_byte<T>::value, C0 = 32 * EPB / es;
+    constexpr uint64_t F = transpose_fracs<T>(), Q = es == 4 ? 16 : 16 * F, FR = 512;
     auto srcFrac = [&](uint64_t i, uint64_t j) -> int64_t { return firstFrac + (int64_t)i * stepFrac + (int64_t)(j * (1 + srcFracGap)); };
     auto dstFrac = [&](uint64_t i, uint64_t j) -> uint64_t { return i * (1 + dstGap) + j * (1 + dstFracGap); };
     emu::ops::SpanSet r, w;
@@ -260,26 +282,40 @@ inline void load_transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         for (uint64_t j = 0; j < F; ++j) w.add(dst, dstFrac(i, j) * FR, dstFrac(i, j) * FR + FR);
     emu::Cost c; c.bytes = (uint64_t)repeats * F * FR;
     emu::ops::record_sets(op, emu::Pipe::MTE1, r, w, c, loc);
-    const T* s = src.emu_ptr();
-    T* d = dst.emu_ptr();
-    std::vector<T> sq(Q * Q);
+    // element e of a fractal that starts at fractal index f: b4 moves nibbles, others whole T
+    const uint8_t* sb = reinterpret_cast<const uint8_t*>(src.emu_ptr());
+    uint8_t* db = reinterpret_cast<uint8_t*>(dst.emu_ptr());
+    using E = std::conditional_t<b4, uint8_t, T>;
+    auto get = [&](uint64_t f, uint64_t e) -> E {
+        if constexpr (b4) return (uint8_t)((sb[f * FR + e / 2] >> (4 * (e % 2))) & 0xF);
+        else { E v; std::memcpy(&v, sb + f * FR + e * es, es); return v; }
+    };
+    auto put = [&](uint64_t f, uint64_t e, E v) {
+        if constexpr (b4) {
+            uint8_t& b = db[f * FR + e / 2];
+            b = (uint8_t)((b & ~(0xF << (4 * (e % 2)))) | ((v & 0xF) << (4 * (e % 2))));
+        } else {
+            std::memcpy(db + f * FR + e * es, &v, es);
+        }
+    };
+    std::vector<E> sq(Q * Q);
     for (uint64_t i = 0; i < repeats; ++i) {
-        // gather the square S[Q][Q]
+        // gather the square S[Q][Q] (rows of the stacked fractals; b32: side by side)
         for (uint64_t j = 0; j < F; ++j) {
-            const T* f = s + (uint64_t)srcFrac(i, j) * (FR / es);
+            const uint64_t f = (uint64_t)srcFrac(i, j);
             for (uint64_t rr = 0; rr < 16; ++rr)
                 for (uint64_t cc = 0; cc < C0; ++cc) {
                     uint64_t R = es == 4 ? rr : j * 16 + rr, Cc = es == 4 ? j * C0 + cc : cc;
-                    sq[R * Q + Cc] = f[rr * C0 + cc];
+                    sq[R * Q + Cc] = get(f, rr * C0 + cc);
                 }
         }
         // write the transpose, split like the source
         for (uint64_t j = 0; j < F; ++j) {
-            T* f = d + dstFrac(i, j) * (FR / es);
+            const uint64_t f = dstFrac(i, j);
             for (uint64_t rr = 0; rr < 16; ++rr)
                 for (uint64_t cc = 0; cc < C0; ++cc) {
                     uint64_t R = es == 4 ? rr : j * 16 + rr, Cc = es == 4 ? j * C0 + cc : cc;
-                    f[rr * C0 + cc] = sq[Cc * Q + R];
+                    put(f, rr * C0 + cc, sq[Cc * Q + R]);
                 }
         }
     }
@@ -289,7 +325,8 @@ inline void load_transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
 template <typename T>
 inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2dTransposeParams& p,
                                   const emu::Loc& loc = emu::Loc::current()) {
-    constexpr int64_t F = sizeof(T) == 2 ? 1 : 2;
+    // startIndex and srcStride count squares (b4: four fractals, b8/b32: two, b16: one)
+    constexpr int64_t F = (int64_t)emu_detail::transpose_fracs<T>();
     const int64_t step = (p.addrMode ? -1 : 1) * (int64_t)p.srcStride * F;
     emu_detail::load_transpose(dst, src, p.repeatTimes, (int64_t)p.startIndex * F, step, 0, p.dstGap, p.dstFracGap,
                                "LoadDataWithTranspose", loc);
@@ -329,13 +366,31 @@ struct Load3D {
 
 template <class T>
 inline void load3d(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Load3D& p, const char* op, const emu::Loc& loc) {
-    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData (3D): b8, b16 or b32 types");
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData (3D): b4, b8, b16 or b32 types");
+    constexpr bool b4 = emu::elems_per_byte<T>::value == 2;
     const emu::Mem dm = dst.emu_mem();
     if (src.emu_mem() != emu::Mem::L1 || (dm != emu::Mem::L0A && dm != emu::Mem::L0B))
         emu::ops::bad_path(op, src.emu_mem(), dm, loc);
+    if constexpr (b4) {
+        // LoadData_3D page, data types: int4b_t only with TPosition A1/A2 on the A2/A3 products
+        // (dav-c220); not in the 950 list, and "L1 -> L0B does not take b4/b8 data"
+        if (!std::is_same_v<T, int4b_t>)
+            emu::fail("invalid_param", std::string(op) + ": 4-bit types other than int4b_t are not in the page's data types", loc);
+        if (emu::is_3510())
+            emu::fail("invalid_param", std::string(op) + ": int4b_t is not a dav-3510 (Ascend 950) data type of this API", loc);
+        if (dm == emu::Mem::L0B)
+            emu::fail("invalid_param", std::string(op) + ": L1 -> L0B does not take b4 (int4b_t) data on dav-c220; "
+                      "use LoadDataWithTranspose for B", loc);
+        // enTranspose is effective only for b16/b32 (page, constraints); what it does to b4
+        // data is not documented, so it is refused rather than guessed
+        if (p.transpose)
+            emu::fail("invalid_param", std::string(op) + ": enTranspose with int4b_t data is not emulated (the page makes "
+                      "it effective only for b16/b32 on dav-c220); set enTranspose = false", loc);
+    }
     if (p.l1H == 0 || p.l1W == 0 || p.channelSize == 0 || p.kExt == 0 || p.mExt == 0 || p.filterW == 0 || p.filterH == 0)
         return;  // documented NOP
-    constexpr uint64_t es = sizeof(T), C0 = 32 / es;
+    // C0: elements per 32-byte row of a fractal (b4: 64 nibbles, the even element low)
+    constexpr uint64_t es = sizeof(T), C0 = 32 * emu::elems_per_byte<T>::value / es;
     if (p.channelSize % C0)
         emu::fail("invalid_param", std::string(op) + ": channelSize " + std::to_string(p.channelSize) + " is not a multiple of " +
                   std::to_string(C0) + " (small-channel packing is not emulated)", loc);
@@ -352,16 +407,23 @@ inline void load3d(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
     const int64_t Hp = (int64_t)p.l1H + p.pad[2] + p.pad[3], Wp = (int64_t)p.l1W + p.pad[0] + p.pad[1];
     const int64_t Hout = (Hp - ((fh - 1) * p.dilH + 1)) / p.strideH + 1, Wout = (Wp - ((fw - 1) * p.dilW + 1)) / p.strideW + 1;
     if (Hout <= 0 || Wout <= 0) emu::fail("invalid_param", std::string(op) + ": the filter does not fit the padded feature map", loc);
-    T padv;
-    std::memcpy(&padv, &p.padBits, sizeof(T));
-    const T* s = src.emu_ptr();
-    auto x = [&](int64_t m, int64_t k) -> T {
+    // elements as stored: T, or one nibble of a byte for b4
+    using E = std::conditional_t<b4, uint8_t, T>;
+    E padv;
+    if constexpr (b4) padv = (uint8_t)(p.padBits & 0xF);
+    else std::memcpy(&padv, &p.padBits, sizeof(T));
+    const uint8_t* sb = reinterpret_cast<const uint8_t*>(src.emu_ptr());
+    auto sget = [&](int64_t e) -> E {
+        if constexpr (b4) return (uint8_t)((sb[e / 2] >> (4 * (e % 2))) & 0xF);
+        else { E v; std::memcpy(&v, sb + e * (int64_t)es, es); return v; }
+    };
+    auto x = [&](int64_t m, int64_t k) -> E {
         if (m >= Hout * Wout) return padv;
         const int64_t oh = m / Wout, ow = m % Wout, kb = k / (int64_t)C0, c0 = k % (int64_t)C0;
         const int64_t c1 = kb / (fh * fw), kp = kb % (fh * fw), hk = kp / fw, wk = kp % fw;
         const int64_t ih = oh * p.strideH + hk * p.dilH - p.pad[2], iw = ow * p.strideW + wk * p.dilW - p.pad[0];
         if (c1 >= C1 || ih < 0 || iw < 0 || ih >= p.l1H || iw >= p.l1W) return padv;
-        return s[((c1 * p.l1H + ih) * p.l1W + iw) * (int64_t)C0 + c0];
+        return sget(((c1 * p.l1H + ih) * p.l1W + iw) * (int64_t)C0 + c0);
     };
     // destination: rows/columns of Y (X, or X^T for a transposed L0A load) and the element index
     const uint64_t Ry = tr ? p.kExt : p.mExt, Cy = tr ? p.mExt : p.kExt;
@@ -381,7 +443,7 @@ inline void load3d(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
     const int64_t c1lo = ((int64_t)p.kStart / (int64_t)C0) / (fh * fw);
     const int64_t c1hi = std::min<int64_t>(C1 - 1, (((int64_t)p.kStart + p.kExt - 1) / (int64_t)C0) / (fh * fw));
     for (int64_t c1 = c1lo; c1 <= c1hi; ++c1) {
-        uint64_t plane = (uint64_t)p.l1H * p.l1W * C0 * es;
+        uint64_t plane = (uint64_t)p.l1H * p.l1W * 32;   // C0 elements = 32 bytes per (h, w)
         r.add(src, (uint64_t)c1 * plane, (uint64_t)(c1 + 1) * plane);
     }
     {   // destination fractals touched (whole fractals, as the hardware writes them)
@@ -393,14 +455,22 @@ inline void load3d(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
         fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
         for (uint64_t f : fr) w.add(dst, f * 512, f * 512 + 512);
     }
-    emu::Cost c; c.bytes = (uint64_t)p.mExt * p.kExt * es;
+    emu::Cost c; c.bytes = emu::bytes_of<T>((uint64_t)p.mExt * p.kExt);
     emu::ops::record_sets(op, emu::Pipe::MTE1, r, w, c, loc);
-    std::vector<T> tmp((size_t)p.mExt * p.kExt);   // read everything first (src and dst never alias, but be safe)
+    std::vector<E> tmp((size_t)p.mExt * p.kExt);   // read everything first (src and dst never alias, but be safe)
     for (uint64_t m = 0; m < p.mExt; ++m)
         for (uint64_t k = 0; k < p.kExt; ++k) tmp[m * p.kExt + k] = x((int64_t)p.mStart + (int64_t)m, (int64_t)p.kStart + (int64_t)k);
-    T* d = dst.emu_ptr();
+    uint8_t* db = reinterpret_cast<uint8_t*>(dst.emu_ptr());
+    auto dput = [&](uint64_t e, E v) {
+        if constexpr (b4) {
+            uint8_t& b = db[e / 2];
+            b = (uint8_t)((b & ~(0xF << (4 * (e % 2)))) | ((v & 0xF) << (4 * (e % 2))));
+        } else {
+            std::memcpy(db + e * es, &v, es);
+        }
+    };
     for (uint64_t m = 0; m < p.mExt; ++m)
-        for (uint64_t k = 0; k < p.kExt; ++k) d[tr ? didx(k, m) : didx(m, k)] = tmp[m * p.kExt + k];
+        for (uint64_t k = 0; k < p.kExt; ++k) dput(tr ? didx(k, m) : didx(m, k), tmp[m * p.kExt + k]);
 }
 
 template <class U>
