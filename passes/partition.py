@@ -53,6 +53,7 @@ from ascend_backend.ir import (
     TileReduce,
     Transfer,
     fresh_name,
+    map_body,
     walk,
 )
 
@@ -424,11 +425,30 @@ def partition_launch(launch: Launch) -> Launch:
                  if not b.kind.in_gm and n in used}
         return {**params, **local, **{n: dataclasses.replace(b) for n, b in extra.items()}}
 
+    aic_body, aiv_body, transfers = _drop_unused_transfers(aic_body, aiv_body, p.transfers)
+    extra = {n: b for n, b in p.extra_aiv.items() if any(t.target == n for t in transfers)}
     aic_buffers = own(aic_body, {})
     aic_body = _cube_scalar_reads(aic_body, kernel, aic_buffers)
     aic = Kernel(core=Core.AIC, buffers=aic_buffers, body=aic_body, names=kernel.names)
-    aiv = Kernel(core=Core.AIV, buffers=own(aiv_body, p.extra_aiv), body=aiv_body, names=kernel.names)
-    return launch.replace(kernels={Core.AIC: aic, Core.AIV: aiv}, transfers=p.transfers)
+    aiv = Kernel(core=Core.AIV, buffers=own(aiv_body, extra), body=aiv_body, names=kernel.names)
+    return launch.replace(kernels={Core.AIC: aic, Core.AIV: aiv}, transfers=transfers)
+
+
+def _drop_unused_transfers(aic_body: list, aiv_body: list, transfers: list) -> tuple[list, list, list]:
+    """The dry runs over loop bodies and `if` branches may create a transfer the final walk does
+    not use (an accumulator handed over as is in a dry run, added as a partial product for real:
+    block-sparse attention's gemm into acc_o inside `if block_mask[k]`). Only the transfers that
+    some Send/Receive names are kept, renumbered in order."""
+    used = sorted({s.transfer for body in (aic_body, aiv_body) for s in walk(body) if isinstance(s, Send | Receive)})
+    if used == list(range(len(transfers))):
+        return aic_body, aiv_body, transfers
+    new = {old: n for n, old in enumerate(used)}
+
+    def fix(s) -> list:
+        return [dataclasses.replace(s, transfer=new[s.transfer])] if isinstance(s, Send | Receive) else [s]
+
+    kept = [dataclasses.replace(transfers[old], index=n) for n, old in enumerate(used)]
+    return map_body(aic_body, fix), map_body(aiv_body, fix), kept
 
 
 def _gm_source(kernel: Kernel, tile: str):

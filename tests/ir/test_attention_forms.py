@@ -339,3 +339,13 @@ def test_compact_retry_shares_the_product_tile_of_both_accumulators():
     assert "fresh gemm products added into s, o" in compact.buffers["s_part"].role
     on_chip = aiv(lower_tile_ops(upto(fa_like("dav-3510"), "assign_layout"), compact_temps=True))
     assert "o_part" in on_chip.buffers  # written by the AIC's Fixpipe: kept apart
+
+
+def test_a_gemm_into_a_vector_accumulator_inside_an_if_keeps_only_the_transfers_it_uses():
+    """A dry run of the `if` may make a hand-over of the accumulator that the final walk replaces by
+    a partial product: only transfers that some Send/Receive names remain."""
+    p = upto(sparse_blocks(), "partition")
+    lc = p.launches[0]
+    named = {s.transfer for k in lc.kernels.values() for s in walk(k.body) if type(s).__name__ in ("Send", "Receive")}
+    assert named == set(range(len(lc.transfers)))
+    assert [t.index for t in lc.transfers] == list(range(len(lc.transfers)))
