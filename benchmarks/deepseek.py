@@ -1,35 +1,54 @@
-"""DeepSeek's low-precision kernels on the emulator's timing model: MODELLED time, bandwidth or
-fraction of the dtype's Cube peak, roofline, and the issue's targets (MET / NOT MET).
+"""DeepSeek's kernels on the emulator's timing model: MODELLED time, bandwidth or fraction of the
+dtype's Cube peak, roofline, and the issue's targets (MET / NOT MET).
 
-Run: python benchmarks/deepseek.py [--quick] [--arch dav-3510,dav-c220] [--write-docs]
+Run: python benchmarks/deepseek.py [--quick] [--arch dav-3510,dav-c220] [--only TEXT] [--write-docs]
 
-Kernels (examples/fp8_quant.py, fp8_gemm.py, int8_gemm.py), at the shapes DeepSeek published
-where they fit (the FP8 cast: 4096 x 7168, FP32 -> E4M3FN, group 128) and 4096^3 for the GEMMs:
-- FP8 cast FP32 -> E4M3FN, group 128 and per token, and the inverse (dav-3510 only);
-- int8 GEMM (int32 out; both arches), FP8 GEMM with a per-tensor scale and with DeepSeek-V3's
-  1 x 128 / 128 x 128 block scales (dav-3510 only).
+Kernels (examples/), at the shapes DeepSeek published where they fit:
+- fp8_quant.py: FP8 cast FP32 -> E4M3FN, group 128 (4096 x 7168) and per token, and the inverse
+  (dav-3510 only);
+- int8_gemm.py, fp8_gemm.py at 4096^3: int8 GEMM (both arches), FP8 GEMM with a per-tensor scale
+  and with DeepSeek-V3's 1 x 128 / 128 x 128 block scales (dav-3510 only);
+- gqa_backward.py: BF16, batch 1, one K/V head (8 query heads on it), head dim 128, non-causal,
+  seq 4096; timed as DeepSeek did: the dQ/dK/dV launch and the final BF16 cast(s), without the
+  Delta preprocessing launch;
+- mla_decode.py: batch 64, 128 query heads on one latent head (512 + rope 64), paged KV (64-token
+  pages), every sequence 4096 tokens; the split launch and the combine launch;
+- dsa.py: sparse MLA forward over top-k 2048 of 8192 keys for 4096 query tokens (64 heads per
+  token), and the lightning indexer's scores (64 heads of dim 128, bf16); not top-k selection
+  (2048 rounds of row maxima over 8192 scores per token: too slow to emulate at this size).
+The attention rows run on dav-3510 only (the issue's targets are for dav-3510).
 
 Every figure is MODELLED by ascend_backend/emulator/timing.py (docs/timing-model.md); nothing is
-measured on an NPU. Method (as benchmarks/gemm.py): the kernel is compiled for the full shape,
-only its first wave of blocks is emulated (min(grid, cores) blocks, the cores being the AIVs of
-a vector-only kernel and the AIC/AIV groups of a Cube one), and
+measured on an NPU. Method (as benchmarks/gemm.py): each kernel is compiled for the full shape,
+only the first wave of blocks of a launch is emulated (min(grid, cores) blocks, the cores being
+the AIVs of a vector-only launch and the AIC/AIV groups of a mixed one), and
 
-    modelled total = waves x (modelled cycles of the first wave),  waves = ceil(grid / cores).
+    modelled launch = waves x (modelled cycles of the first wave),  waves = ceil(grid / cores).
 
-Every block of these kernels runs the same schedule, so this equals the model's list schedule
-of all blocks. GEMM reads blend L2 hits and HBM as in benchmarks/gemm.py (every element of A and
-B read from HBM once over the launch); the casts read every byte once (all misses).
+Every block of these kernels runs the same schedule (the attention inputs have equal sequence
+lengths and full top-k sets), so this equals the model's list schedule of all blocks. A kernel
+of several launches (GQA backward, MLA decode) is the sum of its timed launches' modelled times:
+they run one after the other on the stream, and each launch's first wave is emulated on its own.
+GM reads blend L2 hits and HBM by the whole launch's miss fraction (distinct bytes the launch
+reads / bytes all its blocks read, as benchmarks/gemm.py); the casts and the small follow-up
+launches (the dQ cast, the MLA combine) are charged as all misses (the model has no L2 reuse
+across launches).
 
-Rooflines (cycles): casts: compulsory GM bytes / chip bandwidth; GEMMs: max(M*N*K / (the dtype's
-MACs per cycle x AIC cores), compulsory GM bytes / chip bandwidth). Targets (issue 11, dav-3510):
-the group-128 cast reaches >= 80 % of the modelled HBM bandwidth; int8 and fp8 GEMM 4096^3
-reach >= 85 % of the dtype's Cube peak.
+Rooflines (cycles): max(useful MACs / (the dtype's MACs per cycle x AIC cores), compulsory GM
+bytes / chip bandwidth); the binding side is printed (Cube or HBM). Useful MACs: GEMMs M*N*K;
+GQA backward 5 gemms per (query, key, head), FlashAttention-2's count; MLA (decode and sparse)
+(512 + 64) + 512 per (head, key). Compulsory bytes: every input read once, every output written
+once (gqa_bwd_work, mla_decode_work, sparse_mla_work below). Targets (issue 11, dav-3510): the
+group-128 cast >= 80 % of the modelled HBM bandwidth; int8 and fp8 GEMM 4096^3 >= 85 % of the
+dtype's Cube peak; GQA backward >= 40 % of the BF16 Cube peak; MLA decode and DSA sparse MLA
+forward >= 50 % of their roofline.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 import time
@@ -41,17 +60,24 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
+# The attention rows' first waves record a few million trace records (the timing model's input);
+# the emulator keeps 1M by default and would cut the trace short.
+os.environ.setdefault("TL_ASCEND_EMU_TRACE_CAP", "20000000")
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
+import dsa  # noqa: E402
 import fp8_gemm  # noqa: E402
 import fp8_quant  # noqa: E402
+import gqa_backward  # noqa: E402
 import int8_gemm  # noqa: E402
+import mla_decode  # noqa: E402
 
 import ascend_backend  # noqa: E402
 from ascend_backend.emulator import run_source  # noqa: E402
 from ascend_backend.emulator.timing import ASSUMPTIONS, l2_miss_fraction  # noqa: E402
 from ascend_backend.errors import AscendCompileError  # noqa: E402
+from ascend_backend.kernel import launch_args  # noqa: E402
 
 console = Console(width=200)
 DOC = ROOT / "docs" / "performance.md"
@@ -64,7 +90,7 @@ class Spec:
 
     name: str
     shape: str
-    kind: str  # "cast" (bandwidth) or "gemm" (fraction of the Cube peak)
+    kind: str  # "cast" (bandwidth), "gemm" (fraction of the Cube peak) or "attn" (several launches)
     archs: tuple
     build: object  # () -> PrimFunc
     args: object  # () -> list of torch tensors (zeros of the right dtypes)
@@ -73,9 +99,14 @@ class Spec:
     op_bits: int = 8  # Cube operand width of a GEMM
     unique_read: int = 0  # distinct bytes a GEMM reads (its A and B)
     reread: int = 0  # bytes a cast reads a second time (L2 hits when they fit)
-    target: str = ""  # "bw80" | "peak85" | ""
+    target: str = ""  # "bw80" | "peak85" | "peak40" | "roof50" | ""
     config: str = ""
     tiles: list | None = None  # GEMM tile candidates (block_M, block_N, block_K); the fastest is reported
+    # "attn": the launches timed (their modelled times add up), a name for each, and the distinct
+    # GM bytes each reads over the whole launch (its L2 miss fraction; None: every read misses)
+    launches: tuple = ()
+    unique: tuple = ()
+    candidates: list | None = None  # "attn": (config text, build) pairs; the fastest is reported
 
 
 @dataclass
@@ -94,6 +125,7 @@ class Row:
     skipped: str = ""
     wall: float = 0.0
     config: str = ""
+    parts: list | None = None  # "attn": (launch name, grid, waves, cycles) of each timed launch
 
     @property
     def of_roofline(self) -> float:
@@ -106,7 +138,18 @@ class Row:
                 self.achieved >= 0.8 * a["chip_gm_bandwidth_gbps"]
         if self.spec.target == "peak85":
             return ">= 85 % of the Cube peak", self.achieved >= 0.85
+        if self.spec.target == "peak40":
+            return ">= 40 % of the Cube peak", self.achieved >= 0.40
+        if self.spec.target == "roof50":
+            return ">= 50 % of the roofline", self.of_roofline >= 0.50
         return None
+
+    @property
+    def bound(self) -> str:
+        """Which side of the roofline binds: the Cube or HBM."""
+        if self.spec.kind == "cast":
+            return "HBM"
+        return roofline(self.arch, self.spec.macs, self.spec.gm_bytes, self.spec.op_bits)[1]
 
 
 def chip_bpc(arch: str) -> float:
@@ -178,11 +221,168 @@ def specs(quick: bool) -> list[Spec]:
                       torch.ones(S // 128, S // 128), torch.zeros(S, S, dtype=torch.bfloat16)],
         gm_bytes=2 * S * S + 2 * S * S + 4 * S * S // 128, macs=S**3, unique_read=2 * S * S, target="peak85",
         tiles=[(128, 128, 128), (256, 128, 128)]))
+    if quick:  # one tile per GEMM: the full run's fastest (256 x 224 on dav-3510, 256 x 128 otherwise)
+        for sp in out:
+            if sp.tiles:
+                sp.tiles = [t for t in sp.tiles if t in ((256, 224, 128), (256, 128, 128))][:1]
+    out += attention_specs(quick)
     return out
+
+
+def gqa_bwd_work(batch: int, heads: int, head_kv: int, seq: int, dim: int) -> tuple[int, int]:
+    """(MACs, compulsory GM bytes) of GQA backward's timed launches (dQ/dK/dV, then the dQ cast).
+    MACs: the five gemms per (query, key) pair and head (S = Q K^T recomputed, dP = dO V^T, dV, dK,
+    dQ), 2.5 x the forward's, as FlashAttention-2 counts them. Bytes: Q, dO, K, V (bf16), lse and
+    Delta (fp32) read; dK, dV (bf16) and the fp32 dQ accumulator written; the cast reads it back
+    and writes dQ (bf16)."""
+    q = batch * seq * heads * dim
+    kv = batch * seq * head_kv * dim
+    macs = 5 * batch * heads * seq * seq * dim
+    return macs, 2 * 2 * q + 2 * 2 * kv + 2 * 4 * batch * heads * seq + 2 * 2 * kv + 4 * q + 4 * q + 2 * q
+
+
+def mla_decode_work(batch: int, heads: int, seq: int, dv: int = 512, dpe: int = 64) -> tuple[int, int]:
+    """(MACs, compulsory GM bytes) of MLA decode: per head and cached token, q . [kv | k_pe]
+    (dv + dpe MACs) and p x kv (dv MACs); the latent cache (dv + dpe bf16 per token) read once,
+    the query read and the output written (bf16)."""
+    return batch * heads * seq * (2 * dv + dpe), 2 * batch * seq * (dv + dpe) + 2 * batch * heads * (2 * dv + dpe)
+
+
+def sparse_mla_work(seq_q: int, heads: int, topk: int, seq_kv: int, dv: int = 512, dpe: int = 64) -> tuple[int, int]:
+    """(MACs, compulsory GM bytes) of sparse MLA forward over topk selected keys per query token:
+    MACs as MLA over topk keys; bytes: the latent cache (bf16) and the query read once, the
+    indices (int32) read, the output (bf16) and the log-sum-exp (fp32) written."""
+    dqk = dv + dpe
+    return (seq_q * heads * topk * (dqk + dv),
+            2 * seq_kv * dqk + 2 * seq_q * heads * dqk + 4 * seq_q * topk + 2 * seq_q * heads * dv + 4 * seq_q * heads)
+
+
+def roofline(arch: str, macs: int, gm_bytes: int, op_bits: int = 16) -> tuple[float, str]:
+    """(cycles, binding side) of the roofline: the larger of MACs at the chip's Cube peak for the
+    operand width and the compulsory GM bytes at the chip's HBM bandwidth."""
+    cube = macs / (cube_rate(arch, op_bits) * ASSUMPTIONS[arch]["aic_cores"])
+    hbm = gm_bytes / chip_bpc(arch)
+    return (cube, "Cube") if cube >= hbm else (hbm, "HBM")
+
+
+def attention_specs(quick: bool) -> list[Spec]:
+    """GQA backward, MLA decode, DSA sparse MLA forward and the lightning indexer (dav-3510)."""
+    return [gqa_spec(quick), mla_spec(quick), *dsa_specs(quick)]
+
+
+BF16 = torch.bfloat16
+
+
+def gqa_spec(quick: bool) -> Spec:
+    """GQA backward: batch 1, one K/V head, head dim 128, non-causal (DeepSeek's published setting),
+    8 query heads sharing the K/V head. Candidates: block_M x block_N, head_split (the group's
+    heads split over that many blocks, dK/dV then added atomically and cast by a fourth launch)
+    and defer_dq (step k's atomic dQ add issued in step k + 1, after its S and dP crossings)."""
+    H, S, D = (8, 2048, 128) if quick else (8, 4096, 128)
+    macs, gm = gqa_bwd_work(1, H, 1, S, D)
+    tried = [(128, 64, 8, True)] if quick else [(128, 64, 1, False), (64, 128, 1, False), (128, 64, 4, False),
+                                                (128, 64, 4, True), (128, 64, 8, True)]
+    bf = BF16
+    read = 2 * 2 * S * H * D + 2 * 2 * S * D + 2 * 4 * H * S  # Q, dO, K, V, lse, Delta
+
+    def args(hs: int) -> list:
+        return [torch.zeros(1, S, H, D, dtype=bf), torch.zeros(1, S, 1, D, dtype=bf), torch.zeros(1, S, 1, D, dtype=bf),
+                torch.zeros(1, S, H, D, dtype=bf), torch.zeros(1, S, H, D, dtype=bf), torch.zeros(1, H, S),
+                torch.zeros(1, H, S), torch.zeros(1, S, H, D), torch.zeros(1, S, H, D, dtype=bf),
+                torch.zeros(1, S, 1, D, dtype=bf), torch.zeros(1, S, 1, D, dtype=bf)] + (
+                    [torch.zeros(1, S, 1, D), torch.zeros(1, S, 1, D)] if hs > 1 else [])
+
+    cands = []
+    for m, n, hs, defer in tried:
+        launches, unique = ((1, "dQ/dK/dV"), (2, "dQ cast")), (read, None)
+        if hs > 1:
+            launches, unique = (*launches, (3, "dK/dV cast")), (*unique, None)
+        cands.append((f"block {m}x{n}" + (f", heads split over {hs} blocks" if hs > 1 else "")
+                      + (", dQ added a step late" if defer else ""),
+                      lambda m=m, n=n, hs=hs, defer=defer: gqa_backward.gqa_backward(1, H, H, S, D, m, n, head_split=hs,
+                                                                                   defer_dq=defer),
+                      lambda hs=hs: args(hs), launches, unique))
+    return Spec(
+        name="GQA backward (dQ/dK/dV + casts)", shape=f"b1 h{H} kv1 s{S} d{D}", kind="attn", archs=("dav-3510",),
+        build=None, macs=macs, gm_bytes=gm, op_bits=16, target="peak40", args=None, candidates=cands)
+
+
+def mla_spec(quick: bool) -> Spec:
+    """MLA decode: 128 query heads on one latent head (dv 512 + rope 64), paged KV (64-token pages),
+    every sequence 4096 tokens long."""
+    B, H, S, page = (8, 128, 1024, 64) if quick else (64, 128, 4096, 64)
+    macs, gm = mla_decode_work(B, H, S)
+    splits = [1] if quick else [1, 2, 4]
+    pages = S // page
+    bf = BF16
+
+    def args(ns: int) -> list:
+        return [torch.zeros(B, H, 512, dtype=bf), torch.zeros(B, H, 64, dtype=bf), torch.zeros(B * S, 512, dtype=bf),
+                torch.zeros(B * S, 64, dtype=bf), torch.arange(B * pages, dtype=torch.int32).view(B, pages),
+                torch.full((B,), S, dtype=torch.int32), torch.zeros(B, ns, H), torch.zeros(B, ns, H, 512),
+                torch.zeros(B, H, 512, dtype=bf)]
+
+    return Spec(
+        name="MLA decode (split + combine)", shape=f"b{B} h{H} s{S} d512+64 page{page}", kind="attn",
+        archs=("dav-3510",), build=None, macs=macs, gm_bytes=gm, op_bits=16, target="roof50",
+        args=None, launches=((0, "split"), (1, "combine")),
+        unique=(2 * B * S * 576 + 2 * B * H * 576 + 4 * B * pages + 4 * B, None),
+        candidates=[(f"block_H 64, block_N 64, {ns} split{'s' if ns > 1 else ''}",
+                     lambda ns=ns: mla_decode.mla_decode_paged(B, H, S, 512, 64, 64, 64, ns, page),
+                     lambda ns=ns: args(ns)) for ns in splits])
+
+
+def dsa_specs(quick: bool) -> list[Spec]:
+    """DSA: sparse MLA forward over 2048 selected keys per query token (DeepSeek-V3.2's top-k), 64
+    heads per token (128 do not fit one block's UB), and the lightning indexer's scores."""
+    SQ, SKV, H, K = (112, 2048, 64, 512) if quick else (4096, 8192, 64, 2048)
+    macs, gm = sparse_mla_work(SQ, H, K, SKV)
+    bf = BF16
+
+    def args() -> list:
+        # Distinct random rows of indices, repeated (the timing does not depend on their values).
+        g = torch.Generator().manual_seed(0)
+        rows = min(SQ, 64)
+        idx = torch.stack([torch.randperm(SKV, generator=g)[:K] for _ in range(rows)]).to(torch.int32)
+        idx = idx.repeat(SQ // rows + 1, 1)[:SQ].contiguous()
+        return [torch.zeros(SQ, H, 576, dtype=bf), torch.zeros(SKV, 576, dtype=bf), idx,
+                torch.zeros(SQ, H, 512, dtype=bf), torch.zeros(SQ, H)]
+
+    sparse = Spec(
+        name="DSA sparse MLA forward", shape=f"s_q {SQ} s_kv {SKV} h{H} top-k {K} d512+64", kind="attn",
+        archs=("dav-3510",), build=None, macs=macs, gm_bytes=gm, op_bits=16, target="roof50", args=args,
+        launches=((0, "sparse MLA"),), unique=(2 * SKV * 576 + 2 * SQ * H * 576 + 4 * SQ * K,),
+        candidates=[(f"block_I {bi}", lambda bi=bi: dsa.sparse_mla_fwd(SQ, SKV, H, 512, 64, K, bi))
+                    for bi in ([32] if quick else [32, 64])])
+    IH, ID = 64, 128  # DeepSeek-V3.2's indexer: 64 heads of dim 128 (bf16 here; fp8 in DeepSeek's)
+    indexer = Spec(
+        name="DSA lightning indexer (bf16)", shape=f"s_q {SQ} s_kv {SKV} h{IH} d{ID}", kind="attn",
+        archs=("dav-3510",), build=None, macs=SQ * SKV * IH * ID,
+        gm_bytes=2 * SQ * IH * ID + 2 * SKV * ID + 4 * SQ * IH + 4 * SQ * SKV, op_bits=16,
+        args=lambda: [torch.zeros(SQ, IH, ID, dtype=bf), torch.zeros(SKV, ID, dtype=bf), torch.zeros(SQ, IH),
+                      torch.zeros(SQ, SKV)],
+        launches=((0, "indexer"),), unique=(2 * SQ * IH * ID + 2 * SKV * ID + 4 * SQ * IH,),
+        candidates=[(f"block_N {bn}", lambda bn=bn: dsa.lightning_indexer(SQ, SKV, IH, ID, bn))
+                    for bn in ([64] if quick else [64, 128])])
+    return [sparse, indexer]
 
 
 def run(spec: Spec, arch: str) -> Row:
     """The spec's kernel (the fastest of its tile candidates, each at num_stages 2)."""
+    if spec.kind == "attn":
+        rows = []
+        for cand in spec.candidates:
+            config, build = cand[0], cand[1]
+            args = cand[2] if len(cand) > 2 else spec.args
+            launches = cand[3] if len(cand) > 3 else spec.launches
+            unique = cand[4] if len(cand) > 4 else spec.unique
+            r = run_launches(spec, arch, build, args, config, launches, unique)
+            busy = " ".join(f"{p} {v:.0f}%" for p, v in sorted((r.busy or {}).items()) if v >= 1)
+            console.print(f"    [dim]{spec.name} {arch} {r.config}: "
+                          f"{r.skipped or f'{r.time_us:,.1f} us, busy {busy}'} ({r.wall:.0f} s wall)[/dim]")
+            rows.append(r)
+        done = [r for r in rows if not r.skipped]
+        return min(done, key=lambda r: r.total_cycles) if done else rows[0]
     if not spec.tiles:
         return run_one(spec, arch, spec.build, spec.config)
     rows = []
@@ -194,6 +394,50 @@ def run(spec: Spec, arch: str) -> Row:
         rows.append(r)
     done = [r for r in rows if not r.skipped]
     return min(done, key=lambda r: r.total_cycles) if done else rows[0]
+
+
+def run_launches(spec: Spec, arch: str, build, args, config: str, launches: tuple, unique: tuple) -> Row:
+    """An "attn" spec: every timed launch emulated over its first wave (min(grid, cores) blocks, the
+    cores being the AIVs of an AIV-only launch and the AI-core groups of a mixed one), scaled by
+    its waves, at the L2 miss fraction of the whole launch; the launches' times add up (they run
+    one after the other on the stream)."""
+    row = Row(spec, arch, config=config, parts=[])
+    a = ASSUMPTIONS[arch]
+    try:
+        k = ascend_backend.compile(build(), target={"kind": "ascendc", "arch": arch}, runtime="emulator")
+    except AscendCompileError as e:
+        row.skipped = f"{type(e).__name__}: {str(e).splitlines()[0]}".replace(f"{ROOT}/", "")
+        return row
+    entry = launch_args(k.program, args())
+    t0 = time.perf_counter()
+    for (n, name), uniq in zip(launches, unique, strict=True):
+        lc = k.program.launches[n]
+        grid = int(k.block_dims[n])
+        ktype = lc.kernel_type.value
+        cores = int(a["aiv_cores"] if ktype == "AIV_ONLY" else a["aic_cores"] if ktype == "AIC_ONLY" else a["groups"])
+        first = min(grid, cores)
+        waves = math.ceil(grid / cores)
+        rep = run_source(k.kernel_source, k.program.entry_name(n), entry, first, arch=arch, strict=False,
+                         checks=False, auto_sync=False, kernel_type=ktype)
+        miss = l2_miss_fraction(arch, rep.gm_reads["bytes"] / first * grid, uniq) if uniq else 1.0
+        t = rep.timing_with(miss)
+        if t.get("truncated_trace"):
+            raise RuntimeError(f"{spec.name}: the emulator's trace was truncated; raise TL_ASCEND_EMU_TRACE_CAP")
+        cycles = waves * int(t["total_cycles"])
+        row.parts.append((name, grid, waves, cycles))
+        if row.busy is None:  # the first timed launch is the main one
+            row.grid, row.cores, row.waves, row.wave_cycles = grid, cores, waves, int(t["total_cycles"])
+            row.busy = dict(t["busy_percent"])
+        row.total_cycles += cycles
+    row.wall = time.perf_counter() - t0
+    row.time_us = row.total_cycles / (a["clock_ghz"] * 1e3)
+    row.roofline = roofline(arch, spec.macs, spec.gm_bytes, spec.op_bits)[0]
+    row.achieved = spec.macs / (cube_rate(arch, spec.op_bits) * a["aic_cores"]) / row.total_cycles
+    if len(row.parts) > 1:
+        clock = a["clock_ghz"] * 1e3
+        row.config += "; " + " + ".join(f"{nm} {c / clock:,.1f} us ({g} blocks, {w} waves)"
+                                        for nm, g, w, c in row.parts)
+    return row
 
 
 def run_one(spec: Spec, arch: str, build, config: str) -> Row:
@@ -231,7 +475,7 @@ def run_one(spec: Spec, arch: str, build, config: str) -> Row:
         row.achieved = spec.gm_bytes / (row.time_us * 1e-6) / 1e9
     else:
         peak = cube_rate(arch, spec.op_bits) * a["aic_cores"]
-        row.roofline = max(spec.macs / peak, gm_cycles)
+        row.roofline = roofline(arch, spec.macs, spec.gm_bytes, spec.op_bits)[0]
         row.achieved = spec.macs / peak / row.total_cycles
     return row
 
@@ -240,6 +484,9 @@ def fmt_achieved(r: Row) -> str:
     if r.spec.kind == "cast":
         hbm = ASSUMPTIONS[r.arch]["chip_gm_bandwidth_gbps"]
         return f"{r.achieved:,.0f} GB/s ({100 * r.achieved / hbm:.0f} % of HBM)"
+    if r.spec.kind == "attn":
+        return (f"{100 * r.achieved:.1f} % of the b{r.spec.op_bits} Cube peak, {100 * r.of_roofline:.0f} % of the "
+                f"roofline ({r.bound}-bound)")
     return f"{100 * r.achieved:.1f} % of the b{r.spec.op_bits} Cube peak"
 
 
@@ -260,7 +507,7 @@ def cells(r: Row) -> list[str]:
     clock = ASSUMPTIONS[r.arch]["clock_ghz"]
     b = r.busy or {}
     return [r.spec.name, r.arch, r.spec.shape, r.config, str(r.grid), str(r.waves), f"{r.time_us:,.1f}",
-            fmt_achieved(r), f"{r.roofline / (clock * 1e3):,.1f}", f"{100 * r.of_roofline:.0f} %",
+            fmt_achieved(r), f"{r.roofline / (clock * 1e3):,.1f} ({r.bound})", f"{100 * r.of_roofline:.0f} %",
             f"{b.get('V', 0):.0f} / {b.get('MTE2', 0):.0f} / {b.get('M', 0):.0f} %", verdict(r)]
 
 
@@ -278,11 +525,14 @@ def write_docs(rows: list[Row], quick: bool) -> None:
         arch_lines.append(f"- {arch}: {a['aic_cores']} AIC / {a['aiv_cores']} AIV at {a['clock_ghz']} GHz, HBM "
                           f"{a['chip_gm_bandwidth_gbps']} GB/s ({chip_bpc(arch):.0f} B/cycle), Cube "
                           f"{cube_rate(arch, 8)} MACs/cycle per AIC for 8-bit operands "
-                          f"({cube_rate(arch, 8) * a['aic_cores'] * a['clock_ghz'] * 2 / 1e3:,.0f} TOPS)")
+                          f"({cube_rate(arch, 8) * a['aic_cores'] * a['clock_ghz'] * 2 / 1e3:,.0f} TOPS), "
+                          f"{cube_rate(arch, 16)} for 16-bit "
+                          f"({cube_rate(arch, 16) * a['aic_cores'] * a['clock_ghz'] * 2 / 1e3:,.0f} TFLOPS)")
     block = "\n".join([
         BEGIN,
         "Generated by `python benchmarks/deepseek.py --write-docs`" + (" (--quick shapes)" if quick else "") +
-        ". MODELLED: first wave emulated, total = waves x first wave (see the script's docstring).",
+        ". MODELLED: first wave emulated, total = waves x first wave (see the script's docstring); a kernel of "
+        "several launches: the sum of the timed launches, grid, waves and busy % of the first.",
         "",
         *arch_lines,
         "",
@@ -300,13 +550,15 @@ def write_docs(rows: list[Row], quick: bool) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller shapes (1024 x 7168 casts, 2048^3 GEMMs)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller shapes (1024 x 7168 casts, 2048^3 GEMMs, seq 2048 GQA, batch 8 x 1024 MLA decode, "
+                         "112 query tokens of DSA) and fewer candidates")
     ap.add_argument("--arch", default="dav-3510,dav-c220")
     ap.add_argument("--only", default="", help="run only kernels whose name contains this text")
     ap.add_argument("--write-docs", action="store_true", help="write the table into docs/performance.md")
     args = ap.parse_args()
     archs = args.arch.split(",")
-    console.print("[bold]DeepSeek's low-precision kernels on the emulator's timing model: every figure is MODELLED "
+    console.print("[bold]DeepSeek's kernels on the emulator's timing model: every figure is MODELLED "
                   "(docs/timing-model.md), not measured.[/bold]")
     rows = []
     for spec in specs(args.quick):

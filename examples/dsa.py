@@ -98,6 +98,8 @@ def sparse_mla_fwd(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, bloc
             T.fill(acc_o, 0)
             T.fill(lsum, 0)
             T.fill(m, -T.infinity(accum))
+            # The key's row, read from GM once into a local (a Python name would re-read GM at each use).
+            row = T.alloc_var("int32")
             for blk in T.Pipelined(topk // block_I, num_stages=num_stages):
                 # Gather: row i of the tiles is key Indices[t, blk * block_I + i] (-1 reads row 0, masked).
                 for i in T.serial(block_I):

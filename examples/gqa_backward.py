@@ -13,13 +13,27 @@ BF16 in, non-causal, as in DeepSeek's published comparison. The forward pass's l
 3. postprocess: ``dQ = bf16(dQ_acc)``.
 
 ``dQ_acc`` must be zero on entry (the caller allocates it with torch.zeros).
+
+``defer_dq`` issues step k's atomic dQ add in step k + 1, after that step's S and dP tiles have
+left L0C for the Vector cores: the add is a long Fixpipe to GM, and issued at the end of its own
+step it holds the FIX pipe while the next step's S and dP wait behind it (the chain Cube ->
+Vector -> Cube of every step then waits too). The last step's add follows the loop.
+
+``head_split`` > 1 (``gqa_backward_split``) also splits each K/V head's group of query heads over
+``head_split`` blocks, so that short sequences still fill the chip's cores (one K/V head at seq
+4096 gives only 32 blocks of 128 rows for 28 AI-core groups, a second wave 14 % full). Each block
+then holds a partial dK and dV and adds it atomically into FP32 ``dK_acc`` / ``dV_acc`` (zero on
+entry), and a fourth launch casts them to BF16.
 """
 
 import tilelang.language as T
 
 
 def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, num_stages=2,
-                 dtype="bfloat16"):
+                 dtype="bfloat16", head_split=1, defer_dq=False):
+    if head_split > 1:
+        return gqa_backward_split(batch, heads, groups, seq, dim, block_M, block_N, num_stages, dtype, head_split,
+                                  defer_dq)
     head_kv = heads // groups
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * 1.44269504  # log2(e)
@@ -27,6 +41,7 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
     blk = 64  # rows per block of the pre/postprocess launches
     q_shape = [batch, seq, heads, dim]
     kv_shape = [batch, seq, head_kv, dim]
+    n_q = (seq + block_N - 1) // block_N  # query blocks per head
 
     @T.prim_func
     def gqa_bwd(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
@@ -71,7 +86,7 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
             T.clear(dk)
             for g in T.serial(groups):
                 h = by * groups + g
-                for k in T.Pipelined(T.ceildiv(seq, block_N), num_stages=num_stages):
+                for k in T.Pipelined(n_q, num_stages=num_stages):
                     T.copy(Q[bz, k * block_N:(k + 1) * block_N, h, :], q)
                     T.clear(qkT)
                     T.gemm(K_shared, q, qkT, transpose_B=True)
@@ -86,10 +101,16 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
                     T.copy(Delta[bz, h, k * block_N:(k + 1) * block_N], delta)
                     for i, j in T.Parallel(block_M, block_N):
                         dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
+                    if defer_dq:
+                        if k > 0:  # the previous step's dQ, now that this step's S and dP have crossed
+                            T.atomic_add(dQ_acc[bz, (k - 1) * block_N:k * block_N, h, :], dq)
                     T.gemm(dsT_cast, q, dk)
                     T.clear(dq)
                     T.gemm(dsT_cast, K_shared, dq, transpose_A=True)
-                    T.atomic_add(dQ_acc[bz, k * block_N:(k + 1) * block_N, h, :], dq)
+                    if not defer_dq:
+                        T.atomic_add(dQ_acc[bz, k * block_N:(k + 1) * block_N, h, :], dq)
+                if defer_dq:
+                    T.atomic_add(dQ_acc[bz, (n_q - 1) * block_N:n_q * block_N, h, :], dq)
             T.copy(dv, dv_out)
             T.copy(dk, dk_out)
             T.copy(dv_out, dV[bz, bx * block_M:(bx + 1) * block_M, by, :])
@@ -104,6 +125,116 @@ def gqa_backward(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_
             T.copy(out, dQ[bz, bx * blk:(bx + 1) * blk, by, :])
 
     return gqa_bwd
+
+
+def gqa_backward_split(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, num_stages=2,
+                       dtype="bfloat16", head_split=2, defer_dq=False):
+    """As gqa_backward, with each group of query heads split over ``head_split`` blocks: dK and dV
+    are added atomically into FP32 ``dK_acc`` / ``dV_acc`` (zero on entry) and cast by a fourth
+    launch."""
+    assert groups % head_split == 0, f"groups ({groups}) must be a multiple of head_split ({head_split})"
+    head_kv = heads // groups
+    per_block = groups // head_split
+    sm_scale = (1.0 / dim) ** 0.5
+    scale = sm_scale * 1.44269504  # log2(e)
+    accum = "float32"
+    blk = 64  # rows per block of the pre/postprocess launches
+    q_shape = [batch, seq, heads, dim]
+    kv_shape = [batch, seq, head_kv, dim]
+    n_q = (seq + block_N - 1) // block_N  # query blocks per head
+
+    @T.prim_func
+    def gqa_bwd_split(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+                      O: T.Tensor(q_shape, dtype), dO: T.Tensor(q_shape, dtype),  # noqa: E741 (the paper's names)
+                      lse: T.Tensor([batch, heads, seq], accum), Delta: T.Tensor([batch, heads, seq], accum),
+                      dQ_acc: T.Tensor(q_shape, accum), dQ: T.Tensor(q_shape, dtype),
+                      dK: T.Tensor(kv_shape, dtype), dV: T.Tensor(kv_shape, dtype),
+                      dK_acc: T.Tensor(kv_shape, accum), dV_acc: T.Tensor(kv_shape, accum)):
+        # 1. Delta = rowsum(O * dO)
+        with T.Kernel(T.ceildiv(seq, blk), heads, batch) as (bx, by, bz):
+            o = T.alloc_fragment([blk, dim], dtype)
+            d_o = T.alloc_fragment([blk, dim], dtype)
+            prod = T.alloc_fragment([blk, dim], accum)
+            delta = T.alloc_fragment([blk], accum)
+            T.copy(O[bz, bx * blk:(bx + 1) * blk, by, :], o)
+            T.copy(dO[bz, bx * blk:(bx + 1) * blk, by, :], d_o)
+            for i, j in T.Parallel(blk, dim):
+                prod[i, j] = T.cast(o[i, j], accum) * T.cast(d_o[i, j], accum)
+            T.reduce_sum(prod, delta, dim=1)
+            T.copy(delta, Delta[bz, by, bx * blk:(bx + 1) * blk])
+
+        # 2. partial dK, dV per (K/V block, share of the group); dQ, dK and dV accumulated atomically
+        with T.Kernel(T.ceildiv(seq, block_M), head_kv * head_split, batch) as (bx, by, bz):
+            K_shared = T.alloc_shared([block_M, dim], dtype)
+            V_shared = T.alloc_shared([block_M, dim], dtype)
+            q = T.alloc_shared([block_N, dim], dtype)
+            dos = T.alloc_shared([block_N, dim], dtype)
+            lse_shared = T.alloc_shared([block_N], accum)
+            delta = T.alloc_shared([block_N], accum)
+            qkT = T.alloc_fragment([block_M, block_N], accum)
+            dsT = T.alloc_fragment([block_M, block_N], accum)
+            qkT_cast = T.alloc_fragment([block_M, block_N], dtype)
+            dsT_cast = T.alloc_fragment([block_M, block_N], dtype)
+            dv = T.alloc_fragment([block_M, dim], accum)
+            dk = T.alloc_fragment([block_M, dim], accum)
+            dq = T.alloc_fragment([block_N, dim], accum)
+
+            T.copy(K[bz, bx * block_M:(bx + 1) * block_M, by // head_split, :], K_shared)
+            T.copy(V[bz, bx * block_M:(bx + 1) * block_M, by // head_split, :], V_shared)
+            T.clear(dv)
+            T.clear(dk)
+            for g in T.serial(per_block):
+                h = (by // head_split) * groups + (by % head_split) * per_block + g
+                for k in T.Pipelined(n_q, num_stages=num_stages):
+                    T.copy(Q[bz, k * block_N:(k + 1) * block_N, h, :], q)
+                    T.clear(qkT)
+                    T.gemm(K_shared, q, qkT, transpose_B=True)
+                    T.copy(lse[bz, h, k * block_N:(k + 1) * block_N], lse_shared)
+                    for i, j in T.Parallel(block_M, block_N):
+                        qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
+                    T.copy(dO[bz, k * block_N:(k + 1) * block_N, h, :], dos)
+                    T.clear(dsT)
+                    T.gemm(V_shared, dos, dsT, transpose_B=True)
+                    T.copy(qkT, qkT_cast)
+                    T.gemm(qkT_cast, dos, dv)
+                    T.copy(Delta[bz, h, k * block_N:(k + 1) * block_N], delta)
+                    for i, j in T.Parallel(block_M, block_N):
+                        dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
+                    if defer_dq:
+                        if k > 0:  # the previous step's dQ, now that this step's S and dP have crossed
+                            T.atomic_add(dQ_acc[bz, (k - 1) * block_N:k * block_N, h, :], dq)
+                    T.gemm(dsT_cast, q, dk)
+                    T.clear(dq)
+                    T.gemm(dsT_cast, K_shared, dq, transpose_A=True)
+                    if not defer_dq:
+                        T.atomic_add(dQ_acc[bz, k * block_N:(k + 1) * block_N, h, :], dq)
+                if defer_dq:
+                    T.atomic_add(dQ_acc[bz, (n_q - 1) * block_N:n_q * block_N, h, :], dq)
+            T.atomic_add(dV_acc[bz, bx * block_M:(bx + 1) * block_M, by // head_split, :], dv)
+            T.atomic_add(dK_acc[bz, bx * block_M:(bx + 1) * block_M, by // head_split, :], dk)
+
+        # 3. dQ = bf16(dQ_acc), after every block of launch 2 has added its part
+        with T.Kernel(T.ceildiv(seq, blk), heads, batch) as (bx, by, bz):
+            acc = T.alloc_fragment([blk, dim], accum)
+            out = T.alloc_fragment([blk, dim], dtype)
+            T.copy(dQ_acc[bz, bx * blk:(bx + 1) * blk, by, :], acc)
+            T.copy(acc, out)
+            T.copy(out, dQ[bz, bx * blk:(bx + 1) * blk, by, :])
+
+        # 4. dK, dV = bf16(dK_acc, dV_acc)
+        with T.Kernel(T.ceildiv(seq, blk), head_kv, batch) as (bx, by, bz):
+            acc_k = T.alloc_fragment([blk, dim], accum)
+            acc_v = T.alloc_fragment([blk, dim], accum)
+            out_k = T.alloc_fragment([blk, dim], dtype)
+            out_v = T.alloc_fragment([blk, dim], dtype)
+            T.copy(dK_acc[bz, bx * blk:(bx + 1) * blk, by, :], acc_k)
+            T.copy(dV_acc[bz, bx * blk:(bx + 1) * blk, by, :], acc_v)
+            T.copy(acc_k, out_k)
+            T.copy(acc_v, out_v)
+            T.copy(out_k, dK[bz, bx * blk:(bx + 1) * blk, by, :])
+            T.copy(out_v, dV[bz, bx * blk:(bx + 1) * blk, by, :])
+
+    return gqa_bwd_split
 
 
 def reference(Q, K, V, dO, groups):
@@ -125,7 +256,7 @@ def reference(Q, K, V, dO, groups):
 
 
 def case(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, num_stages=2, seed=0,
-         dtype="bfloat16"):
+         dtype="bfloat16", head_split=1, defer_dq=False):
     import torch
 
     from ascend_backend.testing import Case
@@ -143,7 +274,9 @@ def case(batch=1, heads=2, groups=2, seq=128, dim=64, block_M=64, block_N=64, nu
     dq_acc = torch.zeros(batch, seq, heads, dim)
     outs = [torch.zeros(batch, seq, heads, dim).to(tdt), torch.zeros(batch, seq, head_kv, dim).to(tdt),
             torch.zeros(batch, seq, head_kv, dim).to(tdt)]
-    f = gqa_backward(batch, heads, groups, seq, dim, block_M, block_N, num_stages, dtype)
+    if head_split > 1:  # FP32 dK / dV accumulators, zero on entry
+        outs += [torch.zeros(batch, seq, head_kv, dim), torch.zeros(batch, seq, head_kv, dim)]
+    f = gqa_backward(batch, heads, groups, seq, dim, block_M, block_N, num_stages, dtype, head_split, defer_dq)
     return Case(func=f, inputs=[q, k, v, o, do, lse, delta, dq_acc, *outs], outputs=[8, 9, 10],
                 reference=lambda *a: [dq.to(tdt), dk.to(tdt), dv.to(tdt)], atol=3e-2, rtol=3e-2)
 

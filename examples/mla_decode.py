@@ -47,6 +47,9 @@ def mla_decode_paged(batch=2, heads=16, max_seqlen=512, dv=512, dpe=64, block_N=
             scores_sum = T.alloc_fragment([block_H], accum)
             logsum = T.alloc_fragment([block_H], accum)
 
+            # Scalars read from GM once into locals (a Python name would re-read GM at every use).
+            seqlen = T.alloc_var("int32")
+            row = T.alloc_var("int32")
             seqlen = cache_seqlens[bx]
             total_blocks = T.ceildiv(seqlen, block_N)
             per_split = total_blocks // num_split

@@ -50,11 +50,8 @@ from ascend_backend.ir import (
     Route,
     Scope,
     Send,
-    TileAccumulate,
     TileCopy,
-    TileFill,
     TileGemm,
-    TileParallel,
     Transfer,
     Workspace,
     children,
@@ -63,7 +60,7 @@ from ascend_backend.ir import (
     walk,
 )
 
-from .partition import full_region, tile_buffers, tile_writes
+from .partition import full_region, tile_buffers
 
 
 def _block_index(grid: list):
@@ -106,34 +103,14 @@ def _points(body: list, cls, pred) -> list:
     return out
 
 
-def _reads(op) -> set:
-    """The buffers a tile op reads (its written buffer too where it combines into it)."""
-    if isinstance(op, TileParallel):
-        names: set = set()
-
-        def visit(n):
-            if isinstance(n, tirx.BufferLoad):
-                names.add(n.buffer.name)
-
-        for ps in op.stores:
-            tirx.stmt_functor.post_order_visit(ps.store.value, visit)
-        return names
-    if isinstance(op, TileFill):
-        return set()
-    if isinstance(op, TileCopy):
-        return {op.src.buffer}
-    return tile_buffers(op)
-
-
 def _round_trip(launch: Launch, t: Transfer) -> bool:
-    """Does the consumer of ``t`` send back, in the same iteration, a tile it computed from ``t``
-    after receiving it, which the producer receives before it sends ``t``'s tile again? Then the
-    producer's next write of the tile (and of its workspace) comes after the consumer's read.
+    """Is the producer's next write of ``t``'s tile (and of its workspace) ordered after the
+    consumer's read by a tile travelling the other way in the same loop?
 
-    Conservative: the tile crosses once per iteration in t's direction (a second crossing of the
-    same tile, e.g. retention's ``o`` handed over and later added to, writes the same workspace
-    with no trip between), and the reverse tile is derived by data flow (an op reading a tainted
-    buffer taints what it writes) in the statement list of the receive."""
+    Only when the tile crosses once per iteration in t's direction: a second crossing of the
+    same tile (retention's ``o``, handed over and later added to) writes the same workspace with
+    no trip between. The emulator's mutation tests check that every "free" flag this keeps is
+    needed and that dropping the others loses nothing (tests/compiler/test_mutation.py)."""
     consumer = launch.kernels[Core.AIV if t.direction is Direction.C2V else Core.AIC]
     producer = launch.kernels[Core.AIC if t.direction is Direction.C2V else Core.AIV]
     same = {u.index for u in launch.transfers if u.tile == t.tile and u.direction is t.direction}
@@ -141,24 +118,10 @@ def _round_trip(launch: Launch, t: Transfer) -> bool:
     receives = _points(consumer.body, Receive, lambda x: x.transfer == t.index)
     if len(sends) != 1 or len(receives) != 1:
         return False
-    body, n = receives[0]
-    tainted = {t.target}
-    back: set = set()
-    for x in body[n + 1:]:
-        if isinstance(x, Send):
-            u = launch.transfers[x.transfer]
-            if u.direction is not t.direction and u.loop == t.loop and u.tile in tainted:
-                back.add(u.index)
-            continue
-        for y in walk([x]):
-            if isinstance(y, Loop | If | Receive):
-                continue
-            if _reads(y) & tainted:
-                tainted |= {y.dst} if isinstance(y, TileAccumulate) else tile_writes(y)
-    if not back:
-        return False
-    pbody, pn = sends[0]
-    return any(isinstance(y, Receive) and y.transfer in back for y in pbody[pn + 1:])
+    # Any tile the loop sends the other way closes the cycle: the consumer sends it after its read
+    # of t's tile (in this iteration or the next one's, before t's tile comes again) and the
+    # producer waits for it before its next send of t.
+    return any(u.loop == t.loop and u.direction is not t.direction for u in launch.transfers)
 
 
 def _share_key(t: Transfer):

@@ -71,3 +71,9 @@ def test_dsa_c220(which):
 def test_sparse_mla_64_heads_per_token():
     # 64 heads split between the two AIVs while the per-key mask (64 keys) stays whole on each.
     check_sparse_mla("dav-3510", seq_q=8, heads=64, topk=128, block_I=64)
+
+
+@pytest.mark.slow
+def test_indexer_benchmark_configuration_3510():
+    # benchmarks/deepseek.py's indexer: DeepSeek-V3.2's 64 heads of dim 128, 128 keys per step.
+    check_indexer("dav-3510", seq_q=8, seq_kv=256, heads=64, dim=128, block_N=128)

@@ -1,0 +1,64 @@
+"""benchmarks/deepseek.py's arithmetic: the useful MACs it credits each attention kernel with are
+the MACs that kernel's Mmads issue on the emulator (so its fraction of the Cube peak is not
+inflated), and the roofline takes the binding side."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import ascend_backend
+from ascend_backend.emulator import run_source
+from ascend_backend.emulator.timing import ASSUMPTIONS, PIPES
+from ascend_backend.kernel import launch_args
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import deepseek  # noqa: E402
+
+ARCH = "dav-3510"
+
+
+def issued_macs(case, launch):
+    """MACs of every Mmad of launch ``launch`` of the case's kernel, all blocks emulated."""
+    k = ascend_backend.compile(case.func, target={"kind": "ascendc", "arch": ARCH}, runtime="emulator")
+    entry = launch_args(k.program, [a.clone() for a in case.inputs])
+    rep = run_source(k.kernel_source, k.program.entry_name(launch), entry, k.block_dims[launch], arch=ARCH,
+                     strict=False, checks=False, auto_sync=False,
+                     kernel_type=k.program.launches[launch].kernel_type.value)
+    assert rep.timing["total_cycles"] > 0 and not rep.timing["truncated_trace"]
+    m = PIPES.index("M")
+    return sum(r[8] for th in rep._trace["threads"] for r in th["ops"] if r[1] == m)
+
+
+def test_gqa_backward_macs_are_the_five_gemms():
+    gqa = deepseek.gqa_backward
+    macs, _ = deepseek.gqa_bwd_work(batch=1, heads=2, head_kv=1, seq=128, dim=64)
+    assert issued_macs(gqa.case(), launch=1) == macs
+
+
+def test_mla_decode_macs():
+    mla = deepseek.mla_decode
+    macs, _ = deepseek.mla_decode_work(batch=2, heads=16, seq=512)
+    assert issued_macs(mla.case(seqlens=(512, 512)), launch=0) == macs
+
+
+def test_sparse_mla_macs():
+    dsa = deepseek.dsa
+    macs, _ = deepseek.sparse_mla_work(seq_q=32, heads=16, topk=64, seq_kv=256)
+    assert issued_macs(dsa.sparse_mla_case(), launch=0) == macs
+
+
+@pytest.mark.parametrize("arch", ["dav-3510", "dav-c220"])
+def test_roofline_takes_the_binding_side(arch):
+    a = ASSUMPTIONS[arch]
+    peak = a["cube_macs_per_cycle_16bit"] * a["aic_cores"]
+    bpc = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]
+    # GQA backward at seq 4096: 5 x 4096^2 x 128 x 8 MACs against ~50 MB: the Cube binds.
+    macs, gm = deepseek.gqa_bwd_work(1, 8, 1, 4096, 128)
+    assert deepseek.roofline(arch, macs, gm) == (pytest.approx(macs / peak), "Cube")
+    # MLA decode with 16 heads: 16 x 1088 MACs per 1152 cached bytes, far below the chip's
+    # MACs per byte (peak / bpc, about 118 on dav-3510): HBM binds.
+    macs, gm = deepseek.mla_decode_work(64, 16, 4096)
+    assert deepseek.roofline(arch, macs, gm) == (pytest.approx(gm / bpc), "HBM")
+    assert gm == 2 * 64 * 4096 * 576 + 2 * 64 * 16 * (512 + 576)
