@@ -7,12 +7,15 @@ iteration) has s slots, and each such L0A/L0B/L0C buffer has 2 when its memory h
 loop records them in ``Loop.slots``. Iteration k uses slot k % s, so the loads of iteration k + 1
 go to another slot while iteration k computes, and insert_sync gives the dependencies on these
 buffers one event id per slot. If s slots do not fit L1 or UB, a MemoryBudgetError says so and
-names the largest number of stages that fits.
+names the largest number of stages that fits; with ``fit_stages`` (the driver's last retry) the
+buffers get that many slots instead (num_stages is a pipelining hint: the results are the same),
+and a warning names the loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from ascend_backend.errors import InternalCompilerError, MemoryBudgetError
 from ascend_backend.ir import AscOp, If, Kernel, Launch, Loop, LoopKind, Pipe, Program, Scope, walk
@@ -42,7 +45,7 @@ def _private(loop: Loop, outside: set) -> list:
     return [b for b, kind in first.items() if kind == "write" and b not in outside]
 
 
-def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
+def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch, fit_stages: bool = False) -> Kernel:
     buffers = kernel.copy_buffers()
     fixed = launch.fixed_tiles(kernel.core) if kernel.core is not None else set()
 
@@ -75,18 +78,19 @@ def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
         return out
 
     body = rewrite(kernel.body, [])
-    _fit(arch, buffers, body)
+    _fit(arch, buffers, body, fit_stages)
     return kernel.replace(body=body, buffers=buffers)
 
 
-def multi_buffer(program: Program) -> Program:
-    """Give the iteration-private buffers of pipelined loops their rotating slots."""
-    out = program.map_kernels(lambda k, lc, p: multi_buffer_kernel(k, lc, p.arch))
+def multi_buffer(program: Program, fit_stages: bool = False) -> Program:
+    """Give the iteration-private buffers of pipelined loops their rotating slots (with
+    ``fit_stages``, as many as fit)."""
+    out = program.map_kernels(lambda k, lc, p: multi_buffer_kernel(k, lc, p.arch, fit_stages))
     verify_multi_buffer(out)
     return out
 
 
-def _fit(arch, buffers: dict, body: list) -> None:
+def _fit(arch, buffers: dict, body: list, fit_stages: bool = False) -> None:
     """L0 memories: fall back to one slot where two do not fit. L1/UB: fail naming the stages that fit."""
     cap = arch.capacity
     for mem in DOUBLED:
@@ -127,14 +131,40 @@ def _fit(arch, buffers: dict, body: list) -> None:
         unit = sum(b.nbytes // b.slots for b in staged)
         fits = max(0, (cap[mem] - fixed) // unit) if unit else 0
         stages = staged[0].slots
+        loop_loc = next((s.loc for s in walk(body) if isinstance(s, Loop) and s.slots), staged[0].loc)
+        if fit_stages and fits >= 1:
+            for b in staged:
+                b.slots = min(b.slots, fits)
+            for lp in (x for x in walk(body) if isinstance(x, Loop)):
+                for b in staged:
+                    if b.name in lp.slots:
+                        if b.slots > 1:
+                            lp.slots[b.name] = b.slots
+                        else:
+                            lp.slots.pop(b.name)
+            warnings.warn(f"{loop_loc}: T.Pipelined with num_stages={stages} is lowered with {fits} stage(s): "
+                          f"{mem} holds {cap[mem]} bytes on {arch.name}, {stages} stages need {total}",
+                          stacklevel=2)
+            continue
         raise MemoryBudgetError(
             f"{mem} cannot hold {stages} pipeline stages: it needs {total} bytes with {stages} slots per pipelined "
             f"buffer, and holds {cap[mem]} bytes on {arch.name}",
             table=budget_table(members, mem, cap[mem], arch.name),
-            loc=next((s.loc for s in walk(body) if isinstance(s, Loop) and s.slots), staged[0].loc),
+            loc=loop_loc,
             hint=(f"use num_stages={fits} (the largest that fits), or reduce the tile sizes" if fits >= 1 else
-                  "even one stage does not fit: reduce the tile sizes"),
+                  _one_stage_hint(members, cap[mem])),
         )
+
+
+def _one_stage_hint(members: list, cap: int) -> str:
+    """What to shrink when even one slot per buffer is too much: the largest buffers at one slot,
+    with the DSL lines whose tile shapes set them."""
+    one = sorted(members, key=lambda b: -(b.nbytes // b.slots))
+    need = sum(b.nbytes // b.slots for b in members)
+    big = ", ".join(f"'{b.name}' {'x'.join(map(str, b.shape))} {b.dtype} ({b.nbytes // b.slots} bytes"
+                    + (f", {b.loc})" if b.loc else ")") for b in one[:3])
+    return (f"even one stage does not fit ({need} bytes at one slot per buffer): reduce the tile sizes; the largest "
+            f"buffers are {big}. Halving block_M or block_N (the rows or columns of these tiles) halves them")
 
 
 def verify_multi_buffer(program: Program) -> None:
