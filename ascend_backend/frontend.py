@@ -304,7 +304,8 @@ class _Importer:
         if self.bad_grid is not None:  # raised after the tiles: a bad tile size is the better message
             raise self.bad_grid
         stmts = self._stmts(body)
-        launch = Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=dict(self.buffers), body=stmts)})
+        buffers, stmts = split_column_tiles(dict(self.buffers), stmts)
+        launch = Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=buffers, body=stmts)})
         self.buffers, self.tvm_buffers = shared
         return launch
 
@@ -395,7 +396,8 @@ class _Importer:
             return self._tile_call(stmt.value, loc)
         if isinstance(stmt, tirx.For):
             if stmt.kind == tirx.ForKind.PARALLEL:
-                return [self._parallel(stmt, loc)]
+                par = self._parallel(stmt, loc)
+                return self._row_gather(par) or [par]
             if stmt.thread_binding is not None:
                 tag = str(stmt.thread_binding.thread_tag)
                 if tag.startswith("blockIdx"):
@@ -535,6 +537,67 @@ class _Importer:
             self.buffer_name(ps.store.buffer)  # validate
             self._check_threads(ps.store, ps.loc)
         return TileParallel(vars=tuple(loop_vars), extents=tuple(extents), stores=tuple(stores), loc=loc)
+
+    def _row_gather(self, par: TileParallel) -> list | None:
+        """``t[i, j] = G[..., idx[i], ..., c0 + j]``: a tile whose rows come from rows of a global
+        tensor chosen by values read from memory (sparse MLA's gather of the top-k keys). Each row
+        is one copy of a contiguous GM row, issued by the scalar unit in a loop over the rows:
+        ``for r in T.serial(rows): T.copy(G[..., idx[r], ..., c0:c0 + cols], t[r, :])``. None when
+        the T.Parallel is anything else (it stays element-wise)."""
+        from tvm import arith
+
+        if len(par.vars) != 2 or len(par.stores) != 1 or par.stores[0].atomic is not None:
+            return None
+        st = par.stores[0].store
+        i, j = par.vars
+        v = st.value
+        tile = self.buffers.get(self.buffer_name(st.buffer))
+        if tile is None or tile.kind not in (BufferKind.SHARED, BufferKind.FRAGMENT) or len(tile.shape) != 2:
+            return None
+        if not (len(st.indices) == 2 and st.indices[0].same_as(i) and st.indices[1].same_as(j)) or \
+                tuple(par.extents) != tuple(tile.shape):
+            return None
+        if not isinstance(v, tirx.BufferLoad) or v.buffer not in self.tvm_buffers:
+            return None
+        src = self.buffers[self.buffer_name(v.buffer)]
+        if not src.kind.in_gm:
+            return None
+
+        def uses(e, var) -> bool:
+            found = []
+            tirx.stmt_functor.post_order_visit(e, lambda n: found.append(n) if isinstance(n, tirx.Var)
+                                               and n.same_as(var) else None)
+            return bool(found)
+
+        def loads_with(e, var) -> bool:
+            found = []
+            tirx.stmt_functor.post_order_visit(e, lambda n: found.append(n) if isinstance(n, tirx.BufferLoad)
+                                               and any(uses(x, var) for x in n.indices) else None)
+            return bool(found)
+
+        idx = list(v.indices)
+        last = idx[-1]
+        coef = arith.detect_linear_equation(last, [j])
+        if len(coef) != 2 or not (isinstance(coef[0], tirx.IntImm) and int(coef[0]) == 1) or uses(coef[1], i):
+            return None
+        if any(uses(x, j) for x in idx[:-1]) or not any(loads_with(x, i) for x in idx[:-1]):
+            return None  # an ordinary window (affine rows) or something else
+        r = tirx.Var(f"{i.name}_row", "int32")
+        base = [tirx.stmt_functor.substitute(x, {i: r}) for x in idx[:-1]] + [coef[1]]
+        for d in range(len(base) - 1):
+            if loads_with(idx[d], i):
+                # An index read from memory may point past the tensor (sparse MLA pads its top-k
+                # list with seq_kv, and masks those rows): the gather reads the nearest row
+                # instead of memory outside the tensor.
+                size = src.shape[d]
+                hi = tirx.IntImm("int32", size - 1) if isinstance(size, int) else size - 1
+                base[d] = tirx.Min(tirx.Max(base[d], tirx.IntImm("int32", 0)), hi)
+        zero = tirx.IntImm("int32", 0)
+        cols = tile.shape[1]
+        copy = TileCopy(src=Region(src.name, tuple(base), (1,) * (len(idx) - 1) + (cols,)),
+                        dst=Region(tile.name, (r, zero), (1, cols)), loc=par.loc)
+        return [Loop(var=r, extent=tirx.IntImm("int32", tile.shape[0]), body=[copy], kind=LoopKind.SERIAL,
+                     loc=par.loc)]
 
     def _region(self, arg, loc) -> Region:
         """Decode a ``tl.region(buf[base...], access, extents...)`` (or a BufferLoad/Buffer)."""
@@ -826,6 +889,81 @@ def _kind_of(scope: str) -> BufferKind:
     if scope in ("local", "local.var"):
         return BufferKind.LOCAL
     return BufferKind.FRAGMENT if "fragment" in scope or scope.startswith("local") else BufferKind.SHARED
+
+
+def split_column_tiles(buffers: dict, body: list) -> tuple[dict, list]:
+    """A 2-D tile that every op touches as a column range of all its rows (sparse MLA's
+    ``Q_shared[:, :D]`` and ``Q_shared[:, D:]``, copied and multiplied separately) becomes one tile
+    per range: the ranges are then whole tiles, in the layouts each memory gives them."""
+    import dataclasses
+
+    from .ir import fresh_name, walk
+
+    ranges: dict = {}  # tile -> set of (c0, width); None once it is used any other way
+    fields = {TileCopy: ("src", "dst"), TileGemm: ("a", "b", "c")}
+    for s in walk(body):
+        regions = [getattr(s, f) for f in fields.get(type(s), ())]
+        touched = _stmt_buffers(s) - {r.buffer for r in regions}
+        for n in touched:
+            ranges[n] = None
+        for r in regions:
+            b = buffers.get(r.buffer)
+            if b is None or b.kind not in (BufferKind.SHARED, BufferKind.FRAGMENT) or len(b.shape) != 2:
+                continue
+            base = [_static(x) for x in r.base]
+            ext = [_static(x) for x in r.extents]
+            if ranges.get(r.buffer, set()) is None or None in base or None in ext or base[0] != 0 or \
+                    ext[0] != b.shape[0]:
+                ranges[r.buffer] = None
+                continue
+            ranges.setdefault(r.buffer, set()).add((base[1], ext[1]))
+    parts: dict = {}
+    for n, rs in ranges.items():
+        if not rs or len(rs) < 2 and next(iter(rs)) == (0, buffers[n].shape[1]):
+            continue
+        spans = sorted(rs)
+        if any(a[0] + a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False)):
+            continue  # overlapping ranges share elements: keep one tile
+        b = buffers.pop(n)
+        for c0, w in spans:
+            name = fresh_name(f"{n}_c{c0}", set(buffers) | set(ranges))
+            buffers[name] = dataclasses.replace(b, name=name, shape=(b.shape[0], w))
+            parts[(n, c0, w)] = name
+    if not parts:
+        return buffers, body
+
+    def region(r: Region) -> Region:
+        c0 = _static(r.base[1]) if r.buffer not in buffers and len(r.base) == 2 else None
+        name = parts.get((r.buffer, c0, _static(r.extents[1]))) if c0 is not None else None
+        if name is None:
+            return r
+        zero = tirx.IntImm("int32", 0)
+        return Region(name, (zero, zero), tuple(r.extents))
+
+    def go(items: list) -> list:
+        out = []
+        for s in items:
+            if isinstance(s, Loop):
+                s = dataclasses.replace(s, body=go(s.body))
+            elif isinstance(s, If):
+                s = dataclasses.replace(s, then_body=go(s.then_body), else_body=go(s.else_body))
+            elif type(s) in fields:
+                s = dataclasses.replace(s, **{f: region(getattr(s, f)) for f in fields[type(s)]})
+            out.append(s)
+        return out
+
+    return buffers, go(body)
+
+
+def _static(x):
+    return int(x) if isinstance(x, int | tirx.IntImm) else None
+
+
+def _stmt_buffers(s) -> set:
+    """Every buffer a statement names (for split_column_tiles: the ones it does not take apart)."""
+    from ascend_backend.passes.partition import tile_buffers
+
+    return set(tile_buffers(s))
 
 
 def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Program:

@@ -140,12 +140,23 @@ def _lower(program: Program, run: Callable, done: list) -> tuple[Program, str]:
         # Second try: vector results overwrite their operands' temporaries, which needs fewer
         # UB bytes; kernels that fit the first time keep their first lowering.
         from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+        from ascend_backend.passes.multi_buffer import multi_buffer
 
-        program = run("lower_tile_ops", lambda p: lower_tile_ops(p, compact_temps=True), before)
-        done.append(("lower_tile_ops", program))
-        for stage, fn in stages[lowering + 1:]:
-            program = run(stage, fn, program)
-            done.append((stage, program))
+        compact = run("lower_tile_ops", lambda p: lower_tile_ops(p, compact_temps=True), before)
+        done.append(("lower_tile_ops", compact))
+        try:
+            program = compact
+            for stage, fn in stages[lowering + 1:]:
+                program = run(stage, fn, program)
+                done.append((stage, program))
+        except MemoryBudgetError:
+            # Last try: pipelined loops keep the stages that fit (num_stages is a hint).
+            program = compact
+            for stage, fn in stages[lowering + 1:]:
+                if stage == "multi_buffer":
+                    fn = lambda p: multi_buffer(p, fit_stages=True)  # noqa: E731
+                program = run(stage, fn, program)
+                done.append((stage, program))
     source = run("codegen", generate, program)
     return program, source
 

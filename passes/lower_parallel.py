@@ -11,7 +11,7 @@ dtype, one rounding per instruction, as the hardware does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tvm import tirx
 
@@ -23,6 +23,7 @@ from ascend_backend.ir import (
     BufferKind,
     CmpMode,
     DiagPrefix,
+    GmWindow,
     Layout,
     MaskLogic,
     ReduceKind,
@@ -35,6 +36,7 @@ from ascend_backend.ir import (
     ScalarNeg,
     ScalarValue,
     Scope,
+    Valid,
     VecBinary,
     VecBinaryBcast,
     VecBinaryBcastRows,
@@ -423,6 +425,28 @@ _CONDITIONS = (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE, tirx.And, t
 _INDEX_DTYPES = (DType.INT32, DType.FLOAT32, DType.FLOAT16, DType.INT16)
 
 
+def _bound_window(w: GmWindow, bounds: dict, ndim: int) -> GmWindow:
+    """``w`` with its rows (index 0 of a 2-D T.Parallel) and columns (the last index) cut at the
+    exclusive upper bounds ``bounds`` (relative to the tile's first row / column), on top of any
+    tail of the tensor's end: clamp(min(size - base, hi), 0, n)."""
+    from tvm import arith
+
+    ana = arith.Analyzer()
+
+    def cut(v: Valid, hi) -> Valid:
+        if v.tail:
+            return Valid(v.n, ana.simplify(tirx.Min(v.size, v.base + hi)), v.base, clamp=True)
+        return Valid(v.n, hi, tirx.IntImm("int32", 0), clamp=True)
+
+    rows, cols = w.valid_rows, w.valid_cols
+    for k, hi in bounds.items():
+        if k == ndim - 1:
+            cols = cut(cols, hi)
+        else:
+            rows = cut(rows, hi)
+    return replace(w, valid_rows=rows, valid_cols=cols)
+
+
 def _round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
 
@@ -668,6 +692,9 @@ class ParallelLowerer:
             if buf.scope is not Scope.UB:
                 raise UnsupportedError(f"'{buf.name}' lives in {buf.scope}; T.Parallel reads vector tiles only",
                                        loc=self.loc)
+            row = self._row_of_tile(e, buf)
+            if row is not None:
+                return row
             return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
         if isinstance(e, tirx.Var):
             return self._index(e, to_dtype(dtype))
@@ -728,6 +755,22 @@ class ParallelLowerer:
                 "T.if_then_else, the loop indices as values")
         raise UnsupportedError(f"expression '{e}' ({type(e).__name__}) is not supported inside T.Parallel",
                                loc=self.loc)
+
+    def _row_of_tile(self, load, buf: Buffer) -> Opnd | None:
+        """``x[k, j]`` with k fixed over the domain (a loop variable, a scalar) and j a loop index:
+        row k of a 2-D tile, copied into a vector (rows start 32-byte aligned) that is then a
+        per-column or per-row value (2-D T.Parallel) or the whole tile (1-D)."""
+        idx = list(load.indices)
+        if len(idx) != 2 or len(buf.shape) != 2 or self._uses_domain(idx[0]) or not isinstance(idx[1], tirx.Var):
+            return None
+        k = next((n for n, v in enumerate(self.vars) if idx[1].same_as(v)), None)
+        if k is None or buf.cols != self.extents[k]:
+            return None
+        t = self.vec.temp((buf.cols,), buf.dtype)
+        self.pre.append(VecCopy(dst=t.name, src=buf.name, count=self.vec.count(t.name),
+                                src_offset=idx[0] * buf.pitch, loc=self.loc))
+        return Opnd("tile" if len(self.vars) == 1 else ("row" if k == 0 else "col"), buf.dtype, buffer=t.name,
+                    temp=True)
 
     def _select(self, e, dtype: str, out: str | None) -> Opnd:
         """T.if_then_else(cond, a, b): the diagonal fill where it applies, else a general select."""
@@ -847,6 +890,10 @@ class ParallelLowerer:
 
     def _cond(self, c) -> Buffer:
         """The bit mask of a condition over the domain (a UB temp the caller releases)."""
+        if isinstance(c, tirx.Call) and str(c.dtype) == "bool" and len(c.args) == 2 and \
+                str(c.op.name) in ("tirx.bitwise_and", "tirx.bitwise_or", "tir.bitwise_and", "tir.bitwise_or"):
+            # `(m[j] != 0) & (j < n)`: Python's & and | on two conditions are TVM bitwise ops on bools
+            c = (tirx.And if str(c.op.name).endswith("and") else tirx.Or)(c.args[0], c.args[1])
         if isinstance(c, tirx.And | tirx.Or):
             m0, m1 = self._cond(c.a), self._cond(c.b)
             op = MaskLogic.AND if isinstance(c, tirx.And) else MaskLogic.OR
@@ -1043,6 +1090,54 @@ class ParallelLowerer:
             self.vec.release(name)
         return ops
 
+    def _store_bounds(self, st) -> dict | None:
+        """For ``G[...] = T.if_then_else(cond, v, G[...])`` (an ``if`` around a store into a global
+        tensor) whose condition is a conjunction of upper bounds on the loop indices (``i < n``,
+        ``bx * 64 + i < len``, ``j <= m``), the bound of each index: {position: exclusive upper
+        bound}. None when the condition is anything else (it stays a select)."""
+        from tvm import arith
+
+        v = st.value
+        if not (isinstance(v, tirx.Call) and str(v.op.name).endswith("if_then_else")):
+            return None
+        old = v.args[2]
+        if not (isinstance(old, tirx.BufferLoad) and old.buffer.same_as(st.buffer) and all(
+                tirx.analysis.expr_deep_equal(p, q) for p, q in zip(old.indices, st.indices, strict=True))):
+            return None
+        conj, stack = [], [v.args[0]]
+        while stack:
+            c = stack.pop()
+            if isinstance(c, tirx.And):
+                stack.extend([c.a, c.b])
+            else:
+                conj.append(c)
+        ana = arith.Analyzer()
+        bounds: dict = {}
+        for c in conj:
+            if not isinstance(c, tirx.LT | tirx.LE | tirx.GT | tirx.GE) or "int" not in str(c.a.dtype):
+                return None
+            coef = arith.detect_linear_equation(ana.simplify(c.a - c.b), self.vars)
+            if len(coef) != len(self.vars) + 1 or any(self._uses_domain(x) for x in coef):
+                return None
+            k = [n for n, x in enumerate(coef[:-1]) if not (isinstance(x, tirx.IntImm) and int(x) == 0)]
+            if len(k) != 1 or not isinstance(coef[k[0]], tirx.IntImm) or abs(int(coef[k[0]])) != 1:
+                return None
+            sign, r = int(coef[k[0]]), coef[-1]  # sign * idx + r  OP  0
+            # exclusive upper bound on the index, or None when the comparison bounds it from below
+            if isinstance(c, tirx.LT):
+                hi = -r if sign == 1 else None
+            elif isinstance(c, tirx.LE):
+                hi = 1 - r if sign == 1 else None
+            elif isinstance(c, tirx.GT):
+                hi = r if sign == -1 else None
+            else:
+                hi = r + 1 if sign == -1 else None
+            if hi is None:
+                return None
+            hi = ana.simplify(hi)
+            bounds[k[0]] = hi if k[0] not in bounds else ana.simplify(tirx.Min(bounds[k[0]], hi))
+        return bounds or None
+
     def _reduce_store(self, st, buf: Buffer, pattern: str) -> list:
         """``r[i] = r[i] op e`` (or r[j]) inside a 2-D T.Parallel: a store that writes the same element
         for every value of the other index is a reduction over that index (T.alloc_reducer, or any
@@ -1096,15 +1191,40 @@ class ParallelLowerer:
             region, shape, pattern = self._gm_region(buf, list(st.indices))
             if pattern != "tile":
                 raise UnsupportedError(f"store to '{buf.name}' must cover the whole T.Parallel domain", loc=self.loc)
-            out_buf = self.vec.temp(shape, buf.dtype)
             column = self.columns[0](buf, region, shape) if self.columns else None
+            bounds = self._store_bounds(st) if column is None or len(self.vars) == 1 else None
+            if bounds is not None:
+                # `if i < n: G[...] = v`: only the rows (columns) the condition keeps are copied out;
+                # a select against G's old contents would rewrite rows other blocks own.
+                st = tirx.BufferStore(st.buffer, st.value.args[1], st.indices)
+            out_buf = self.vec.temp(shape, buf.dtype)
             if column is not None:
-                post.extend(self.columns[2](out_buf, buf, region, *column, atomic, self.loc))
+                post.extend(self.columns[2](out_buf, buf, region, *column, atomic, self.loc,
+                                            cut=bounds[0] if bounds else None))
             else:
                 w = self.gm_window(buf, region, shape, self.loc)
+                if bounds is not None:
+                    w = _bound_window(w, bounds, len(self.vars))
                 post.append(self.ub_gm_op(out_buf, buf, w, self.loc, atomic=atomic))
             out = out_buf.name
         elif buf.scope is Scope.UB:
+            idx = list(st.indices)
+            if len(self.vars) == 1 and len(idx) == 2 and len(buf.shape) == 2 and not self._uses_domain(idx[0]) \
+                    and isinstance(idx[1], tirx.Var) and idx[1].same_as(self.vars[0]) and buf.cols == self.cols:
+                # x[k, i] = e over a 1-D T.Parallel: e into a vector, copied into row k (rows start
+                # 32-byte aligned)
+                row = self.vec.temp((self.cols,), buf.dtype)
+                post.append(VecCopy(dst=buf.name, src=row.name, count=self.vec.count(row.name),
+                                    dst_offset=idx[0] * buf.pitch, loc=self.loc))
+                out = row.name
+                res = self.expr(promote_bf16(st.value), out=out)
+                if res.kind == "scalar":
+                    self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
+                elif res.buffer != out:
+                    self.pre.extend(self.vec.copy_or_cast(out, res.buffer, self.loc))
+                    self._free(res)
+                self.vec.release(row)
+                return self.pre + post
             pattern = self._pattern(st)
             packed = unpack_int4.match(st, self.vars)
             if packed is not None and pattern == "tile":

@@ -39,6 +39,7 @@ from ascend_backend.ir import (
     CrossCoreSetOp,
     CrossCoreWait,
     CrossCoreWaitOp,
+    Direction,
     FirstIteration,
     FixpipeToGmArch3510,
     FixpipeToGmV220,
@@ -60,6 +61,7 @@ from ascend_backend.ir import (
     ReduceKind,
     Region,
     RepeatOperand,
+    Route,
     ScalarStore,
     Scope,
     TileAccumulate,
@@ -74,11 +76,13 @@ from ascend_backend.ir import (
     VecBinaryBcast,
     VecBinaryOp,
     VecBrcb,
+    VecCopy,
     VecFusedMulAddBcast,
     VecScanRows,
     VecUnary,
     VecWholeReduce,
     fresh_name,
+    map_body,
     static_int,
     walk,
 )
@@ -212,6 +216,18 @@ def column_of(gm: Buffer, region: Region, tile_shape: tuple) -> tuple[int, int] 
     return None
 
 
+def _cut_rows(w: GmWindow, hi) -> GmWindow:
+    """``w`` with its valid rows also below ``hi`` (relative to its first row)."""
+    from tvm import arith
+
+    v = w.valid_rows
+    if v.tail:
+        cut = Valid(v.n, arith.Analyzer().simplify(tirx.Min(v.size, v.base + hi)), v.base, clamp=True)
+    else:
+        cut = Valid(v.n, hi, tirx.IntImm("int32", 0), clamp=True)
+    return dataclasses.replace(w, valid_rows=cut)
+
+
 # Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
 PINGPONG = ("_ping", "_pong")
 
@@ -237,7 +253,8 @@ class TileLowerer:
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
-        body = resolve_cross_core_pipes(_fuse_rescale(self.lower_body(self.kernel.body)))
+        body = resolve_cross_core_pipes(_fuse_rescale(self.lower_body(_elide_staging_copies(self.kernel.body,
+                                                                                               self.buffers))))
         return self.kernel.replace(body=body, buffers=self.buffers)
 
     def lower_body(self, body: list) -> list:
@@ -327,6 +344,9 @@ class TileLowerer:
             raise UnsupportedError(f"T.atomic_add from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not "
                                    "supported", loc=s.loc, hint="add a vector tile (UB) into a global tensor")
         if key == (Scope.UB, Scope.UB):
+            rows = self._ub_rows_copy(s, src, dst)
+            if rows is not None:
+                return rows
             self._check_full(s.src, src, s)
             self._check_full(s.dst, dst, s)
             if src.shape != dst.shape:
@@ -338,12 +358,70 @@ class TileLowerer:
             f"T.copy from {src.scope} ('{src.name}') to {dst.scope} ('{dst.name}') is not supported on this path",
             loc=s.loc)
 
+    def _ub_rows_copy(self, s: TileCopy, src: Buffer, dst: Buffer) -> list | None:
+        """``T.copy(x[r0:r0 + n, :], y)`` / ``T.copy(x[k, :], v)`` and the reverse: whole rows of a 2-D
+        tile to or from a whole tile of those rows (or a 1-D tile of one row). Rows start 32-byte
+        aligned in UB, so the row range is one DataCopy at an offset (a cast goes through a
+        temporary of the source's dtype). None when either side is a whole tile (the plain copy)."""
+        def rows_of(region: Region, buf: Buffer):
+            if len(buf.shape) != 2 or len(region.extents) != 2 or not _is_zero(region.base[1]) or \
+                    static_int(region.extents[1]) != buf.cols or static_int(region.extents[0]) is None:
+                return None
+            r0, n = region.base[0], int(static_int(region.extents[0]))
+            if _is_zero(r0) and n == buf.rows:
+                return None
+            if static_int(r0) is not None and not 0 <= static_int(r0) <= buf.rows - n:
+                raise UnsupportedError(f"rows [{r0}, {static_int(r0) + n}) of tile '{buf.name}' ({buf.rows} rows) "
+                                       "are outside it", loc=s.loc)
+            return r0, n
+
+        part_src, part_dst = rows_of(s.src, src), rows_of(s.dst, dst)
+        if (part_src is None) == (part_dst is None):
+            return None
+        part, whole, region = (part_src, dst, s.dst) if part_src is not None else (part_dst, src, s.src)
+        self._check_full(region, whole, s)
+        r0, n = part
+        tile = src if part_src is not None else dst
+        fits = (len(whole.shape) == 2 and tuple(whole.shape) == (n, tile.cols) and whole.pitch == tile.pitch) or \
+            (len(whole.shape) == 1 and n == 1 and whole.shape[0] == tile.cols)
+        if not fits:
+            raise UnsupportedError(
+                f"T.copy between rows of '{tile.name}' {list(tile.shape)} and '{whole.name}' {list(whole.shape)}: "
+                f"{n} rows of {tile.cols} columns do not have the other tile's shape", loc=s.loc,
+                hint="copy whole rows into a tile of exactly those rows (or one row into a 1-D tile of its length)")
+        count = n * tile.pitch
+        offset = r0 * tile.pitch if not _is_zero(r0) else 0
+        if part_dst is not None:  # into rows of dst
+            if src.dtype == dst.dtype:
+                return [VecCopy(dst=dst.name, src=src.name, count=count, dst_offset=offset, loc=s.loc)]
+            stage = self.vec.temp(src.shape, dst.dtype)
+            ops = self.vec.copy_or_cast(stage.name, src.name, s.loc)
+            ops.append(VecCopy(dst=dst.name, src=stage.name, count=count, dst_offset=offset, loc=s.loc))
+            self.vec.release(stage)
+            return ops
+        if src.dtype == dst.dtype:
+            return [VecCopy(dst=dst.name, src=src.name, count=count, src_offset=offset, loc=s.loc)]
+        stage = self.vec.temp(dst.shape, src.dtype)
+        ops = [VecCopy(dst=stage.name, src=src.name, count=count, src_offset=offset, loc=s.loc)]
+        ops.extend(self.vec.copy_or_cast(dst.name, stage.name, s.loc))
+        self.vec.release(stage)
+        return ops
+
     def _check_full(self, region: Region, buf: Buffer, s) -> None:
         if any(not _is_zero(b) for b in region.base) or [int(e) for e in region.extents] != list(buf.shape):
             raise UnsupportedError(
                 f"T.copy of a part of tile '{buf.name}' is not supported; copy whole tiles", loc=s.loc)
 
     def copy_gm_ub(self, s: TileCopy, gm: Buffer, ub: Buffer) -> list:
+        r0, n = self._tile_rows(s.dst, ub, s) if len(ub.shape) == 2 else (0, ub.rows)
+        if n != ub.rows:
+            # rows of the tile (a gather, one row per index): into a temporary of those rows, then
+            # one DataCopy to the rows' offset (rows start 32-byte aligned)
+            part = self.vec.temp((n, ub.cols), ub.dtype)
+            ops = self.copy_gm_ub(dataclasses.replace(s, dst=Region(part.name, (0, 0), (n, ub.cols))), gm, part)
+            ops.append(VecCopy(dst=ub.name, src=part.name, count=n * ub.pitch, dst_offset=r0 * ub.pitch, loc=s.loc))
+            self.vec.release(part)
+            return ops
         self._check_full(s.dst, ub, s)
         column = column_of(gm, s.src, ub.shape)
         w = self.window(gm, s.src, ub.shape, s.loc) if column is None else None
@@ -414,7 +492,8 @@ class TileLowerer:
         return [Loop(var=k, extent=extent, body=[ScalarStore(buffer=ub.name, indices=dst_idx, value=value, loc=loc)],
                      loc=loc)]
 
-    def column_to_gm(self, ub: Buffer, gm: Buffer, region: Region, dim: int, n: int, atomic, loc) -> list:
+    def column_to_gm(self, ub: Buffer, gm: Buffer, region: Region, dim: int, n: int, atomic, loc, cut=None) -> list:
+        """``cut``: an exclusive upper bound on the elements stored (``if i < n:`` around the store)."""
         if ub.elem_bytes not in (2, 4):
             raise UnsupportedError(f"T.copy of the {ub.dtype} tile '{ub.name}' into a strided column of '{gm.name}' "
                                    "(elements a row apart) is not supported", loc=loc,
@@ -423,6 +502,8 @@ class TileLowerer:
         rows8 = (n + 7) // 8 * 8
         stage = self.vec.temp((rows8 * blk,), ub.dtype)
         w = self._column_window(gm, region, dim, n)
+        if cut is not None:
+            w = _cut_rows(w, cut)
         ops = [VecBrcb(dst=stage.name, src=ub.name, repeat=rows8 // 8, loc=loc),
                CopyUbToGm(ub=stage.name, gm=gm.name, window=w, form=CopyForm.PAD, ub_pitch=blk, dtype=gm.dtype,
                           atomic=atomic, loc=loc)]
@@ -1001,11 +1082,119 @@ def resolve_cross_core_pipes(body: list) -> list:
     return out
 
 
+def _share_product_buffers(kernel: Kernel, transfers: list) -> Kernel:
+    """Memory-short retry: the UB tiles that receive fresh gemm products through the workspace
+    (``acc_s_part``, ``acc_o_part`` of FlashAttention on dav-c220), when they have one shape and
+    dtype, become one tile. Each is written by this AIV's own copy from the workspace and read by
+    the add right after it, so sharing it only orders the next copy after the previous add (the
+    flags follow from the shared name); products written on chip by the AIC keep their own."""
+    keep: dict = {}
+    rename: dict = {}
+    into: dict = {}  # kept product tile -> the accumulators it serves
+    for t in transfers:
+        if t.route is not Route.WORKSPACE or t.direction is not Direction.C2V or t.target == t.tile:
+            continue
+        b = kernel.buffers.get(t.target)
+        if b is None or b.kind is not BufferKind.FRAGMENT:
+            continue
+        key = (tuple(b.shape), b.dtype)
+        if key in keep and keep[key] != t.target:
+            rename[t.target] = keep[key]
+        else:
+            keep[key] = t.target
+        into.setdefault(keep[key], []).append(t.tile)
+    if not rename:
+        return kernel
+
+    def fix(s) -> list:
+        if isinstance(s, TileCopy) and s.dst.buffer in rename:
+            return [dataclasses.replace(s, dst=s.dst.with_buffer(rename[s.dst.buffer]))]
+        if isinstance(s, TileAccumulate) and s.src in rename:
+            return [dataclasses.replace(s, src=rename[s.src])]
+        return [s]
+
+    buffers = {n: b for n, b in kernel.buffers.items() if n not in rename}
+    for new in set(rename.values()):
+        buffers[new] = dataclasses.replace(
+            buffers[new], role=f"fresh gemm products added into {', '.join(dict.fromkeys(into[new]))} (one tile)")
+    body = map_body(kernel.body, fix)
+    leftover = {n for x in walk(body) if not isinstance(x, Loop | If) for n in _stmt_names(x)} & rename.keys()
+    if leftover:
+        raise InternalCompilerError(f"product buffers {sorted(leftover)} still used after sharing",
+                                    stage="lower_tile_ops")
+    return kernel.replace(buffers=buffers, body=body)
+
+
+def _stmt_names(s) -> set:
+    from .partition import tile_buffers
+
+    return set(tile_buffers(s)) | ({s.dst, s.src} if isinstance(s, TileAccumulate) else set())
+
+
+def _elide_staging_copies(body: list, buffers: dict) -> list:
+    """``T.copy(a, b)`` between two whole UB tiles of one shape and dtype, where b is written by this
+    copy alone and only read as the source of the copies into global tensors that follow it in the
+    same statement list (before a changes): those copies read a itself, and b takes no UB (FA
+    backward's ``T.copy(dk, dk_shared); T.atomic_add(dK[...], dk_shared)``)."""
+    from .partition import tile_buffers, tile_writes
+
+    def writes(s) -> set:
+        if isinstance(s, Loop | If):
+            return {n for x in walk([s]) if not isinstance(x, Loop | If) for n in writes(x)}
+        extra = {s.into} if hasattr(s, "into") else set()
+        return set(tile_writes(s)) | extra | ({s.dst} if isinstance(s, TileAccumulate) else set())
+
+    def touches(s) -> set:
+        if isinstance(s, Loop | If):
+            return {n for x in walk([s]) if not isinstance(x, Loop | If) for n in touches(x)}
+        return set(tile_buffers(s)) | writes(s)
+
+    every = [x for x in walk(body) if not isinstance(x, Loop | If)]
+
+    def whole(r: Region, b: Buffer) -> bool:
+        return all(_is_zero(x) for x in r.base) and [static_int(e) for e in r.extents] == list(b.shape)
+
+    def go(items: list) -> list:
+        items = [dataclasses.replace(s, body=go(s.body)) if isinstance(s, Loop) else
+                 dataclasses.replace(s, then_body=go(s.then_body), else_body=go(s.else_body)) if isinstance(s, If)
+                 else s for s in items]
+        n = 0
+        while n < len(items):
+            s = items[n]
+            a, b = (buffers.get(s.src.buffer), buffers.get(s.dst.buffer)) if isinstance(s, TileCopy) else (None, None)
+            if a is None or b is None or a.scope is not Scope.UB or b.scope is not Scope.UB or s.atomic is not None \
+                    or a.shape != b.shape or a.dtype != b.dtype \
+                    or b.kind not in (BufferKind.SHARED, BufferKind.FRAGMENT) \
+                    or not whole(s.src, a) or not whole(s.dst, b):
+                n += 1
+                continue
+            uses = [m for m in range(n + 1, len(items)) if b.name in touches(items[m])]
+            users = [items[m] for m in uses]
+            to_gm = all(isinstance(u, TileCopy) and u.src.buffer == b.name and whole(u.src, b)
+                        and u.dst.buffer in buffers and buffers[u.dst.buffer].scope is Scope.GM for u in users)
+            if not uses or not to_gm or sum(b.name in touches(x) for x in every) != len(uses) + 1 or any(
+                    a.name in writes(items[m]) for m in range(n + 1, uses[-1] + 1)):
+                n += 1
+                continue
+            for m in uses:
+                items[m] = dataclasses.replace(items[m], src=items[m].src.with_buffer(a.name))
+            del items[n]
+            del buffers[b.name]
+        return items
+
+    return go(body)
+
+
 def lower_tile_ops(program: Program, compact_temps: bool = False) -> Program:
     """Lower tile ops to pipe-tagged Ascend ops in every kernel. ``compact_temps``: element-wise
     results overwrite their operands' temporaries (the driver's second try when the first
     lowering does not fit the memory budget)."""
-    out = program.map_kernels(lambda k, lc, p: TileLowerer(k, p.arch, lc.grid, compact_temps).run())
+    def one(k: Kernel, lc, p) -> Kernel:
+        if compact_temps and k.core is Core.AIV:
+            k = _share_product_buffers(k, lc.transfers)
+        return TileLowerer(k, p.arch, lc.grid, compact_temps).run()
+
+    out = program.map_kernels(one)
     verify_lowered(out)
     return out
 

@@ -10,12 +10,15 @@ while iteration k computes, and insert_sync gives the dependencies on these buff
 per slot. A buffer only one pipe touches (a vector temporary) keeps one slot: a pipe runs its ops
 in order, so a second copy would never be used at the same time. If s slots do not fit L1 or UB
 (with plan_memory's reuse of dead bytes), a MemoryBudgetError says so and names the largest number
-of stages that fits.
+of stages that fits; with ``fit_stages``
+(the driver's last retry) the buffers get that many slots instead (num_stages is a pipelining
+hint: the results are the same), and a warning names the loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from ascend_backend.errors import InternalCompilerError, MemoryBudgetError
 from ascend_backend.ir import (
@@ -63,7 +66,7 @@ def _private(loop: Loop, outside: set) -> list:
     return [b for b, kind in first.items() if kind == "write" and b not in outside]
 
 
-def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
+def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch, fit_stages: bool = False) -> Kernel:
     buffers = kernel.copy_buffers()
     fixed = launch.fixed_tiles(kernel.core) if kernel.core is not None else set()
     lives = lifetimes(kernel)
@@ -112,14 +115,15 @@ def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
         return out
 
     body = rewrite(kernel.body, [])
-    _fit(arch, buffers, body, lives, fixed)
+    _fit(arch, buffers, body, lives, fixed, fit_stages)
     return kernel.replace(body=body, buffers=buffers)
 
 
-def multi_buffer(program: Program) -> Program:
+def multi_buffer(program: Program, fit_stages: bool = False) -> Program:
     """Give the iteration-private buffers of pipelined loops their rotating slots, and the tiles
-    crossing in a skewed loop a slot per step where they fit."""
-    out = program.map_kernels(lambda k, lc, p: multi_buffer_kernel(k, lc, p.arch))
+    crossing in a skewed loop a slot per step where they fit (with ``fit_stages``, as many slots
+    as fit)."""
+    out = program.map_kernels(lambda k, lc, p: multi_buffer_kernel(k, lc, p.arch, fit_stages))
     out = out.replace(launches=[_crossing_slots(lc, out.arch) if lc.mixed else lc for lc in out.launches])
     verify_multi_buffer(out)
     return out
@@ -175,7 +179,7 @@ def _crossing_slots(launch: Launch, arch) -> Launch:
     return launch.replace(kernels=kernels, transfers=transfers)
 
 
-def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set) -> None:
+def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: bool = False) -> None:
     """L0 memories: drop the second slot of the largest doubled buffers until the rest fit.
     L1/UB: fail naming the stages that fit (placed as plan_memory places them, with reuse)."""
     cap = arch.capacity
@@ -204,6 +208,21 @@ def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set) -> None:
         for b in staged:
             b.slots = counts[b.name]
         total = sum(b.nbytes for b in members)
+        loop_loc = next((s.loc for s in loops if s.slots), staged[0].loc)
+        if fit_stages and fits >= 1:
+            for b in staged:
+                b.slots = min(b.slots, fits)
+            for lp in loops:
+                for b in staged:
+                    if b.name in lp.slots:
+                        if b.slots > 1:
+                            lp.slots[b.name] = b.slots
+                        else:
+                            lp.slots.pop(b.name)
+            warnings.warn(f"{loop_loc}: T.Pipelined with num_stages={stages} is lowered with {fits} stage(s): "
+                          f"{mem} holds {cap[mem]} bytes on {arch.name}, {stages} stages need {total}",
+                          stacklevel=2)
+            continue
         placed = {b.name: dataclasses.replace(b) for b in members}
         offsets, used, _ = plan_buffers(placed, lives, fixed, arch)
         for name, off in offsets.items():
@@ -212,9 +231,9 @@ def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set) -> None:
             f"{mem} cannot hold {stages} pipeline stages: it needs {used[mem]} bytes with {stages} slots per pipelined "
             f"buffer ({total} without reusing dead buffers), and holds {cap[mem]} bytes on {arch.name}",
             table=budget_table(list(placed.values()), mem, cap[mem], arch.name, used=used[mem]),
-            loc=next((s.loc for s in loops if s.slots), staged[0].loc),
+            loc=loop_loc,
             hint=(f"use num_stages={fits} (the largest that fits), or reduce the tile sizes" if fits >= 1 else
-                  "even one stage does not fit: reduce the tile sizes"),
+                  _one_stage_hint(members, cap[mem])),
         )
 
 
@@ -223,6 +242,17 @@ def _over(arch, mem, members: list, lives: dict, fixed: set) -> bool:
     trial = {b.name: dataclasses.replace(b) for b in members}
     _, used, _ = plan_buffers(trial, lives, fixed, arch)
     return used[mem] > arch.capacity[mem]
+
+
+def _one_stage_hint(members: list, cap: int) -> str:
+    """What to shrink when even one slot per buffer is too much: the largest buffers at one slot,
+    with the DSL lines whose tile shapes set them."""
+    one = sorted(members, key=lambda b: -(b.nbytes // b.slots))
+    need = sum(b.nbytes // b.slots for b in members)
+    big = ", ".join(f"'{b.name}' {'x'.join(map(str, b.shape))} {b.dtype} ({b.nbytes // b.slots} bytes"
+                    + (f", {b.loc})" if b.loc else ")") for b in one[:3])
+    return (f"even one stage does not fit ({need} bytes at one slot per buffer): reduce the tile sizes; the largest "
+            f"buffers are {big}. Halving block_M or block_N (the rows or columns of these tiles) halves them")
 
 
 def verify_multi_buffer(program: Program) -> None:

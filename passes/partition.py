@@ -53,6 +53,7 @@ from ascend_backend.ir import (
     TileReduce,
     Transfer,
     fresh_name,
+    map_body,
     walk,
 )
 
@@ -424,9 +425,138 @@ def partition_launch(launch: Launch) -> Launch:
                  if not b.kind.in_gm and n in used}
         return {**params, **local, **{n: dataclasses.replace(b) for n, b in extra.items()}}
 
-    aic = Kernel(core=Core.AIC, buffers=own(aic_body, {}), body=aic_body, names=kernel.names)
-    aiv = Kernel(core=Core.AIV, buffers=own(aiv_body, p.extra_aiv), body=aiv_body, names=kernel.names)
-    return launch.replace(kernels={Core.AIC: aic, Core.AIV: aiv}, transfers=p.transfers)
+    aic_body, aiv_body, transfers = _drop_unused_transfers(aic_body, aiv_body, p.transfers)
+    extra = {n: b for n, b in p.extra_aiv.items() if any(t.target == n for t in transfers)}
+    aic_buffers = own(aic_body, {})
+    aic_body = _cube_scalar_reads(aic_body, kernel, aic_buffers)
+    aic = Kernel(core=Core.AIC, buffers=aic_buffers, body=aic_body, names=kernel.names)
+    aiv = Kernel(core=Core.AIV, buffers=own(aiv_body, extra), body=aiv_body, names=kernel.names)
+    return launch.replace(kernels={Core.AIC: aic, Core.AIV: aiv}, transfers=transfers)
+
+
+def _drop_unused_transfers(aic_body: list, aiv_body: list, transfers: list) -> tuple[list, list, list]:
+    """The dry runs over loop bodies and `if` branches may create a transfer the final walk does
+    not use (an accumulator handed over as is in a dry run, added as a partial product for real:
+    block-sparse attention's gemm into acc_o inside `if block_mask[k]`). Only the transfers that
+    some Send/Receive names are kept, renumbered in order."""
+    used = sorted({s.transfer for body in (aic_body, aiv_body) for s in walk(body) if isinstance(s, Send | Receive)})
+    if used == list(range(len(transfers))):
+        return aic_body, aiv_body, transfers
+    new = {old: n for n, old in enumerate(used)}
+
+    def fix(s) -> list:
+        return [dataclasses.replace(s, transfer=new[s.transfer])] if isinstance(s, Send | Receive) else [s]
+
+    kept = [dataclasses.replace(transfers[old], index=n) for n, old in enumerate(used)]
+    return map_body(aic_body, fix), map_body(aiv_body, fix), kept
+
+
+def _gm_source(kernel: Kernel, tile: str):
+    """(the TileCopy, whether it sits in a loop) of the one write of ``tile``, when that is a copy
+    from a global tensor; else None."""
+    found: list = []
+
+    def visit(body, in_loop):
+        for s in body:
+            if isinstance(s, Loop):
+                visit(s.body, True)
+            elif isinstance(s, If):
+                visit(s.then_body, in_loop)
+                visit(s.else_body, in_loop)
+            elif tile in tile_writes(s) or isinstance(s, ScalarStore) and s.buffer == tile:
+                found.append((s, in_loop))
+
+    visit(kernel.body, False)
+    if len(found) != 1:
+        return None
+    s, in_loop = found[0]
+    if not (isinstance(s, TileCopy) and s.dst.buffer == tile and kernel.buffers[s.src.buffer].kind.in_gm):
+        return None
+    gm = s.src.buffer
+    if any(gm in tile_writes(x) for x in walk(kernel.body) if not isinstance(x, Loop | If)):
+        return None  # the launch writes that tensor itself: the Cube could read it before or after
+    return s, in_loop
+
+
+class _Refused(Exception):
+    def __init__(self, *args, **kw) -> None:
+        super().__init__()
+        self.error = UnsupportedError(*args, **kw)
+
+
+def _cube_scalar_reads(body: list, kernel: Kernel, aic_buffers: dict) -> list:
+    """The AIC program's scalar code (an ``if``, a loop bound, a copy offset) may read elements of a
+    vector tile, which the Cube core does not have (block-sparse attention's ``if block_mask[k]``).
+    A tile that is a copy of a global window, made once outside loops, is read from that window
+    in GM instead; any other such read is refused."""
+    cache: dict = {}
+
+    def gm_load(load, loc):
+        b = kernel.buffer_of(load.buffer)
+        if b.name in aic_buffers or b.kind.in_gm or b.kind is BufferKind.LOCAL:
+            return None
+        if b.name not in cache:
+            cache[b.name] = _gm_source(kernel, b.name)
+        src = cache[b.name]
+        if src is None or src[1]:
+            raise _Refused(
+                f"the Cube core's part of this kernel reads '{b.name}[{', '.join(map(str, load.indices))}]', an "
+                "element of a vector tile it does not have", loc=loc,
+                hint=f"read the value from the global tensor it comes from, or T.copy '{b.name}' from a global "
+                "window once, before the loops")
+        copy = src[0]
+        gm = kernel.buffers[copy.src.buffer]
+        region = copy.src
+        dims = [d for d, e in enumerate(region.extents) if int(e) != 1]
+        tdims = [d for d, e in enumerate(b.shape) if int(e) != 1]
+        if len(dims) != len(tdims):
+            return None
+        idx = list(region.base)
+        for d, t in zip(dims, tdims, strict=True):
+            idx[d] = idx[d] + load.indices[t]
+        value = tirx.BufferLoad(tirx.decl_buffer(gm.shape, str(gm.dtype), gm.name), idx)
+        return value if gm.dtype == b.dtype else tirx.Cast(str(b.dtype), value)
+
+    def expr(e, loc):
+        if not isinstance(e, tirx.PrimExpr):
+            return e
+
+        refused: list = []
+
+        def post(n):
+            if isinstance(n, tirx.BufferLoad):
+                try:
+                    return gm_load(n, loc)
+                except _Refused as err:  # raised after the transform: TVM's callback would wrap it
+                    refused.append(err.error)
+            return None
+
+        out = tirx.stmt_functor.ir_transform(tirx.Evaluate(e), None, post, ["tirx.BufferLoad"]).value
+        if refused:
+            raise refused[0]
+        return out
+
+    def region(r: Region, loc) -> Region:
+        return dataclasses.replace(r, base=tuple(expr(x, loc) for x in r.base))
+
+    def go(items: list) -> list:
+        out = []
+        for s in items:
+            if isinstance(s, Loop):
+                s = dataclasses.replace(s, body=go(s.body), extent=expr(s.extent, s.loc), start=expr(s.start, s.loc),
+                                        cond=expr(s.cond, s.loc))
+            elif isinstance(s, If):
+                s = dataclasses.replace(s, cond=expr(s.cond, s.loc), then_body=go(s.then_body),
+                                        else_body=go(s.else_body))
+            elif isinstance(s, ScalarStore):
+                s = dataclasses.replace(s, value=expr(s.value, s.loc),
+                                        indices=tuple(expr(x, s.loc) for x in s.indices))
+            elif isinstance(s, TileCopy):
+                s = dataclasses.replace(s, src=region(s.src, s.loc), dst=region(s.dst, s.loc))
+            out.append(s)
+        return out
+
+    return go(body)
 
 
 def partition(program: Program) -> Program:

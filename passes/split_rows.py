@@ -31,10 +31,11 @@ from ascend_backend.ir import (
     TileFill,
     TileParallel,
     TileReduce,
+    static_int,
     walk,
 )
 
-from .partition import parallel_buffers
+from .partition import parallel_buffers, tile_buffers, tile_writes
 
 SUB = "sub_idx"
 
@@ -72,8 +73,14 @@ def split_rows_launch(launch: Launch) -> Launch:
 
     _refuse_cross_row_ops(aiv.body, split, halves)
 
-    def region(r: Region, tile: str | None) -> Region:
+    def region(r: Region, tile: str | None, loc=None) -> Region:
         if tile not in split or not buffers[r.buffer].kind.in_gm:
+            if r.buffer in split and static_int(r.extents[0]) != split[r.buffer]:
+                raise UnsupportedError(
+                    f"a copy into some rows of '{r.buffer}': this kernel (it has a T.gemm) splits the "
+                    f"{split[r.buffer]} rows of '{r.buffer}' between the two AIVs", loc=loc,
+                    hint="copy whole tiles into it, or gather the rows into a tile the gemm reads (T.alloc_shared "
+                    "operand)")
             if r.buffer in split:
                 return dataclasses.replace(r, extents=(halves[split[r.buffer]], *r.extents[1:]))
             return r
@@ -87,12 +94,64 @@ def split_rows_launch(launch: Launch) -> Launch:
         ext[d] = half
         return Region(r.buffer, tuple(base), tuple(ext))
 
+    owned: dict = {}  # unsplit tile -> the AIV that alone holds its value (rows of one half)
+
+    def one_half(op: TileCopy):
+        """``T.copy(acc[r0:r0 + n, :], small)`` (flash decoding's valid heads): rows of a split tile
+        into a tile that is not split. The rows lie in one AIV's half; that AIV alone copies them
+        (and runs what uses ``small``). None for any other copy."""
+        src, dst = op.src, op.dst
+        if src.buffer not in split or dst.buffer in split or buffers[dst.buffer].kind.in_gm:
+            return None
+        R = split[src.buffer]
+        h = halves[R]
+        ext = [static_int(e) for e in src.extents]
+        r0 = static_int(src.base[0])
+        if ext[0] == R or None in ext or r0 is None:
+            if ext[0] == R and _zero_rows(src):
+                return None
+            raise UnsupportedError(
+                f"T.copy of rows of '{src.buffer}' into '{dst.buffer}': this kernel (it has a T.gemm) splits the "
+                f"{R} rows of '{src.buffer}' between the two AIVs, so a copy of some of its rows needs constant "
+                "rows", loc=op.loc, hint="copy whole tiles, or rows given by constants")
+        owner = 0 if r0 + ext[0] <= h else 1 if r0 >= h else None
+        if owner is None:
+            raise UnsupportedError(
+                f"T.copy of rows [{r0}, {r0 + ext[0]}) of '{src.buffer}': this kernel (it has a T.gemm) splits its "
+                f"{R} rows between the two AIVs ({h} each), and these rows lie in both halves", loc=op.loc,
+                hint=f"copy rows within [0, {h}) or [{h}, {R}), or the whole tile")
+        base = (r0 - owner * h, *src.base[1:])
+        copy = dataclasses.replace(op, src=Region(src.buffer, base, tuple(src.extents)))
+        owned[dst.buffer] = owner
+        return If(cond=tirx.EQ(sub, owner), then_body=[copy], loc=op.loc)
+
     def fix(op):
+        if isinstance(op, TileCopy):
+            guarded = one_half(op)
+            if guarded is not None:
+                return guarded
+        names = tile_buffers(op)
+        owners = {owned[n] for n in names if n in owned}
+        if owners:
+            if len(owners) > 1 or names & split.keys():
+                raise UnsupportedError(
+                    "this op combines tiles that only one AIV holds with tiles of the other AIV (or with tiles "
+                    "whose rows both AIVs share)", loc=op.loc,
+                    hint="copy the rows you need into a separate tile first, in one statement")
+            owner = owners.pop()
+            for n in tile_writes(op):
+                if not buffers[n].kind.in_gm:
+                    owned[n] = owner
+            return If(cond=tirx.EQ(sub, owner), then_body=[op], loc=op.loc)
+        return _fix(op)
+
+    def _fix(op):
         if isinstance(op, TileCopy) and buffers[op.src.buffer].kind.in_gm and buffers[op.dst.buffer].kind.in_gm:
             # GM -> GM involves no row-split tile: one AIV of the pair does it.
             return If(cond=tirx.EQ(sub, 0), then_body=[op], loc=op.loc)
         if isinstance(op, TileCopy):
-            return dataclasses.replace(op, src=region(op.src, op.dst.buffer), dst=region(op.dst, op.src.buffer))
+            return dataclasses.replace(op, src=region(op.src, op.dst.buffer, op.loc),
+                                       dst=region(op.dst, op.src.buffer, op.loc))
         if isinstance(op, TileFill):
             return dataclasses.replace(op, dst=region(op.dst, None))
         if isinstance(op, TileReduce):
@@ -117,6 +176,10 @@ def split_rows_launch(launch: Launch) -> Launch:
     row_split = RowSplit(sub, next(iter(halves.values())) if len(halves) == 1 else None)
     aiv = aiv.replace(buffers=buffers, body=walk_fix(aiv.body), row_split=row_split)
     return launch.replace(kernels={**launch.kernels, Core.AIV: aiv})
+
+
+def _zero_rows(r: Region) -> bool:
+    return static_int(r.base[0]) == 0
 
 
 def _refuse_cross_row_ops(body: list, split: dict, halves: dict) -> None:

@@ -359,6 +359,13 @@ class Loop(Stmt):
     cond: Expr = None
     skewed: bool = False
 
+    @property
+    def text(self) -> str:
+        """How the sync table names the loop when the scalar unit's reads of its bounds are ordered."""
+        if self.kind is LoopKind.WHILE:
+            return f"while {self.cond}"
+        return f"for {self.var} in [{self.start}, {self.start} + {self.extent})"
+
 
 @dataclass
 class If(Stmt):
@@ -367,6 +374,11 @@ class If(Stmt):
     cond: Expr
     then_body: list
     else_body: list = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """How the sync table names the ``if`` when the scalar unit's reads of its condition are ordered."""
+        return f"if {self.cond}"
 
 
 @dataclass
@@ -604,9 +616,11 @@ class AscOp(Stmt):
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if isinstance(v, GmWindow):
-                exprs += [*v.base, v.valid_rows.base, v.valid_cols.base]
+                exprs += [*v.base, v.valid_rows.base, v.valid_cols.base, v.valid_rows.size, v.valid_cols.size]
             elif isinstance(v, Valid):
-                exprs.append(v.base)
+                exprs += [v.base, v.size]
+            elif f.name.endswith("_offset"):  # a tile offset (VecCopy): may hold a loaded index
+                exprs.append(v)
             else:
                 while isinstance(v, ScalarConv | ScalarNeg):
                     v = v.inner
@@ -879,14 +893,23 @@ class _VecOp(AscOp):
 
 @dataclass
 class VecCopy(_VecOp):
+    """UB -> UB DataCopy of ``count`` elements; the offsets (elements, 32-byte aligned: whole rows
+    of a tile) address a row range of either side (``T.copy(x[k, :], v)``)."""
+
     dst: str
     src: str
     count: int
+    src_offset: Expr = 0
+    dst_offset: Expr = 0
 
     macro: ClassVar[str] = "vec_copy"
     reads = property(lambda self: (self.src,))
     writes = property(lambda self: (self.dst,))
-    text = property(lambda self: f"DataCopy {self.src} -> {self.dst}")
+    text = property(lambda self: f"DataCopy {_off(self.src, self.src_offset)} -> {_off(self.dst, self.dst_offset)}")
+
+
+def _off(name: str, offset) -> str:
+    return name if isinstance(offset, int) and offset == 0 else f"{name}[{offset}]"
 
 
 @dataclass

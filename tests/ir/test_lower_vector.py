@@ -12,6 +12,7 @@ from tvm import tirx
 
 from ascend_backend.errors import UnsupportedError
 from ascend_backend.ir.builder import ProgramBuilder
+from ascend_backend.ir.printer import print_program
 
 NEG_INF = tirx.FloatImm("float32", -math.inf)
 
@@ -311,6 +312,54 @@ def test_uint8_mask_is_cast_through_half_and_a_condition_can_be_stored_as_bool()
         CHECK: [V] vec_cast Cast tmp
         CHECK-SAME: -> mo (bool)
     """.replace("{{h}}", ""))
+
+
+# -- an `if` around a store into a global tensor (varlen attention's last rows)
+
+
+def guarded_store(cond, arch="dav-c220"):
+    """Y[s0 + bx * 32 + i, j] = x[i, j] where cond(i, j, bx, n), with s0 and n read from cu."""
+    b_ = ProgramBuilder("guarded", arch)
+    X, Y = b_.tensor("X", (100, 64), "float16"), b_.tensor("Y", (100, 64), "float16")
+    cu = b_.tensor("cu", (3,), "int32")
+    x = b_.tile("x", (32, 64), "float16")
+    with b_.launch([4, 2]) as (bx, bz):
+        s0, n = cu.load(bz), cu.load(bz + 1) - cu.load(bz)
+        b_.copy(X[s0 + bx * 32, 0], x)
+        b_.parallel((32, 64), lambda i, j: [
+            (Y, (s0 + bx * 32 + i, j), _ite(cond(i, j, bx, n), x.load(i, j), Y.load(s0 + bx * 32 + i, j)))])
+    return b_.build()
+
+
+def _stores(p):
+    from test_shape_passes import copies, upto
+
+    from ascend_backend.ir import CopyGmToUb, CopyUbToGm
+
+    p = upto(p, "lower_tile_ops")
+    return copies(p, CopyGmToUb), copies(p, CopyUbToGm), print_program(p)
+
+
+def test_row_bounded_gm_store_copies_only_the_kept_rows():
+    loads, (store,), text = _stores(guarded_store(lambda i, j, bx, n: bx * 32 + i < n))
+    assert len(loads) == 1  # no read of Y's old rows: a select against them would race other blocks
+    assert "vec_select" not in text and "vec_compare" not in text
+    v = store.window.valid_rows
+    # clamp(min(100, cu[by + 1]) - (cu[by] + bx * 32), 0, 32): the tensor's end and the sequence's
+    assert v.tail and v.clamp and str(v.size) == "T.min(100, cu[by + 1])" and str(v.base) == "bx * 32 + cu[by]"
+    assert not store.window.valid_cols.tail
+
+
+def test_column_bound_and_two_row_bounds_combine():
+    _, (store,), _ = _stores(guarded_store(lambda i, j, bx, n: tirx.And(tirx.And(i <= 20, j < 48), i < n)))
+    assert store.window.valid_cols.tail and str(store.window.valid_cols.size) == "48"
+    assert "min" in str(store.window.valid_rows.size)
+    assert store.form.value == "pad"
+
+
+def test_a_lower_bound_keeps_the_select():
+    loads, _, text = _stores(guarded_store(lambda i, j, bx, n: i >= 4))
+    assert len(loads) == 2 and "vec_select" in text
 
 
 def test_unsigned_int4_decode_is_the_int4_cast_plus_a_fix_up_of_negative_values():

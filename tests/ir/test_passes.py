@@ -748,6 +748,33 @@ def test_insert_sync_inside_both_branches_of_an_if():
     """)
 
 
+def test_insert_sync_orders_an_if_on_a_loaded_tile_element_after_its_load():
+    """`if mask[k] != 0:` inside a loop (block-sparse attention): the scalar unit reads the condition
+    from a UB tile MTE2 filled; the flag's record names the `if` (and a loop whose bound is loaded)."""
+    from tvm import tirx  # tilelang's tvm, on the path once ascend_backend is imported
+
+    b = ProgramBuilder("sparse", "dav-3510")
+    A, M, C = b.tensor("A", (4, 64), "float32"), b.tensor("M", (8,), "int32"), b.tensor("C", (64,), "float32")
+    x, m = b.tile("x", (64,), "float32"), b.tile("m", (8,), "int32")
+    with b.launch([1]):
+        b.copy(M[0], m)
+        b.fill(x, 0.0)
+        with b.loop("k", m.load(0)) as k:
+            with b.if_(tirx.NE(m.load(k), 0)):
+                b.copy(A[k, 0], x, extents=(1, 64))
+        b.copy(x, C[0])
+    p = upto(b.build(), "insert_sync")
+    filecheck(print_program(p), """
+        CHECK: DataCopy M -> m
+        CHECK-NEXT: SetFlag<MTE2_S>
+        CHECK-SAME: 'for k in [0, 0 + m[0])' (S) after 'DataCopy M -> m'
+        CHECK: WaitFlag<MTE2_S>
+        CHECK-NEXT: for k
+        CHECK-NEXT: if m[k] != 0 {
+    """)
+    assert any(r.consumer.startswith("for k") for _, _, k in p.kernels() for r in k.flags)
+
+
 # ------------------------------------------------------------------ plan_memory
 
 
