@@ -126,6 +126,7 @@ def _uneven_rows_case():
         lambda a, b: [(a.float() @ (2 * b.float())).clamp(min=0)], {"b": ("vector->cube", "workspace"), "c": ("cube->vector", "workspace")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["early_touch", "uneven_rows"])
 def test_fallbacks_on_the_emulator(arch, which):
     func, args, outs, reference, routes_3510 = (_early_touch_case if which == "early_touch" else _uneven_rows_case)()

@@ -31,18 +31,21 @@ def issued_macs(case, launch):
     return sum(r[8] for th in rep._trace["threads"] for r in th["ops"] if r[1] == m)
 
 
+@pytest.mark.slow
 def test_gqa_backward_macs_are_the_five_gemms():
     gqa = deepseek.gqa_backward
     macs, _ = deepseek.gqa_bwd_work(batch=1, heads=2, head_kv=1, seq=128, dim=64)
     assert issued_macs(gqa.case(), launch=1) == macs
 
 
+@pytest.mark.slow
 def test_mla_decode_macs():
     mla = deepseek.mla_decode
     macs, _ = deepseek.mla_decode_work(batch=2, heads=16, seq=512)
     assert issued_macs(mla.case(seqlens=(512, 512)), launch=0) == macs
 
 
+@pytest.mark.slow
 def test_sparse_mla_macs():
     dsa = deepseek.dsa
     macs, _ = deepseek.sparse_mla_work(seq_q=32, heads=16, topk=64, seq_kv=256)
