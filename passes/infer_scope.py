@@ -40,10 +40,14 @@ def infer_kernel_scopes(kernel: Kernel) -> Kernel:
             elif name in operands:
                 buf.scope, buf.role = Scope.L1, "gemm operand"
             elif name in used:
+                # Point at the first statement the Cube runs with the tile (its allocation says less).
+                at = next((x for x in walk(kernel.body) if not isinstance(x, Loop) and name in tile_buffers(x)), None)
                 raise UnsupportedError(f"tile '{name}' is used on the Cube core but is neither a gemm operand nor a "
-                                       "gemm accumulator", loc=buf.loc,
+                                       "gemm accumulator", loc=getattr(at, "loc", None) or buf.loc,
                                        hint="Cube code moves gemm operands in and accumulators out; element-wise work "
-                                       "belongs to T.Parallel")
+                                       "belongs to T.Parallel. The Cube core has no UB: where it needs values as "
+                                       "indices or bounds (a gather's rows), read them from the global tensor, e.g. "
+                                       "into a T.alloc_var local")
             else:
                 buf.scope, buf.role = Scope.UB, "vector tile"
         else:

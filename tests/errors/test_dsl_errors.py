@@ -318,3 +318,35 @@ def test_parallel_over_a_runtime_extent_is_refused_at_its_line():
         ascend_backend.lower(parallel_over_a_scalar_argument())
     check(info.value, UnsupportedError, "parallel-n", what="T.Parallel extent 'n' of 'i' is not a constant",
           hint="constant shape and mask the runtime tail")
+
+
+def gather_rows_indexed_by_a_tile():
+    @T.prim_func
+    def k(KV: T.Tensor((64, 64), "float16"), Idx: T.Tensor((16,), "int32"), Q: T.Tensor((16, 64), "float16"),
+          S: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1) as _:
+            idx = T.alloc_fragment((16,), "int32")
+            kv = T.alloc_shared((16, 64), "float16")
+            q = T.alloc_shared((16, 64), "float16")
+            s = T.alloc_fragment((16, 16), "float32")
+            row = T.alloc_var("int32")
+            T.copy(Idx[0], idx)
+            T.copy(Q[0, 0], q)
+            for i in T.serial(16):
+                row = idx[i]  # marker:cube-reads-ub
+                T.copy(KV[row, 0:64], kv[i, :])
+            T.gemm(q, kv, s, transpose_B=True)
+            for i, j in T.Parallel(16, 16):
+                s[i, j] = s[i, j] * 2.0
+            T.copy(s, S[0, 0])
+
+    return k
+
+
+def test_cube_index_read_from_a_vector_tile_points_at_the_read():
+    """The gather's rows are on the Cube core, which has no UB: the error names the statement that
+    reads the tile (it named the tile's allocation) and says to read the indices from GM."""
+    with pytest.raises(UnsupportedError) as info:
+        ascend_backend.lower(gather_rows_indexed_by_a_tile())
+    check(info.value, UnsupportedError, "cube-reads-ub", what="tile 'idx' is used on the Cube core",
+          hint="read them from the global tensor")
