@@ -399,10 +399,14 @@ def _next_access_is_gemm(rest: list, name: str) -> bool:
 def _single_kind(kernel: Kernel, p: _Partitioner) -> Core:
     sides = {p.side(s) for s in p.ops} - {None}
     if sides == {Core.AIC, Core.AIV}:
+        # Point at the first vector statement: the part that shares no tile with the gemms.
+        first = next((s for s in p.ops if p.side(s) is Core.AIV and getattr(s, "loc", None)), None)
         raise UnsupportedError(
             "this kernel needs both the Cube and the Vector cores, but no tile crosses between them; the "
             "automatic Cube/Vector split needs the vector code to use the gemm's tiles",
-            hint="split the matrix part and the element-wise part into two kernels for now",
+            loc=getattr(first, "loc", None),
+            hint="let the element-wise work read or write the gemm's tiles, or split the matrix part and the "
+            "element-wise part into two kernels",
         )
     return next(iter(sides), Core.AIV)
 

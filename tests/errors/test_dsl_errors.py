@@ -350,3 +350,29 @@ def test_cube_index_read_from_a_vector_tile_points_at_the_read():
         ascend_backend.lower(gather_rows_indexed_by_a_tile())
     check(info.value, UnsupportedError, "cube-reads-ub", what="tile 'idx' is used on the Cube core",
           hint="read them from the global tensor")
+
+
+def vector_work_sharing_no_tile_with_the_gemm():
+    @T.prim_func
+    def k(A: T.Tensor((16, 64), "float16"), X: T.Tensor((64,), "float32"), S: T.Tensor((16, 16), "float32"),
+          Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1) as _:
+            a = T.alloc_shared((16, 64), "float16")
+            s = T.alloc_fragment((16, 16), "float32")
+            x = T.alloc_fragment((64,), "float32")
+            T.copy(X[0], x)  # marker:no-crossing
+            for i in T.Parallel(64):
+                x[i] = x[i] * 2.0
+            T.copy(x, Y[0])
+            T.copy(A[0, 0], a)
+            T.gemm(a, a, s, transpose_B=True)
+            T.copy(s, S[0, 0])
+
+    return k
+
+
+def test_vector_work_sharing_no_tile_with_the_gemm_is_refused_at_its_first_line():
+    with pytest.raises(UnsupportedError) as info:
+        ascend_backend.lower(vector_work_sharing_no_tile_with_the_gemm())
+    check(info.value, UnsupportedError, "no-crossing", what="no tile crosses between them",
+          hint="split the matrix part")
