@@ -132,17 +132,15 @@ def _short(desc: str) -> str:
 # or the kernel changed: re-run the emulator test and update the list).
 REDUNDANT = {
     ("attention_example", "dav-c220"): (
-        "AIC: flag #6 MTE1_MTE2(0..1 by k % 2) on V_shared",
-        "AIC: flag #7 M_MTE1(0..1 by k % 2) on acc_s_cast_l0a",
-        "AIC: flag #8 FIX_M(0..1 by k % 2) on acc_o",
-        "AIV: flag #3 V_MTE2(0..1 by k % 2) on acc_s_part",
-        "AIV: flag #4 MTE3_V(0..1 by k % 2) on acc_s_cast",
-        "AIV: flag #5 V_MTE2(2..3 by k % 2) on acc_o_part",
-        "AIV: PipeBarrier<PIPE_V> #15",
+        "AIC: flag #3 MTE1_MTE2(0..1 by k % 2) on K_shared",
+        "AIC: flag #4 M_MTE1(0..1 by k % 2) on Q_shared_l0a",
+        "AIC: flag #5 FIX_M(0..1 by k % 2) on acc_s",
+        "AIV: flag #2 V_MTE2(0..1 by k % 2) on acc_s_part",
+        "AIV: flag #3 MTE3_V(0..1 by k % 2) on acc_s_cast",
     ),
     ("attention_example", "dav-3510"): (
-        "AIC: flag #8 M_MTE1(0..1 by k % 2) on acc_s_cast_l0a",
-        "AIC: flag #9 FIX_M(0..1 by k % 2) on acc_o",
+        "AIC: flag #4 M_MTE1(0..1 by k % 2) on Q_shared_l0a",
+        "AIC: flag #5 FIX_M(0..1 by k % 2) on acc_s",
         "AIV: flag #1 MTE3_V(0..1 by k % 2) on acc_s_cast",
     ),
 }
