@@ -310,7 +310,11 @@ def test_set_atomic_type_and_store_config_enable_add(op):
 
 def test_read_of_atomic_result_without_syncall_is_a_race():
     n = 3
-    rep = run(SRC, [_src("atomic_f32", n), torch.zeros(T), torch.zeros(T), 0, 0, 1, 0], block_dim=n, kernel="atomic_f32")
+    # One worker thread: blocks run in turn, so the read-back never observes another block's atomic
+    # (a read that observes a write is ordered after it; with two workers that happened in about
+    # one run of five, and the race went unreported).
+    rep = run(SRC, [_src("atomic_f32", n), torch.zeros(T), torch.zeros(T), 0, 0, 1, 0], block_dim=n, kernel="atomic_f32",
+              pool=1)
     want = {line_of(SRC, "@ATOMIC"), line_of(SRC, "@READBACK")}
     assert any({r["first"]["line"], r["second"]["line"]} == want for r in rep.races), rep.summary()
 

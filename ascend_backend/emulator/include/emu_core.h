@@ -226,8 +226,8 @@ public:
     void SetValue(uint64_t i, T v, const emu::Loc& loc = emu::Loc::current()) const {
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
         emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T), -1, emu::CLS_SSTORE}}, {sizeof(T), 1}, loc);
-        emu::xb_release(b, emu::PIPES_S, loc);  // before the store: a reader that sees it finds the clocks
         addr_[i] = v;
+        emu::xb_release(b, emu::PIPES_S, loc);
     }
     uint64_t GetSize() const { return size_; }
     void SetSize(uint64_t n) { size_ = n; }

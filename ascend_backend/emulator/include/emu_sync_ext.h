@@ -246,8 +246,8 @@ inline void WriteGmByPassDCache(__gm__ T* addr, T value, const emu::Loc& loc = e
     static_assert(emu_detail::bypass_type<T>, "WriteGmByPassDCache: T must be an 8/16/32/64-bit integer type");
     emu::Span w = emu_detail::gm_word(addr, sizeof(T));
     emu::record("WriteGmByPassDCache", emu::Pipe::S, {}, {w}, emu::Cost{sizeof(T), 1}, loc);
-    emu::xb_release(w.begin, emu::PIPES_S, loc);  // before the store (see SyncAll)
     std::memcpy((void*)addr, &value, sizeof(T));
+    emu::xb_release(w.begin, emu::PIPES_S, loc);
 }
 
 // ===================================================================== DataSyncBarrier
@@ -333,11 +333,11 @@ inline void IBSet(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<in
                   int32_t eventID, const emu::Loc& loc = emu::Loc::current()) {
     int32_t* w = emu_detail::ib_word<isAIVOnly>(gmWorkspace, ubWorkspace, blockIdx, eventID, "IBSet", loc);
     emu::record("IBSet", emu::Pipe::S, {}, {ubWorkspace.emu_span(8), emu_detail::gm_word(w, 32)}, emu::Cost{32, 8}, loc);
-    emu::xb_release((uint64_t)(uintptr_t)w, emu::PIPES_S | emu::PIPES_MTE3, loc);  // before the store (see SyncAll)
     {
         emu::AtomicGuard g;
         *w = 1;
     }
+    emu::xb_release((uint64_t)(uintptr_t)w, emu::PIPES_S | emu::PIPES_MTE3, loc);
 }
 template <bool isAIVOnly = true>
 inline void IBWait(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<int32_t>& ubWorkspace, int32_t blockIdx,
@@ -442,12 +442,12 @@ inline void NotifyNextBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int3
     auto b = (uint64_t)(uintptr_t)base;
     emu::record("NotifyNextBlock", emu::Pipe::S, {ubWorkspace.emu_span(8)}, {emu_detail::gm_word(base + me * 8, 32)}, emu::Cost{32, 8}, loc);
     int64_t* cell = emu::xb_cell(b);
-    emu::xb_release(b + (uint64_t)me * 32, emu::PIPES_S | emu::PIPES_MTE3, loc);  // before the count moves (see SyncAll)
     {
         emu::AtomicGuard g;
         ++*cell;
         base[me * 8] += 1;
     }
+    emu::xb_release(b + (uint64_t)me * 32, emu::PIPES_S | emu::PIPES_MTE3, loc);
     // The notification is a GM write through the UB workspace that the next WaitPreBlock reuses:
     // NotifyNextBlock returns once its MTE3 work (the section's stores included) is done
     // (assumed; the official sequential_block_sync example reuses the section's UB tensor in the
@@ -479,11 +479,11 @@ public:
         auto b = (uint64_t)(uintptr_t)ws_;
         emu::Span all = {emu::Mem::GM, b, b + GetWorkspaceLen(), -1, emu::CLS_SYNC};
         emu::record("GroupBarrier::Arrive", emu::Pipe::MTE3, {}, {all}, emu::Cost{GetWorkspaceLen(), 0}, loc);
-        emu::xb_release(b, emu::PIPES_S | emu::PIPES_MTE3, loc);  // before the count moves (see SyncAll)
         {
             emu::AtomicGuard g;
             ++*emu::xb_cell(b);
         }
+        emu::xb_release(b, emu::PIPES_S | emu::PIPES_MTE3, loc);
     }
     void Wait(uint32_t waitIndex, const emu::Loc& loc = emu::Loc::current()) {
         if (waitIndex >= waitSize_)
