@@ -1332,31 +1332,25 @@ class Interp:
             return self.bounds[v.t[0][0]] + v.c
         return None
 
-    def e_lor(self, e):
+    def _short_circuit(self, e, stop: bool, op: str):
+        """`a || b` (stop = True) and `a && b` (stop = False): `stop` decides, the other value passes."""
         a = self.cond_value(self.eval(e.children[0]), line_of(e), _src(e.children[0]))
-        if a is True:
-            return True
+        if a is stop:
+            return stop
         b = self.cond_value(self.eval(e.children[1]), line_of(e), _src(e.children[1]))
-        if a is False:
+        if a is (not stop):
             return b
-        if b is True:
-            return True
-        if isinstance(a, Cond) and b is False:
+        if b is stop:
+            return stop
+        if isinstance(a, Cond) and b is (not stop):
             return a
-        return Cond(_src(e), False, "or", (a, b))
+        return Cond(_src(e), False, op, (a, b))
+
+    def e_lor(self, e):
+        return self._short_circuit(e, True, "or")
 
     def e_land(self, e):
-        a = self.cond_value(self.eval(e.children[0]), line_of(e), _src(e.children[0]))
-        if a is False:
-            return False
-        b = self.cond_value(self.eval(e.children[1]), line_of(e), _src(e.children[1]))
-        if a is True:
-            return b
-        if b is False:
-            return False
-        if isinstance(a, Cond) and b is True:
-            return a
-        return Cond(_src(e), False, "and", (a, b))
+        return self._short_circuit(e, False, "and")
 
     def e_lnot(self, e):
         v = self.cond_value(self.eval(e.children[0]), line_of(e), _src(e.children[0]))
