@@ -139,6 +139,7 @@ def test_free_flags_3510_on_chip_per_aiv():
     """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gemm_tiles", "scaled_a"])
 def test_transfers_with_free_flags(arch, name):
     k, report, _ = run_case(kernels.free_flag_cases()[name], arch)
