@@ -17,6 +17,8 @@ the physical cores (``aiv_cores`` for AIV-only blocks, ``aic_cores`` for AIC-onl
 ``groups`` for mix blocks); each block is replayed independently (mode-0 barriers
 between blocks are not modelled in time). GM reads cost a blend of L2-hit and HBM rates: the
 first read of each byte in the launch misses L2, later reads hit (``l2_miss_fraction``).
+GM bandwidth is shared: each block resident at once gets an equal part of the chip's HBM and L2
+bandwidth, split among its cores by the GM bytes each moves (``share_bandwidth``).
 """
 
 from __future__ import annotations
@@ -173,6 +175,62 @@ def gm_rates(arch: str, active_cores: int | None = None, miss_fraction: float = 
     return GMRates(read=read, write=min(a["core_l2_write_bpc"], l2_share), miss_fraction=f)
 
 
+def share_bandwidth(pool: float, demands: list[float], cap: float, equal: float | None = None) -> list[float]:
+    """Split ``pool`` bytes/cycle among the cores of one block that move ``demands`` bytes each.
+
+    Water-filling in proportion to the bytes, each core held to its own ``cap`` (what a capped
+    core cannot use goes to the others, in proportion again): every uncapped core then finishes
+    its traffic at the same time, the split that leaves no bandwidth idle while bytes remain.
+    Each core gets at least the equal share ``min(cap, pool / cores)``: the rate a fair
+    interconnect gives it while every core of the block transfers at once, so that a core moving a
+    few bytes (a scale, a flag word) is not starved to a proportional trickle; it uses that rate
+    only for its short transfers, and the launch-wide HBM/L2 floors of ``model`` bound the total.
+    Equal demands give exactly the equal share (``equal``: pool / cores computed by the caller,
+    so that it is bit-for-bit the figure of ``gm_rates``)."""
+    n = len(demands)
+    if n == 0:
+        return []
+    equal = min(cap, pool / n if equal is None else equal)
+    alloc = [0.0] * n
+    left = pool
+    open_ = [i for i in range(n) if demands[i] > 0]
+    while open_ and left > 0:
+        tot = sum(demands[i] for i in open_)
+        over = [i for i in open_ if left * demands[i] / tot > cap]
+        if not over:
+            for i in open_:
+                alloc[i] = left * demands[i] / tot
+            break
+        for i in over:
+            alloc[i] = cap
+        left -= cap * len(over)
+        open_ = [i for i in open_ if alloc[i] < cap]
+    # within rounding of the equal share: exactly the equal share (equal traffic = the old model)
+    return [x if x > equal * (1 + 1e-9) else equal for x in alloc]
+
+
+def thread_gm_rates(arch: str, blocks_at_once: int, reads: list[float], writes: list[float],
+                    miss_fraction: float = 1.0) -> list[GMRates]:
+    """GM rates of the cores of one block (``reads`` / ``writes``: the GM bytes each moves) when
+    ``blocks_at_once`` blocks run at once. The block's part of the chip: HBM / blocks for misses,
+    the chip L2 bandwidth (``l2_to_hbm_bandwidth_ratio`` x HBM) / blocks for hits and, separately,
+    for writes; each part split by ``share_bandwidth`` up to the per-core rates
+    (``core_hbm_read_bpc``, ``core_l2_read_bpc``, ``core_l2_write_bpc``). Reads blend the miss
+    and hit rates by ``miss_fraction``."""
+    a = ASSUMPTIONS[arch]
+    b = max(1, int(blocks_at_once))
+    chip_hbm = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]
+    chip_l2 = a["l2_to_hbm_bandwidth_ratio"] * a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]
+    # the equal shares as gm_rates computes them (chip / all cores running), bit for bit
+    cores = _active(arch, b * len(reads))
+    miss = share_bandwidth(chip_hbm / b, reads, a["core_hbm_read_bpc"], chip_hbm / cores)
+    hit = share_bandwidth(chip_l2 / b, reads, a["core_l2_read_bpc"], chip_l2 / cores)
+    wr = share_bandwidth(chip_l2 / b, writes, a["core_l2_write_bpc"], chip_l2 / cores)
+    f = min(1.0, max(0.0, miss_fraction))
+    return [GMRates(read=1.0 / (f / m + (1.0 - f) / h), write=w, miss_fraction=f)
+            for m, h, w in zip(miss, hit, wr, strict=True)]
+
+
 _CUBE_RATE_KEY = {4: "cube_macs_per_cycle_4bit", 8: "cube_macs_per_cycle_8bit",
                   16: "cube_macs_per_cycle_16bit", 32: "cube_macs_per_cycle_32bit"}
 
@@ -257,13 +315,15 @@ def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, m
 
 
 def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gts: list[int],
-                  times: dict[int, list[int]], rates: GMRates) -> tuple[int, dict[tuple[int, int], int], list[tuple]]:
-    """Replay the cores of one block together. Returns (cycles, busy[(gt, pipe)], timeline)."""
+                  times: dict[int, list[int]], rates: dict[int, GMRates]
+                  ) -> tuple[int, dict[tuple[int, int], int], list[tuple]]:
+    """Replay the cores of one block together (``rates``: each core's GM rates). Returns
+    (cycles, busy[(gt, pipe)], timeline)."""
     a = ASSUMPTIONS[arch]
     issue = int(a["issue_cycles"])
     xlat = int(a["cross_core_latency"])
     state = {gt: {"i": 0, "s": 0, "free": [0] * 7, "done": [0] * 7} for gt in gts}
-    cost_cache: dict[tuple, tuple[int, int]] = {}
+    cost_caches: dict[int, dict[tuple, tuple[int, int]]] = {gt: {} for gt in gts}  # per core: its own rates
     for gt in gts:
         times[gt] = [0] * len(threads[gt]["ops"])
     busy: dict[tuple[int, int], int] = {}
@@ -278,6 +338,7 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
             t = times[gt]
             free = st["free"]
             done = st["done"]
+            cost_cache = cost_caches[gt]
             while st["i"] < len(ops):
                 r = ops[st["i"]]
                 kind, pipe = r[0], r[1]
@@ -299,7 +360,7 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
                     key = (pipe, r[2], r[4], r[5], r[6], r[7], r[8], r[9])
                     cl = cost_cache.get(key)
                     if cl is None:
-                        cl = cost_cache[key] = op_cost(arch, pipe, r[4], r[5], r[6], r[7], r[8], r[9], rates,
+                        cl = cost_cache[key] = op_cost(arch, pipe, r[4], r[5], r[6], r[7], r[8], r[9], rates[gt],
                                                        names[r[2]])
                     c, lat = cl
                     start = max(s, free[pipe])
@@ -384,7 +445,27 @@ def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, 
         groups = int(a["groups"])         # mix blocks occupy a whole AI-core group
     if miss_fraction is None:
         miss_fraction = l2_miss_fraction(arch, gm_reads["bytes"], gm_reads["unique_bytes"]) if gm_reads else 1.0
-    rates = gm_rates(arch, min(len(by_block), groups) * per_block, miss_fraction)
+    f = min(1.0, max(0.0, miss_fraction))
+    # GM bytes each core reads and writes (S-pipe GetValue/SetValue excluded: not DMA traffic)
+    reads = [0.0] * len(threads)
+    writes = [0.0] * len(threads)
+    for gt, th in enumerate(threads):
+        rd = wr = 0
+        for r in th["ops"]:
+            if r[0] == 0 and r[1] != 0:
+                if r[4] == 0:
+                    rd += r[6]
+                elif r[5] == 0:
+                    wr += r[6]
+        reads[gt], writes[gt] = float(rd), float(wr)
+    # the chip's bandwidth is split evenly among the blocks running at once, then among each
+    # block's cores by the bytes they move (thread_gm_rates)
+    blocks_at_once = min(len(by_block), groups)
+    rates: dict[int, GMRates] = {}
+    for gts in by_block.values():
+        for gt, r in zip(gts, thread_gm_rates(arch, blocks_at_once, [reads[g] for g in gts],
+                                              [writes[g] for g in gts], f), strict=True):
+            rates[gt] = r
     for b, gts in sorted(by_block.items()):
         dur, busy, tl = _replay_block(arch, names, threads, gts, times, rates)
         durations[b] = dur
@@ -398,18 +479,16 @@ def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, 
         start[b] = free_at[g]
         free_at[g] += durations[b]
     total = max(free_at) if durations else 0
-    # HBM floor: the launch cannot end before the chip's HBM has moved its L2 misses and its
-    # written bytes (writes go to L2 per op, but leave for HBM in the end).
-    hbm_bytes = 0.0
-    for th in threads:
-        for r in th["ops"]:
-            if r[0] == 0 and r[1] != 0:
-                if r[4] == 0:
-                    hbm_bytes += r[6] * rates.miss_fraction
-                elif r[5] == 0:
-                    hbm_bytes += r[6]
-    hbm_floor = math.ceil(hbm_bytes / (a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]))
-    total = max(total, hbm_floor)
+    # Chip floors: the launch cannot end before the chip's HBM has moved its L2 misses and its
+    # written bytes (writes go to L2 per op, but leave for HBM in the end), nor before the chip's
+    # L2 has served its hits and taken its writes (kept apart, as the per-core rates are). The
+    # per-core shares may exceed a block's part of the chip for short transfers (the equal-share
+    # floor of share_bandwidth); these bound the total.
+    read_bytes, write_bytes = sum(reads), sum(writes)
+    chip_bpc = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]
+    hbm_floor = math.ceil((read_bytes * f + write_bytes) / chip_bpc)
+    l2_floor = math.ceil(max(read_bytes * (1.0 - f), write_bytes) / (a["l2_to_hbm_bandwidth_ratio"] * chip_bpc))
+    total = max(total, hbm_floor, l2_floor)
     # busy % per pipe: busy cycles over (block duration x cores owning that pipe)
     busy_pct: dict[str, float] = {}
     for pi, pn in enumerate(PIPES):
@@ -430,6 +509,10 @@ def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, 
         off = start[b]
         for gt, pipe, nid, s, e, line in block_tl[b]:
             timeline.append((b, threads[gt]["core"], PIPES[pipe], names[nid], s + off, e + off, line))
+    top_reader = max(range(len(threads)), key=lambda g: reads[g], default=0)
+    top_writer = max(range(len(threads)), key=lambda g: writes[g], default=0)
+    first = min(by_block) if by_block else None
+    first_block_rates = {threads[g]["core"]: rates[g].read for g in by_block.get(first, [])}
     timing = {
         "modelled": True,
         "note": "timing model (docs/timing-model.md): modelled from stated assumptions, not measured",
@@ -439,10 +522,13 @@ def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, 
         "busy_percent": busy_pct,
         "block_cycles": {str(b): int(d) for b, d in durations.items()},
         "groups": groups,
-        "gm_bytes_per_cycle_per_core": rates.read,
-        "gm_write_bytes_per_cycle_per_core": rates.write,
-        "l2_miss_fraction": rates.miss_fraction,
+        # the rates of the core that reads (writes) the most GM bytes: the one they bound
+        "gm_bytes_per_cycle_per_core": rates[top_reader].read if rates else 0.0,
+        "gm_write_bytes_per_cycle_per_core": rates[top_writer].write if rates else 0.0,
+        "gm_read_bytes_per_cycle_by_core": first_block_rates,
+        "l2_miss_fraction": f,
         "hbm_floor_cycles": hbm_floor,
+        "l2_floor_cycles": l2_floor,
         "truncated_trace": bool(trace.get("truncated")),
     }
     return timing, timeline

@@ -305,3 +305,127 @@ def test_cube_ops_report_their_dtype_to_the_model(arch):
     # Fixpipe fp32 -> fp16 into L1: 64 output elements per cycle, then its latency (nothing follows it)
     assert fix == 128 * 128 // 64
     assert rep.timing["total_cycles"] == ops[-1]["end"] + a["fixpipe_latency"]
+
+
+# ---- GM bandwidth shared by the cores that transfer (timing.share_bandwidth) -----------------
+L1 = 2
+
+
+def _mixed_launch(blocks: int, aic: list, aiv0: list, aiv1: list) -> dict:
+    """``blocks`` mix blocks (1 AIC + 2 AIVs), every block running the same ops."""
+    threads = []
+    for b in range(blocks):
+        threads += [{"block": b, "core": "AIC", "ops": aic}, {"block": b, "core": "AIV0", "ops": aiv0},
+                    {"block": b, "core": "AIV1", "ops": aiv1}]
+    return {"names": ["copy", "add"], "threads": threads}
+
+
+def _durations(tl: list, block: int = 0) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for b, core, _pipe, _op, s, e, _line in tl:
+        if b == block:
+            out.setdefault(core, []).append(e - s)
+    return out
+
+
+def test_share_bandwidth_splits_by_bytes_up_to_the_cap():
+    # equal traffic: exactly the equal share, capped or not
+    assert timing.share_bandwidth(100.0, [7.0, 7.0, 7.0], 1000.0) == [100.0 / 3] * 3
+    assert timing.share_bandwidth(100.0, [7.0, 7.0, 7.0], 20.0) == [20.0] * 3
+    # proportional, the capped core's surplus water-filled to the others by their bytes (8:6:1 of
+    # 150 is 80/60/10; 80 > 70, so the 10 left go 6:1), the light core floored at the equal share
+    got = timing.share_bandwidth(150.0, [8.0, 6.0, 1.0], 70.0)
+    assert got == pytest.approx([70.0, 80.0 * 6 / 7, 50.0])
+    # a core that moves no bytes keeps the equal share (it has nothing to use it on)
+    assert timing.share_bandwidth(90.0, [5.0, 0.0, 0.0], 1000.0) == [90.0, 30.0, 30.0]
+    assert timing.share_bandwidth(90.0, [5.0, 0.0, 0.0], 40.0) == [40.0, 30.0, 30.0]
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_equal_traffic_gives_the_equal_shares(arch):
+    # every core of a mixed launch moves the same bytes: each gets chip / (blocks x 3), as before
+    a = timing.ASSUMPTIONS[arch]
+    n = int(a["groups"])
+    load = _op(MTE2, GM, UB, 65536)
+    store = _op(MTE3, UB, GM, 8192)
+    tr = _mixed_launch(n, [_op(MTE2, GM, L1, 65536), _op(FIX, L0C, GM, 8192)], [load, store], [load, store])
+    t, tl = timing.model(tr, arch, n, miss_fraction=0.3)
+    old = timing.gm_rates(arch, 3 * n, 0.3)
+    assert t["gm_read_bytes_per_cycle_by_core"] == {"AIC": old.read, "AIV0": old.read, "AIV1": old.read}
+    assert t["gm_bytes_per_cycle_per_core"] == old.read and t["gm_write_bytes_per_cycle_per_core"] == old.write
+    d = _durations(tl)
+    busy, _ = timing.op_cost(arch, MTE2, GM, UB, 65536, 0, 0, 0, old)
+    assert d["AIC"][0] == d["AIV0"][0] == d["AIV1"][0] == busy
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_only_the_aic_reads_in_a_mixed_launch(arch, monkeypatch):
+    # the AIC streams, the AIVs only compute: the AIC gets min(its own rate, chip / AICs running),
+    # not chip / (AICs + AIVs)
+    a = timing.ASSUMPTIONS[arch]
+    n = int(a["groups"])
+    chip = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]
+    vadd = _op(V, UB, UB, 16384, name=1, repeats=64)
+    tr = _mixed_launch(n, [_op(MTE2, GM, L1, 65536)], [vadd], [vadd])
+    t, tl = timing.model(tr, arch, n, miss_fraction=1.0)
+    assert t["gm_bytes_per_cycle_per_core"] == min(a["core_hbm_read_bpc"], chip / n) == a["core_hbm_read_bpc"]
+    assert t["gm_bytes_per_cycle_per_core"] > 2 * timing.gm_rates(arch, 3 * n, 1.0).read  # was chip / 3n
+    assert _durations(tl)["AIC"] == [a["gm_op_issue"] + math.ceil(65536 / a["core_hbm_read_bpc"])]
+    # all hits: the core's L2 rate (its part of the chip L2 bandwidth is larger)
+    t = timing.model(tr, arch, n, miss_fraction=0.0)[0]
+    assert t["gm_bytes_per_cycle_per_core"] == min(a["core_l2_read_bpc"], 3.5 * chip / n) == a["core_l2_read_bpc"]
+    # a core faster than its part of the chip: the part binds, chip / AICs
+    monkeypatch.setitem(a, "core_hbm_read_bpc", 1000)
+    t = timing.model(tr, arch, n, miss_fraction=1.0)[0]
+    assert t["gm_bytes_per_cycle_per_core"] == pytest.approx(chip / n)
+    # fewer blocks than groups: the chip divides among those running
+    t = timing.model(_mixed_launch(4, [_op(MTE2, GM, L1, 65536)], [vadd], [vadd]), arch, 4, miss_fraction=1.0)[0]
+    assert t["gm_bytes_per_cycle_per_core"] == pytest.approx(chip / 4)
+
+
+def test_proportional_split_in_a_mixed_launch():
+    # 20 blocks: AIC 1 MB, AIV0 512 KB, AIV1 a 64-byte scale. The AIC and AIV0 split the block's
+    # HBM part 2:1, the AIC held to its cap and AIV0 taking the rest; AIV1 still gets the equal
+    # share for its one short transfer, not a proportional trickle
+    arch = "dav-3510"
+    a = timing.ASSUMPTIONS[arch]
+    n = 20
+    pool = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"] / n  # 48.5 B/cycle
+    aic = [_op(MTE2, GM, L1, 65536)] * 16
+    aiv0 = [_op(MTE2, GM, UB, 65536)] * 8
+    aiv1 = [_op(MTE2, GM, UB, 64)]
+    t, tl = timing.model(_mixed_launch(n, aic, aiv0, aiv1), arch, n, miss_fraction=1.0)
+    rates = t["gm_read_bytes_per_cycle_by_core"]
+    want = timing.share_bandwidth(pool, [16 * 65536.0, 8 * 65536.0, 64.0], a["core_hbm_read_bpc"])
+    assert [rates["AIC"], rates["AIV0"], rates["AIV1"]] == pytest.approx(want)
+    # 48.5 x 2/3 = 32.3 > 27: the AIC is capped and AIV0 takes the rest, 48.5 - 27 = 21.5
+    assert rates["AIC"] == a["core_hbm_read_bpc"]
+    assert rates["AIV0"] == pytest.approx(pool - a["core_hbm_read_bpc"], rel=1e-3)
+    assert rates["AIV1"] == pytest.approx(pool / 3)
+    assert t["gm_bytes_per_cycle_per_core"] == rates["AIC"]  # the core that reads the most
+    d = _durations(tl)
+    assert d["AIV1"] == [a["gm_op_issue"] + math.ceil(64 / (pool / 3))]
+    assert d["AIV0"][0] == a["gm_op_issue"] + math.ceil(65536 / rates["AIV0"])
+    # together the AIC and AIV0 draw the block's HBM part, never more: the floors do not bind
+    assert t["total_cycles"] > t["hbm_floor_cycles"] and t["total_cycles"] > t["l2_floor_cycles"]
+
+
+def test_chip_floors_bind_when_per_core_shares_exceed_the_chip():
+    # HBM floor: 64 AIV blocks each writing 64 KB (test_hbm_floor_bounds_streaming_launches);
+    # L2 floor: a core reading GM on two pipes at once (synthetic) would draw twice its share of
+    # the chip's L2; the launch still cannot beat the chip's L2 serving every hit
+    arch = "dav-3510"
+    a = timing.ASSUMPTIONS[arch]
+    n = int(a["aic_cores"])
+    ops = [_op(MTE2, GM, L1, 65536), _op(MTE1, GM, L1, 65536)] * 8
+    tr = {"names": ["copy"], "threads": [{"block": b, "core": "AIC", "ops": ops} for b in range(n)]}
+    t = timing.model(tr, arch, n, miss_fraction=0.0)[0]
+    l2 = a["l2_to_hbm_bandwidth_ratio"] * a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]
+    floor = math.ceil(n * 16 * 65536 / l2)
+    assert t["l2_floor_cycles"] == floor and t["total_cycles"] == floor
+    assert max(t["block_cycles"].values()) < floor
+    assert t["hbm_floor_cycles"] == 0  # every read a hit, nothing written
+    # one pipe per core: the shares hold the chip by themselves, the floor does not bind
+    one = {"names": ["copy"], "threads": [{"block": b, "core": "AIC", "ops": ops[::2] * 2} for b in range(n)]}
+    t = timing.model(one, arch, n, miss_fraction=0.0)[0]
+    assert t["total_cycles"] > t["l2_floor_cycles"] == floor
