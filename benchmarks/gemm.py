@@ -11,7 +11,7 @@ First-wave scaling. Every block of this GEMM runs the same schedule (one output 
 K loop), so the kernel is compiled for the full shape but only its first wave of blocks is
 emulated: block_dim = min(grid, groups), with `groups` the physical AI-core groups of the arch
 in the timing model's ASSUMPTIONS. The GM bandwidth share of a core is then the same as in the
-full launch (the model divides the chip bandwidth by the cores resident at once), and
+full launch (the model divides the chip bandwidth among the blocks resident at once), and
 
     modelled total = waves x (modelled cycles of the first wave),  waves = ceil(grid / groups)
 
