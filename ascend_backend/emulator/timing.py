@@ -161,8 +161,9 @@ def l2_miss_fraction(arch: str, read_bytes: float, unique_read_bytes: float) -> 
 
 
 def gm_rates(arch: str, active_cores: int | None = None, miss_fraction: float = 1.0) -> GMRates:
-    """Per-core GM rates when ``active_cores`` cores run at once and ``miss_fraction`` of the
-    reads miss L2. Hits: min(core L2 read rate, the core's share of the chip L2 bandwidth).
+    """Per-core GM rates when ``active_cores`` cores run at once, each taking an equal share of the
+    chip (what ``thread_gm_rates`` gives cores that move the same bytes), and ``miss_fraction`` of
+    the reads miss L2. Hits: min(core L2 read rate, the core's share of the chip L2 bandwidth).
     Misses: gm_bytes_per_cycle. Writes land in L2: min(core L2 write rate, the same L2 share);
     that they leave for HBM in the end is the launch-wide HBM floor of ``model``."""
     a = ASSUMPTIONS[arch]
