@@ -50,12 +50,7 @@ from ascend_backend.ir import (
     walk,
 )
 
-from .partition import tile_buffers
-
-
-def _whole(r: Region, shape: tuple) -> bool:
-    return all(isinstance(b, int | tirx.IntImm) and int(b) == 0 for b in r.base) and \
-        tuple(int(e) for e in r.extents) == tuple(int(x) for x in shape)
+from .partition import is_whole, tile_buffers
 
 
 def _loads(e) -> list:
@@ -115,7 +110,7 @@ def _fold_pair(par, copy, kernel: Kernel, arch: Arch, accs: set, uses: dict):
     A, tile, G = kernel.buffers[acc], kernel.buffers[out], kernel.buffers[copy.dst.buffer]
     if not G.kind.in_gm or G.dtype != tile.dtype or tile.kind.in_gm or tuple(A.shape) != tuple(tile.shape):
         return None
-    if tuple(int(x) for x in par.extents) != tuple(int(x) for x in A.shape) or not _whole(copy.src, tile.shape):
+    if tuple(int(x) for x in par.extents) != tuple(int(x) for x in A.shape) or not is_whole(copy.src, tile.shape):
         return None
     if (A.dtype, tile.dtype) not in dict(arch.fixpipe_scaled) or uses.get(out, 0) != 2:
         return None
@@ -170,7 +165,7 @@ def verify_fold_scale(program: Program) -> None:
                     continue
                 A, G = kernel.buffers.get(s.src.buffer), kernel.buffers.get(s.dst.buffer)
                 ok = (A is not None and G is not None and s.src.buffer in accs and G.kind.in_gm
-                      and _whole(s.src, A.shape) and (A.dtype, G.dtype) in dict(program.arch.fixpipe_scaled)
+                      and is_whole(s.src, A.shape) and (A.dtype, G.dtype) in dict(program.arch.fixpipe_scaled)
                       and not any(not kernel.buffers[ld.buffer.name].numel == 1 for ld in _loads(s.scale)
                                   if ld.buffer.name in kernel.buffers))
                 if not ok:

@@ -127,6 +127,12 @@ def tile_writes(op) -> set:
     return set()
 
 
+def is_whole(r: Region, shape: tuple) -> bool:
+    """Does region ``r`` cover a tile of ``shape`` whole (base 0, the tile's extents)?"""
+    return all(isinstance(b, int | tirx.IntImm) and int(b) == 0 for b in r.base) and \
+        tuple(int(e) for e in r.extents) == tuple(int(x) for x in shape)
+
+
 def full_region(buf: Buffer) -> Region:
     zero = tirx.IntImm("int32", 0)
     return Region(buf.name, (zero,) * len(buf.shape), tuple(buf.shape))
