@@ -26,6 +26,7 @@ def quantize_scale(s: float) -> float:
     return torch.tensor([(bits + 0x1000) & ~0x1FFF], dtype=torch.int32).view(torch.float32).item()
 
 
+@pytest.mark.slow
 def test_fp8_gemm_per_tensor_scale_is_a_cube_only_kernel():
     M, N, K = 128, 128, 256
     g = torch.Generator().manual_seed(11)
@@ -66,7 +67,7 @@ def int8_dequant(M, N, K, out_dtype):
 
 @pytest.mark.parametrize("arch,out_dtype,mode", [
     ("dav-c220", "float16", "DEQF16"),
-    ("dav-3510", "float16", "DEQF16"),
+    pytest.param("dav-3510", "float16", "DEQF16", marks=pytest.mark.slow),
     ("dav-3510", "bfloat16", "QS322BF16_PRE"),
 ])
 def test_int8_gemm_dequantized_by_one_scale(arch, out_dtype, mode):
