@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from . import cache
-from .timing import ASSUMPTIONS as _TIMING_ASSUMPTIONS
 from .report import EmulatorError, Report
+from .timing import ASSUMPTIONS as _TIMING_ASSUMPTIONS
 
 KERNEL_TYPE_IDS = {
     "AIV_ONLY": 0, "AIC_ONLY": 1, "MIX_AIV_1_0": 2, "MIX_AIC_1_0": 3, "MIX_AIC_1_1": 4, "MIX_AIC_1_2": 5,
