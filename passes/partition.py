@@ -74,10 +74,19 @@ def parallel_buffers(op: TileParallel) -> set:
     return names
 
 
+def _expr_buffers(e) -> set:
+    names: set = set()
+    if isinstance(e, tirx.PrimExpr):
+        tirx.stmt_functor.post_order_visit(e, lambda n: names.add(n.buffer.name) if isinstance(n, tirx.BufferLoad)
+                                           else None)
+    return names
+
+
 def tile_buffers(op) -> set:
     """Every buffer a tile-level op touches."""
     if isinstance(op, TileCopy):
-        return {op.src.buffer, op.dst.buffer}
+        scale = _expr_buffers(op.scale) if op.scale is not None else set()
+        return {op.src.buffer, op.dst.buffer} | scale
     if isinstance(op, TileFill):
         return {op.dst.buffer}
     if isinstance(op, TileGemm):
@@ -556,7 +565,8 @@ def _cube_scalar_reads(body: list, kernel: Kernel, aic_buffers: dict) -> list:
                 s = dataclasses.replace(s, value=expr(s.value, s.loc),
                                         indices=tuple(expr(x, s.loc) for x in s.indices))
             elif isinstance(s, TileCopy):
-                s = dataclasses.replace(s, src=region(s.src, s.loc), dst=region(s.dst, s.loc))
+                s = dataclasses.replace(s, src=region(s.src, s.loc), dst=region(s.dst, s.loc),
+                                        scale=expr(s.scale, s.loc) if s.scale is not None else None)
             out.append(s)
         return out
 
