@@ -1,7 +1,8 @@
 """How tiles cross between the Cube and the Vector cores, pinned in the generated code and run on the
 emulator (strict: no race, flag error or deadlock):
 
-* dav-3510: Cube -> Vector tiles go L0C -> UB (a Fixpipe per AIV half), Vector -> Cube tiles go
+* dav-3510: Cube -> Vector tiles go L0C -> UB (one dual-destination Fixpipe, split by rows: each AIV
+  receives its half in its UB at twice the single-destination rate), Vector -> Cube tiles go
   UB -> L1 (each AIV's MTE3 DataCopy with Nd2NzParams into its rows of the AIC's NZ tile), both
   signalled per AIV with mode-4 cross-core flags (on the AIC, AIV 1's flag f is f + 16);
   transfers that need a "free" flag stay on chip too.
@@ -34,17 +35,18 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-SAME: acc_s_cast: L1 64x64xfloat16 NZ slots=2, attention.py
         CHECK: for (int32_t k = 0; k < (min_i(2, (((((bx + 1) * 64) + 64) - 1) / 64)) + 1); ++k) {
         CHECK: if ((k < min_i(2,
-        # S = Q K^T: each AIV's half of the rows straight into its UB slot, that AIV signalled at once
-        CHECK: {  // rows [0, 32) into the UB of AIV 0
-        CHECK: fp.subBlockId = false;
-        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s[0], fp);
+        # S = Q K^T: one dual-destination Fixpipe puts each AIV's half of the rows straight into
+        # its UB slot; both AIVs are signalled after it
+        CHECK: {  // one Fixpipe into both AIVs' UB: rows [0, 32) to AIV 0, [32, 64) to AIV 1
+        CHECK-NEXT: FixpipeParamsArch3510 fp;
+        CHECK-NEXT: fp.nSize = 64;
+        CHECK-NEXT: fp.mSize = 64;
+        CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s, fp);
         CHECK-NEXT: }
-        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(0);  // acc_s from the Cube to AIV 0: its half is in its UB
-        CHECK-NEXT: {  // rows [32, 64) into the UB of AIV 1
-        CHECK: fp.subBlockId = true;
-        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s[512], fp);
-        CHECK-NEXT: }
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);  // acc_s from the Cube to AIV 1: its half is in its UB
+        CHECK-NOT: Fixpipe<
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(0);  // acc_s from the Cube to AIV 0: its half is in its UB
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(16);  // acc_s from the Cube to AIV 1: its half is in its UB
         CHECK: if ((k >= 1)) {
         CHECK-NEXT: for (int32_t k_b = (k - 1); k_b < (k - 1) + (1) * 1; k_b += 1) {
         CHECK: LocalTensor<half> acc_s_cast = acc_s_cast_slots[(k_b % 2) * 4096];
@@ -55,9 +57,12 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-NOT: DataCopy(acc_s_cast
         CHECK: LoadData(acc_s_cast_l0a, acc_s_cast, LoadData2DParamsV2{
         CHECK: Mmad(acc_o, acc_s_cast_l0a, V_shared_l0b, mp);
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_o_part_peer[((k_b) % 2) * 2048], acc_o[0], fp);
+        CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_o_part_peer[((k_b) % 2) * 2048], acc_o, fp);
+        CHECK-NEXT: }
+        CHECK-NOT: Fixpipe<
         CHECK: CrossCoreSetFlag<4, PIPE_FIX>(2);  // acc_o from the Cube to AIV 0
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(18);  // acc_o from the Cube to AIV 1
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(18);  // acc_o from the Cube to AIV 1
         CHECK: if ASCEND_IS_AIV {
         CHECK: TBuf<TPosition::A1> peer_l1;
         CHECK: LocalTensor<half> acc_s_cast_l1_peer = peer_l1.GetWithOffset<half>(8192,
@@ -97,16 +102,18 @@ def test_flash_attention_c220_keeps_the_workspace_and_mode_2():
 
 def test_free_flags_3510_on_chip_per_aiv():
     # Cube -> Vector in a loop with nothing travelling back: each AIV frees its UB tile after its
-    # last use; the AIC waits for that AIV's "free" before Fixpiping its half.
+    # last use; the AIC waits for both AIVs' "free" before its one dual-destination Fixpipe.
     filecheck(src(kernels.gemm_tiles_epilogue(), "dav-3510"), """
         CHECK-NOT: workspace
         CHECK: for (int32_t n = 0;
         CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(1);  // AIV 0's UB tile c is free
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c[0], fp);
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(0);
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(17);  // AIV 1's UB tile c is free
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c[512], fp);
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);
+        CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c, fp);
+        CHECK-NEXT: }
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(0);
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(16);
+        CHECK-NOT: Fixpipe<
         CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(1);  // drain
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(17);  // drain
         CHECK: if ASCEND_IS_AIV {
