@@ -80,6 +80,20 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
     """)
 
 
+def test_sync_table_names_the_dual_destination_fixpipe_3510():
+    from ascend_backend.pipeline import compile_kernel
+    from ascend_backend.reports import sync_table
+    from ascend_backend.target import parse_target
+
+    program = compile_kernel(attention.flashattn(is_causal=True), parse_target({"kind": "ascendc",
+                                                                               "arch": "dav-3510"})).program
+    ready = {r["buffer"]: r for r in sync_table(program) if r["event"] == "CrossCore (ready)"}
+    assert ready["AIV:acc_s_part"]["producer"] == ("AIC: one dual-destination Fixpipe acc_s -> acc_s_part in the UB "
+                                                   "of AIV 0 and AIV 1 (rows split)")
+    assert "mode 4, one set per AIV" in ready["AIV:acc_s_part"]["kind"]
+    assert ready["AIC:acc_s_cast"]["producer"].startswith("AIV: DataCopy acc_s_cast")
+
+
 def test_flash_attention_c220_keeps_the_workspace_and_mode_2():
     filecheck(src(attention.flashattn(is_causal=True, num_stages=2), "dav-c220"), """
         CHECK: void flash_fwd(GM_ADDR Q, GM_ADDR K, GM_ADDR V, GM_ADDR Output, GM_ADDR workspace)
