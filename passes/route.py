@@ -14,9 +14,10 @@ Establishes: no ``Send``/``Receive`` is left; every transfer has a route and the
   and then sets every AIV's "ready". Where the arch lacks that mode (``Arch.l0c_to_ub_dual``) it
   Fixpipes each AIV's half of the rows on its own and sets that AIV's "ready" right after its
   half. Vector -> Cube, each AIV copies its rows from UB into the AIC's L1 tile (Nd2Nz) and sets
-  "ready", the AIC's MTE1 waits for both halves before its LoadData. A transfer stays on the workspace when its tiles do not split evenly between the two
-  AIVs, or (with a "free" flag) when an AIV touches the tile before a "ready" wait in the same
-  statement list (that access could meet the AIC's concurrent Fixpipe into its UB).
+  "ready", the AIC's MTE1 waits for both halves before its LoadData. A transfer stays on the
+  workspace when its tiles do not split evenly between the two AIVs, or (with a "free" flag) when
+  an AIV touches the tile before a "ready" wait in the same statement list (that access could
+  meet the AIC's concurrent Fixpipe into its UB).
 
 "free" is left out where it can never matter: a tile that crosses once (outside every loop), or
 one that crosses once per iteration and that the consumer answers, in the same iteration, with a
