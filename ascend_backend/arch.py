@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dtypes import DType
-from .ir.enums import Layout, Scope
+from .ir.enums import Layout, QuantMode, Scope
 
 KB = 1024
 
@@ -51,6 +51,9 @@ class Arch:
     b8_transpose: bool = False
     # Fixpipe output dtypes per accumulator dtype (Fixpipe page, data type table).
     fixpipe_dtypes: tuple = ()
+    # Fixpipe's scalar-scaled conversions to a 16-bit float (随路量化 page), ((accumulator, output),
+    # mode) pairs: what passes/fold_scale.py may fold a per-tensor scale into.
+    fixpipe_scaled: tuple = ()
 
     @property
     def macro(self) -> str:
@@ -78,6 +81,7 @@ DAV_C220 = Arch(
     vector_dtypes=(F16, BF16, F32, I32, I16, DType.UINT16, U8, I8, DType.BOOL),
     vector_casts=_COMMON_CASTS,
     fixpipe_dtypes=((F32, (F32, F16, BF16, I8)), (I32, (I32, F16, I8))),
+    fixpipe_scaled=(((I32, F16), QuantMode.S32_TO_F16),),
 )
 
 DAV_3510 = Arch(
@@ -99,6 +103,8 @@ DAV_3510 = Arch(
                                   (F16, BF16), (BF16, F16), (I4, BF16)},
     b8_transpose=True,
     fixpipe_dtypes=((F32, (F32, F16, BF16, I8, E4M3)), (I32, (I32, F16, BF16, I8))),
+    fixpipe_scaled=(((I32, F16), QuantMode.S32_TO_F16), ((I32, BF16), QuantMode.S32_TO_BF16),
+                    ((F32, F16), QuantMode.F32_TO_F16_SCALED), ((F32, BF16), QuantMode.F32_TO_BF16_SCALED)),
 )
 
 ARCHES = {a.name: a for a in (DAV_3510, DAV_C220)}

@@ -96,7 +96,9 @@ POSITION = {Scope.UB: "VECCALC", Scope.L1: "A1", Scope.L0A: "A2", Scope.L0B: "B2
 QUANT = {QuantMode.NONE: "QuantMode_t::NoQuant", QuantMode.F32_TO_F16: "QuantMode_t::F322F16",
          QuantMode.F32_TO_BF16: "QuantMode_t::F322BF16", QuantMode.F32_TO_S8: "QuantMode_t::QF322B8_PRE",
          QuantMode.F32_TO_FP8: "QuantMode_t::QF322FP8_PRE", QuantMode.S32_TO_F16: "QuantMode_t::DEQF16",
-         QuantMode.S32_TO_BF16: "QuantMode_t::QS322BF16_PRE", QuantMode.S32_TO_S8: "QuantMode_t::REQ8"}
+         QuantMode.S32_TO_BF16: "QuantMode_t::QS322BF16_PRE", QuantMode.S32_TO_S8: "QuantMode_t::REQ8",
+         QuantMode.F32_TO_F16_SCALED: "QuantMode_t::QF322F16_PRE",
+         QuantMode.F32_TO_BF16_SCALED: "QuantMode_t::QF322BF16_PRE"}
 # Quant word of scale 1.0 (随路量化 page: the scale as a float in bits [31:13]; bit 46 selects a
 # signed int8 result).
 QUANT_ONE = 0x3F800000
@@ -379,7 +381,8 @@ def _fixpipe_to_gm(op) -> dict:
             "dst_stride": cexpr(w.row_stride), "quant": QUANT[op.quant], "relu": "true" if op.relu else "false",
             "src_ctype": op.src_dtype.ctype,
             "deq": (f"{QUANT_ONE | (QUANT_SIGNED if op.dtype == DType.INT8 else 0):#x}ULL"
-                    if op.quant.scaled else None),
+                    if op.quant.scaled and op.scale is None else None),
+            "scale": cexpr(op.scale) if op.scale is not None else None,
             "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None}
 
 

@@ -1,6 +1,6 @@
 """The compiler driver: a visible, ordered list of stages, with IR dumps after any of them.
 
-    frontend -> partition -> route -> split_rows -> infer_scope -> assign_layout -> lower_tile_ops
+    frontend -> fold_scale -> partition -> route -> split_rows -> infer_scope -> assign_layout -> lower_tile_ops
              -> multi_buffer -> plan_memory -> insert_sync -> codegen
 
 Every pass is a pure function Program -> Program (in ascend_backend.passes) that verifies the
@@ -23,6 +23,7 @@ from .ir import Program
 def passes() -> list[tuple[str, Callable[[Program], Program]]]:
     """The passes between the frontend and codegen, in order."""
     from ascend_backend.passes.assign_layout import assign_layout
+    from ascend_backend.passes.fold_scale import fold_scale
     from ascend_backend.passes.infer_scope import infer_scope
     from ascend_backend.passes.insert_sync import insert_sync
     from ascend_backend.passes.lower_tile_ops import lower_tile_ops
@@ -33,6 +34,7 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
     from ascend_backend.passes.split_rows import split_rows
 
     return [
+        ("fold_scale", fold_scale),
         ("partition", partition),
         ("route", route),
         ("split_rows", split_rows),
@@ -45,8 +47,8 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
     ]
 
 
-STAGES = ["frontend", "partition", "route", "split_rows", "infer_scope", "assign_layout", "lower_tile_ops",
-          "multi_buffer", "plan_memory", "insert_sync", "codegen"]
+STAGES = ["frontend", "fold_scale", "partition", "route", "split_rows", "infer_scope", "assign_layout",
+          "lower_tile_ops", "multi_buffer", "plan_memory", "insert_sync", "codegen"]
 
 
 @dataclass

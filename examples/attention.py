@@ -42,7 +42,12 @@ def softmax_qk(seq_q=128, seq_kv=128, dim=64, block_M=64, dtype="float16"):
 
 
 def flashattn(batch=1, heads=1, seq_q=128, seq_kv=128, dim=64, is_causal=False, block_M=64, block_N=64,
-              num_stages=1, groups=1):
+              num_stages=1, groups=1, causal_mask="every_block"):
+    """``causal_mask``: "every_block" masks as TileLang's example does (the mask is the initial value
+    of every step's scores: a vector pass per step); "diagonal" masks the gemm's scores afterwards,
+    only in the K/V blocks that cross the diagonal (one select there, nothing elsewhere)."""
+    assert causal_mask in ("every_block", "diagonal")
+    diagonal = is_causal and causal_mask == "diagonal"
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
     q_shape = [batch, heads, seq_q, dim]
     kv_shape = [batch, heads // groups, seq_kv, dim]
@@ -54,7 +59,7 @@ def flashattn(batch=1, heads=1, seq_q=128, seq_kv=128, dim=64, is_causal=False, 
     @T.macro
     def MMA0(K, Q_shared, K_shared, acc_s, k, bx, by, bz):
         T.copy(K[bz, by // groups, k * block_N:(k + 1) * block_N, :], K_shared)
-        if is_causal:
+        if is_causal and not diagonal:
             for i, j in T.Parallel(block_M, block_N):
                 q_idx = bx * block_M + i + past_len
                 k_idx = k * block_N + j
@@ -62,6 +67,11 @@ def flashattn(batch=1, heads=1, seq_q=128, seq_kv=128, dim=64, is_causal=False, 
         else:
             T.clear(acc_s)
         T.gemm(Q_shared, K_shared, acc_s, transpose_B=True)
+        if diagonal:
+            if (k + 1) * block_N > bx * block_M + past_len:  # this K/V block crosses the diagonal
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.if_then_else(bx * block_M + i + past_len >= k * block_N + j, acc_s[i, j],
+                                                 -T.infinity(acc_s.dtype))
 
     @T.macro
     def MMA1(V, V_shared, acc_s_cast, acc_o, k, by, bz):
@@ -146,7 +156,7 @@ def reference(Q, K, V, is_causal, groups=1):
 
 
 def case(batch=1, heads=2, seq_q=128, seq_kv=256, dim=64, is_causal=True, groups=1, block_M=64, block_N=64,
-         num_stages=2, seed=0):
+         num_stages=2, seed=0, causal_mask="every_block"):
     import torch
 
     from ascend_backend.testing import Case
@@ -156,7 +166,7 @@ def case(batch=1, heads=2, seq_q=128, seq_kv=256, dim=64, is_causal=True, groups
     k = torch.randn(batch, heads // groups, seq_kv, dim, generator=g).half()
     v = torch.randn(batch, heads // groups, seq_kv, dim, generator=g).half()
     o = torch.empty_like(q)
-    f = flashattn(batch, heads, seq_q, seq_kv, dim, is_causal, block_M, block_N, num_stages, groups)
+    f = flashattn(batch, heads, seq_q, seq_kv, dim, is_causal, block_M, block_N, num_stages, groups, causal_mask)
     return Case(func=f, inputs=[q, k, v, o], outputs=[3],
                 reference=lambda q, k, v, o: [reference(q, k, v, is_causal, groups)], atol=2e-2, rtol=2e-2)
 

@@ -39,14 +39,9 @@ from ascend_backend.ir import (
     walk,
 )
 
-from .partition import tile_buffers, tile_writes
+from .partition import is_whole, tile_buffers, tile_writes
 
 _TILE_OPS = (TileCopy, TileReduce, TileCumsum, TileParallel)
-
-
-def _whole(r: Region, shape: tuple) -> bool:
-    return all(isinstance(b, int | tirx.IntImm) and int(b) == 0 for b in r.base) and \
-        tuple(int(e) for e in r.extents) == tuple(int(s) for s in shape)
 
 
 def _mentions(s, name: str) -> bool:
@@ -82,7 +77,7 @@ def _candidates(kernel: Kernel) -> dict:
             continue
         if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
             continue
-        if not (_whole(s.src, a.shape) and _whole(s.dst, b.shape)) or writers.get(b.name) != [s]:
+        if not (is_whole(s.src, a.shape) and is_whole(s.dst, b.shape)) or writers.get(b.name) != [s]:
             continue
         out[b.name] = s
     return out

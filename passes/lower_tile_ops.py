@@ -599,6 +599,11 @@ class TileLowerer:
         self._check_full(s.src, l0c, s)
         w = self.window(gm, s.dst, l0c.shape, s.loc)
         quant = FIXPIPE_QUANT.get((l0c.dtype, gm.dtype))
+        if s.scale is not None:  # fold_scale only folds where the arch has the scaled mode
+            quant = dict(self.arch.fixpipe_scaled).get((l0c.dtype, gm.dtype))
+            if quant is None:
+                raise InternalCompilerError(f"no scalar-scaled Fixpipe mode for {l0c.dtype} -> {gm.dtype} on "
+                                            f"{self.arch.name}", stage="lower_tile_ops")
         outs = dict(self.arch.fixpipe_dtypes).get(l0c.dtype, ())
         if quant is None or gm.dtype not in outs:
             raise UnsupportedError(f"gemm result '{l0c.name}' ({l0c.dtype}) copied to '{gm.name}' of dtype {gm.dtype}; "
@@ -607,7 +612,7 @@ class TileLowerer:
                                    hint="copy the accumulator into a vector tile and convert it there")
         cls = FixpipeToGmArch3510 if self.arch.fixpipe_arch3510 else FixpipeToGmV220
         return cls(gm=gm.name, src=l0c.name, window=w, src_stride=l0c.rows, quant=quant, relu=False, dtype=gm.dtype,
-                   src_dtype=l0c.dtype, atomic=s.atomic, loc=s.loc)
+                   src_dtype=l0c.dtype, atomic=s.atomic, scale=s.scale, loc=s.loc)
 
     # ------------------------------------------------------------ fill
     def lower_fill(self, s: TileFill) -> list:

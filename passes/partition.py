@@ -39,6 +39,7 @@ from ascend_backend.ir import (
     Kernel,
     Launch,
     Loop,
+    ParallelStore,
     Print,
     Program,
     Receive,
@@ -57,6 +58,7 @@ from ascend_backend.ir import (
     map_body,
     walk,
 )
+from ascend_backend.ir.nodes import loaded_buffers
 
 
 def parallel_buffers(op: TileParallel) -> set:
@@ -75,10 +77,19 @@ def parallel_buffers(op: TileParallel) -> set:
     return names
 
 
+def _expr_buffers(e) -> set:
+    names: set = set()
+    if isinstance(e, tirx.PrimExpr):
+        tirx.stmt_functor.post_order_visit(e, lambda n: names.add(n.buffer.name) if isinstance(n, tirx.BufferLoad)
+                                           else None)
+    return names
+
+
 def tile_buffers(op) -> set:
     """Every buffer a tile-level op touches."""
     if isinstance(op, TileCopy):
-        return {op.src.buffer, op.dst.buffer}
+        scale = _expr_buffers(op.scale) if op.scale is not None else set()
+        return {op.src.buffer, op.dst.buffer} | scale
     if isinstance(op, TileFill):
         return {op.dst.buffer}
     if isinstance(op, TileGemm):
@@ -117,6 +128,12 @@ def tile_writes(op) -> set:
     if isinstance(op, ScalarStore):
         return {op.buffer}
     return set()
+
+
+def is_whole(r: Region, shape: tuple) -> bool:
+    """Does region ``r`` cover a tile of ``shape`` whole (base 0, the tile's extents)?"""
+    return all(isinstance(b, int | tirx.IntImm) and int(b) == 0 for b in r.base) and \
+        tuple(int(e) for e in r.extents) == tuple(int(x) for x in shape)
 
 
 def full_region(buf: Buffer) -> Region:
@@ -431,12 +448,68 @@ def partition_launch(launch: Launch) -> Launch:
         return {**params, **local, **{n: dataclasses.replace(b) for n, b in extra.items()}}
 
     aic_body, aiv_body, transfers = _drop_unused_transfers(aic_body, aiv_body, p.transfers)
+    aic_body, aiv_body = _drop_dead_scalars(aic_body, kernel), _drop_dead_scalars(aiv_body, kernel)
     extra = {n: b for n, b in p.extra_aiv.items() if any(t.target == n for t in transfers)}
     aic_buffers = own(aic_body, {})
     aic_body = _cube_scalar_reads(aic_body, kernel, aic_buffers)
     aic = Kernel(core=Core.AIC, buffers=aic_buffers, body=aic_body, names=kernel.names)
     aiv = Kernel(core=Core.AIV, buffers=own(aiv_body, extra), body=aiv_body, names=kernel.names)
     return launch.replace(kernels={Core.AIC: aic, Core.AIV: aiv}, transfers=transfers)
+
+
+def _uses(s) -> set:
+    """Every buffer a statement (not its nested bodies) names: its tiles and whatever its
+    expressions load (region bases, loop bounds, conditions, values)."""
+    exprs: list = []
+
+    def add(x) -> None:
+        if isinstance(x, tirx.PrimExpr):
+            exprs.append(x)
+        elif isinstance(x, Region):
+            add(x.base)
+        elif isinstance(x, tuple | list):
+            for y in x:
+                add(y)
+        elif isinstance(x, ParallelStore):
+            add(x.store.value)
+            add(list(x.store.indices))
+
+    for f in dataclasses.fields(s):
+        if f.name not in ("body", "then_body", "else_body"):
+            add(getattr(s, f.name))
+    names = set(loaded_buffers(*exprs))
+    return names if isinstance(s, Loop | If | ScalarStore) else names | tile_buffers(s)
+
+
+def _drop_dead_scalars(body: list, kernel: Kernel) -> list:
+    """Scalar code runs on every core kind that has the kernel (``_Partitioner.side``); a store to a
+    scalar local that nothing on this side reads is dropped, then loops and ``if``s left empty
+    (DSA's gather loop: the AIVs computed each key's row index for no copy)."""
+    while True:
+        read = {n for s in walk(body) for n in _uses(s)}
+        dead = {s.buffer for s in walk(body) if isinstance(s, ScalarStore) and s.buffer not in read
+                and kernel.buffers[s.buffer].kind is BufferKind.LOCAL}
+        if not dead:
+            return body
+        body = _prune(body, dead)
+
+
+def _prune(items: list, dead: set) -> list:
+    """``items`` without the stores to ``dead`` and without the loops and ``if``s that leaves empty."""
+    out = []
+    for s in items:
+        if isinstance(s, ScalarStore) and s.buffer in dead:
+            continue
+        if isinstance(s, Loop):
+            s = dataclasses.replace(s, body=_prune(s.body, dead))
+            if not s.body:
+                continue
+        elif isinstance(s, If):
+            s = dataclasses.replace(s, then_body=_prune(s.then_body, dead), else_body=_prune(s.else_body, dead))
+            if not s.then_body and not s.else_body:
+                continue
+        out.append(s)
+    return out
 
 
 def _drop_unused_transfers(aic_body: list, aiv_body: list, transfers: list) -> tuple[list, list, list]:
@@ -557,7 +630,8 @@ def _cube_scalar_reads(body: list, kernel: Kernel, aic_buffers: dict) -> list:
                 s = dataclasses.replace(s, value=expr(s.value, s.loc),
                                         indices=tuple(expr(x, s.loc) for x in s.indices))
             elif isinstance(s, TileCopy):
-                s = dataclasses.replace(s, src=region(s.src, s.loc), dst=region(s.dst, s.loc))
+                s = dataclasses.replace(s, src=region(s.src, s.loc), dst=region(s.dst, s.loc),
+                                        scale=expr(s.scale, s.loc) if s.scale is not None else None)
             out.append(s)
         return out
 

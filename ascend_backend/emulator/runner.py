@@ -17,6 +17,7 @@ import torch
 
 from . import cache
 from .report import EmulatorError, Report
+from .timing import ASSUMPTIONS as _TIMING_ASSUMPTIONS
 
 KERNEL_TYPE_IDS = {
     "AIV_ONLY": 0, "AIC_ONLY": 1, "MIX_AIV_1_0": 2, "MIX_AIC_1_0": 3, "MIX_AIC_1_1": 4, "MIX_AIC_1_2": 5,
@@ -489,7 +490,9 @@ def run_source(
     cfg = [f"block_dim {block_dim}", f"kernel_type {kt}", f"checks {int(bool(checks))}", f"pool {pool}",
            f"auto_sync {int(bool(auto_sync))}",
            f"mode0 {int(mode0)}",
-           f"trace_cap {int(os.environ.get('TL_ASCEND_EMU_TRACE_CAP', '1000000')) if timing else 0}"]
+           f"trace_cap {int(os.environ.get('TL_ASCEND_EMU_TRACE_CAP', '1000000')) if timing else 0}",
+           # the scalar data cache the trace records hits and misses of (timing model only)
+           f"dcache_lines {int(_TIMING_ASSUMPTIONS.get(arch, _TIMING_ASSUMPTIONS['dav-3510'])['scalar_dcache_lines'])}"]
     copies: list[tuple[torch.Tensor, torch.Tensor]] = []  # (user tensor, contiguous stand-in)
     for i, (p, a) in enumerate(zip(sig.params, args, strict=True)):
         if p.pointer:

@@ -74,7 +74,12 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "vector_op_overhead": 8,          # fixed cycles per vector instruction
         "cube_op_overhead": 0,            # fixed cycles per Mmad (mmad_perf: first-instruction overhead 0)
         "scalar_local_cycles": 1,         # GetValue/SetValue on on-chip memory
-        "scalar_gm_cycles": 200,          # GetValue/SetValue on GM
+        "scalar_gm_cycles": 200,          # GetValue/SetValue on GM missing the data cache (assumed)
+        # Scalar data cache (DCache): 64-byte lines, one per AIC/AIV (DataCacheCleanAndInvalid page,
+        # "Scalar读写数据" guide page); 16 KB is the size the CANN guide's compute-units page gives as
+        # its example. Fully associative LRU and the hit cost are assumed.
+        "scalar_dcache_lines": 256,       # 16 KB / 64 B
+        "scalar_dcache_hit_cycles": 4,    # GetValue/SetValue on GM hitting the data cache (assumed)
         "issue_cycles": 1,                # scalar issue cost of every instruction
         "cross_core_latency": 64,         # CrossCoreSetFlag -> CrossCoreWaitFlag
     },
@@ -117,6 +122,8 @@ ASSUMPTIONS: dict[str, dict[str, float]] = {
         "cube_op_overhead": 0,
         "scalar_local_cycles": 1,
         "scalar_gm_cycles": 200,
+        "scalar_dcache_lines": 256,
+        "scalar_dcache_hit_cycles": 4,
         "issue_cycles": 1,
         "cross_core_latency": 64,
     },
@@ -234,8 +241,10 @@ def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, m
     p = PIPES[pipe]
     s = MEMS[src] if src < len(MEMS) else None
     d = MEMS[dst] if dst < len(MEMS) else None
-    if p == "S":
-        return int(a["scalar_gm_cycles"] if "GM" in (s, d) else a["scalar_local_cycles"]), 0
+    if p == "S":  # repeats: the runtime's data cache outcome (0 none/bypass, 1 hit, 2 miss)
+        if "GM" not in (s, d):
+            return int(a["scalar_local_cycles"]), 0
+        return int(a["scalar_dcache_hit_cycles"] if repeats == 1 else a["scalar_gm_cycles"]), 0
     if p == "V":
         return int(a["vector_op_overhead"] + max(repeats, math.ceil(nbytes / a["vector_bpc"]))), 0
     if p == "M":

@@ -93,11 +93,14 @@ class BufferKind(_Named):
 
 class QuantMode(_Named):
     """Fixpipe's conversion of the accumulator on its way out (Fixpipe page, quantPre). The
-    scaled modes multiply by a scale word first (the compiler uses 1.0: a plain conversion)."""
+    scaled modes multiply by a scale word first: 1.0 for a plain conversion, or a kernel's scalar
+    (passes/fold_scale.py)."""
 
     NONE = "none"
     F32_TO_F16 = "f32->f16"
     F32_TO_BF16 = "f32->bf16"
+    F32_TO_F16_SCALED = "f32->f16 (scaled)"  # QF322F16_PRE, dav-3510
+    F32_TO_BF16_SCALED = "f32->bf16 (scaled)"  # QF322BF16_PRE, dav-3510
     F32_TO_S8 = "f32->s8 (scaled)"  # QF322B8_PRE
     F32_TO_FP8 = "f32->e4m3 (scaled)"  # QF322FP8_PRE, dav-3510
     S32_TO_F16 = "s32->f16 (scaled)"  # DEQF16

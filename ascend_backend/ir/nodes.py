@@ -429,6 +429,8 @@ class TileCopy(Stmt):
     src: Region
     dst: Region
     atomic: AtomicOp | None = None  # a store to GM that adds to (max/min with) what is there
+    # A gemm accumulator stored to GM times this scalar (Fixpipe's scalar quant; passes/fold_scale.py).
+    scale: Expr | None = None
 
 
 @dataclass
@@ -815,6 +817,7 @@ class _FixpipeToGm(AscOp):
     dtype: DType
     src_dtype: DType = DType.FLOAT32  # the accumulator's (float32, or int32 for int8 operands)
     atomic: AtomicOp | None = None
+    scale: Expr | None = None  # the scalar a scaled quant mode multiplies by (None: 1.0)
 
     pipe: ClassVar[Pipe] = Pipe.FIX
 

@@ -147,7 +147,8 @@ RULES: dict[type, Callable] = {
     Loop: _loop,
     If: _if,
     ScalarStore: _line(lambda s: f"[S] {s.text}"),
-    TileCopy: _line(lambda s: f"copy {region(s.src)} -> {region(s.dst)}" + (f" atomic={s.atomic}" if s.atomic else "")),
+    TileCopy: _line(lambda s: f"copy {region(s.src)} -> {region(s.dst)}" + (f" atomic={s.atomic}" if s.atomic else "")
+                    + (f" scale={s.scale}" if s.scale is not None else "")),
     TileFill: _line(lambda s: f"fill {region(s.dst)} = {s.value}"),
     TileGemm: _line(lambda s: f"gemm {region(s.a)} x {region(s.b)} -> {region(s.c)} trans_A={s.trans_a} "
                     f"trans_B={s.trans_b}" + (" clear_accum=True" if s.clear_accum else "")),

@@ -50,6 +50,30 @@ def test_flash_attention(arch, batch, heads, seq_q, seq_kv, dim, causal):
     _ok(report)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("block_M,block_N", [(128, 64), (64, 128)])
+def test_flash_attention_causal_mask_on_the_diagonal_blocks_only(arch, block_M, block_N):
+    """causal_mask="diagonal": the scores are masked after the gemm, in the K/V blocks that cross the
+    diagonal only (past_len = 128 here, so the first blocks of every query block are unmasked)."""
+    c = attention.case(heads=1, seq_q=256, seq_kv=384, dim=64, block_M=block_M, block_N=block_N,
+                       causal_mask="diagonal")
+    k, report, _ = run_case(c, arch)
+    _ok(report)
+    src = k.kernel_source
+    # the select sits in an `if` on the block index: no vector pass on the blocks under the diagonal
+    before_select = src.split("Select(")[0]
+    assert "(k + 1) * " in before_select.rsplit("if (", 1)[1], "the mask is not under the diagonal test"
+
+
+def test_flash_attention_diagonal_mask_is_a_select_under_the_diagonal_test(arch):
+    """Compile only (the emulator runs are slow-tier): the mask is one Compares + Select per
+    diagonal block, inside `if ((k + 1) * 64 > ...)`, and the unmasked blocks run no mask pass."""
+    c = attention.case(heads=1, seq_q=256, seq_kv=384, dim=64, block_M=128, block_N=64, causal_mask="diagonal")
+    src = ascend_backend.compile(c.func, target={"kind": "ascendc", "arch": arch}, runtime="emulator").kernel_source
+    before_select = src.split("Select(")[0]
+    assert src.count("Select(") == 1 and "(k + 1) * 64) > " in before_select.rsplit("if (", 1)[1]
+
+
 def test_gqa(arch):
     _, report, _ = run_case(attention.case(heads=4, groups=2, is_causal=True, seq_q=128, seq_kv=128), arch)
     _ok(report)

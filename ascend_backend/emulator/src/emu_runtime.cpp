@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -178,6 +179,44 @@ struct WwPending {
     std::vector<uint8_t> before;  // the earlier write's data
 };
 
+// The scalar unit's data cache, for the timing model only (docs/timing-model.md, "Scalar data
+// cache"): which 64-byte GM lines this core's cached scalar accesses (GetValue/SetValue, tiling,
+// ListTensorDesc) would find resident. 64-byte lines, write-allocate and one DCache per AIC/AIV
+// are documented; the capacity (`dcache_lines` from the config, the timing table's
+// scalar_dcache_lines) and full associativity with LRU replacement are assumed. Values are not
+// affected: every access still reads and writes GM directly.
+struct DCacheModel {
+    size_t cap = 256;
+    std::list<uint64_t> lru;  // most recently used first
+    std::unordered_map<uint64_t, std::list<uint64_t>::iterator> where;
+    // Touches line `l` (most recently used); true when it was resident.
+    bool touch(uint64_t l) {
+        auto it = where.find(l);
+        if (it != where.end()) {
+            lru.splice(lru.begin(), lru, it->second);
+            return true;
+        }
+        if (cap == 0) return false;
+        if (where.size() >= cap) {
+            where.erase(lru.back());
+            lru.pop_back();
+        }
+        lru.push_front(l);
+        where.emplace(l, lru.begin());
+        return false;
+    }
+    void invalidate(uint64_t l) {
+        auto it = where.find(l);
+        if (it == where.end()) return;
+        lru.erase(it->second);
+        where.erase(it);
+    }
+    void clear() {
+        lru.clear();
+        where.clear();
+    }
+};
+
 struct Core {
     int gt = 0, block = 0, slot = 0, sub = 0;
     CoreKind kind = CoreKind::AIV;
@@ -208,6 +247,7 @@ struct Core {
     PollEntry polls[kPollTable];  // spin-loop detection of scalar GM loads
     std::set<uint64_t> fresh_lines, loaded_since_all;  // DataCacheCleanAndInvalid state (64-byte lines)
     bool dcci_all = false;
+    DCacheModel dcache;  // timing only: resident lines of this core's scalar data cache
     int poll_next = 0;
     uint32_t poll_streak = 0;
     uint64_t poll_ops = 0;
@@ -294,6 +334,7 @@ struct Global {
     bool auto_sync = true;  // model bisheng's --cce-auto-sync=on (docs/emulator.md)
     int pool = 2;
     uint64_t trace_cap = 1'000'000;  // trace records kept for the timing model, all cores together
+    uint64_t dcache_lines = 256;     // capacity of each core's scalar data cache model (64-byte lines; assumed)
     std::atomic<uint64_t> trace_used{0};
     std::atomic<bool> trace_truncated{false};
     bool has_aic = false;
@@ -870,6 +911,31 @@ void apply_auto_sync(Core* c, Pipe pipe, uint32_t e, unsigned pipes, const Loc& 
 }
 }  // namespace
 
+// Scalar data cache outcome of an S-pipe op, stored in its trace record's `repeats` (S ops
+// have no repeats): 0 = no cached GM access (on-chip only, or every GM span bypasses the cache:
+// CLS_SYNC / CLS_ATOMIC, i.e. ReadGmByPassDCache/WriteGmByPassDCache, scalar atomics, the sync
+// words of software syncs), 1 = every 64-byte line it touched was resident (hit), 2 = at least
+// one line missed. Reads and writes alike allocate their lines (write-allocate, write-back:
+// the SetValue page and the "Scalar读写数据" guide page); dirty write-backs cost nothing here.
+namespace {
+uint32_t dcache_outcome(Core* c, const Span* reads, size_t n_reads, const Span* writes, size_t n_writes) {
+    bool any = false, miss = false;
+    auto scan = [&](const Span* v, size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+            const Span& s = v[i];
+            if (s.mem != Mem::GM || s.end <= s.begin || (s.cls & (CLS_SYNC | CLS_ATOMIC))) continue;
+            any = true;
+            for (uint64_t l = s.begin / 64; l <= (s.end - 1) / 64; ++l)
+                if (!c->dcache.touch(l)) miss = true;
+        }
+    };
+    c->dcache.cap = G->dcache_lines;
+    scan(reads, n_reads);
+    scan(writes, n_writes);
+    return any ? (miss ? 2u : 1u) : 0u;
+}
+}  // namespace
+
 void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, const Span* writes, size_t n_writes, const Cost& cost,
               const Loc& loc) {
     Core* c = cur_core(loc, op);
@@ -938,6 +1004,7 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     }
     OpRec r{op, loc.line(), R_OP, (uint8_t)pipe, (uint8_t)(n_reads ? (int)reads[0].mem : 255),
             (uint8_t)(n_writes ? (int)writes[0].mem : 255), cost.bytes, cost.elems, cost.macs, cost.repeats, 0, 0};
+    if (pipe == Pipe::S) r.repeats = dcache_outcome(c, reads, n_reads, writes, n_writes);
     push_rec(c, r);
     c->busy.store(busy_key((uint8_t)tid, e), std::memory_order_release);
 }
@@ -1438,10 +1505,12 @@ void xb_dcci(const void* addr, bool entire) {
         c->dcci_all = true;
         c->loaded_since_all.clear();
         c->fresh_lines.clear();
+        c->dcache.clear();
     } else {
         uint64_t line = (uint64_t)(uintptr_t)addr / 64;
         c->fresh_lines.insert(line);
         c->loaded_since_all.erase(line);
+        c->dcache.invalidate(line);
     }
 }
 
@@ -1850,6 +1919,7 @@ bool parse_cfg(const char* cfg) {
         else if (key == "pool") in >> G->pool;
         else if (key == "mode0") { int v; in >> v; G->mode0_hint = v != 0; }
         else if (key == "trace_cap") in >> G->trace_cap;
+        else if (key == "dcache_lines") in >> G->dcache_lines;
         else if (key == "gm") {
             unsigned long long b, e;
             std::string name;
