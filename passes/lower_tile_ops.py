@@ -1234,6 +1234,10 @@ def verify_lowered(program: Program) -> None:
             for b in (*s.reads, *s.writes):
                 if b not in k.buffers:
                     raise InternalCompilerError(f"op {s.macro} touches unknown buffer {b}", stage="lower_tile_ops")
+            # the dual-destination Fixpipe's page: an arch with the mode, an even M split between the AIVs
+            if isinstance(s, FixpipeToPeerUbDual) and (not program.arch.l0c_to_ub_dual or s.rows % 2):
+                raise InternalCompilerError(f"dual-destination Fixpipe of {s.src} ({s.rows} rows) on "
+                                            f"{program.arch.name}", stage="lower_tile_ops")
 
 
 __all__ = ["PINGPONG", "lower_tile_ops", "verify_lowered", "gm_window"]

@@ -268,6 +268,20 @@ def test_verify_route_refuses_a_dual_copy_its_transfer_does_not_have():
         verify_route(without_dual(p))
 
 
+def test_verify_lowered_refuses_an_odd_dual_destination_split():
+    from ascend_backend.ir import FixpipeToPeerUbDual, map_body
+    from passes.lower_tile_ops import verify_lowered
+
+    p = upto(gemm_relu("dav-3510"), "lower_tile_ops")
+    verify_lowered(p)
+    aic = p.launch.kernels[Core.AIC]
+    odd = aic.replace(body=map_body(aic.body, lambda s: [dataclasses.replace(s, rows=63)]
+                                    if isinstance(s, FixpipeToPeerUbDual) else [s]))
+    lc = p.launch.replace(kernels={**p.launch.kernels, Core.AIC: odd})
+    with pytest.raises(InternalCompilerError, match="63 rows"):
+        verify_lowered(p.replace(launches=[lc]))
+
+
 def test_lower_tile_ops_3510_fixpipes_both_halves_in_one_dual_destination_op():
     filecheck(after(gemm_relu("dav-3510"), "lower_tile_ops"), """
         CHECK: == AIC ==
