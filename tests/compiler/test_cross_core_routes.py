@@ -94,6 +94,32 @@ def test_sync_table_names_the_dual_destination_fixpipe_3510():
     assert ready["AIC:acc_s_cast"]["producer"].startswith("AIV: DataCopy acc_s_cast")
 
 
+@pytest.mark.slow
+def test_without_the_dual_mode_each_aiv_half_has_its_fixpipe_and_runs_clean(monkeypatch):
+    # An arch with the on-chip path but without the dual-destination Fixpipe (Arch.l0c_to_ub_dual)
+    # keeps one Fixpipe per AIV half (subBlockId), each AIV signalled after its own half; strict on
+    # the emulator against torch.
+    import dataclasses
+
+    import gemm_epilogue
+
+    from ascend_backend import arch as arch_mod
+
+    monkeypatch.setitem(arch_mod.ARCHES, "dav-3510", dataclasses.replace(arch_mod.DAV_3510, l0c_to_ub_dual=False))
+    k, report, _ = run_case(gemm_epilogue.example(), "dav-3510")
+    filecheck(k.kernel_source, """
+        CHECK-NOT: dualDstCtl
+        CHECK: fp.subBlockId = false;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(
+        CHECK-NEXT: }
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(0);
+        CHECK: fp.subBlockId = true;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);
+    """)
+    assert report.ok and not report.races and not report.flag_errors and not report.deadlock
+
+
 def test_flash_attention_c220_keeps_the_workspace_and_mode_2():
     filecheck(src(attention.flashattn(is_causal=True, num_stages=2), "dav-c220"), """
         CHECK: void flash_fwd(GM_ADDR Q, GM_ADDR K, GM_ADDR V, GM_ADDR Output, GM_ADDR workspace)
