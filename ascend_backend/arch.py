@@ -27,6 +27,9 @@ class Arch:
     # UB -> L1 exist on dav-3510 only; on dav-c220 the Cube and the Vector cores meet in GM.
     l0c_to_ub: bool = False
     ub_to_l1: bool = False
+    # L0C -> UB in one Fixpipe into both AIVs' UB, split by M (dualDstCtl = 1; L0C Buffer到UB双目标模式
+    # page: M even, no conversion or ReLU on the way), at twice the single-destination rate.
+    l0c_to_ub_dual: bool = False
     # Cross-core flag mode 4 (the AIC and one AIV) exists on dav-3510 only.
     cross_core_mode4: bool = False
     # Parameter structs of the Cube API: LoadData2DParamsV2 and FixpipeParamsArch3510 on dav-3510,
@@ -90,6 +93,7 @@ DAV_3510 = Arch(
     l0a_layout=Layout.NZ,
     l0c_to_ub=True,
     ub_to_l1=True,
+    l0c_to_ub_dual=True,
     cross_core_mode4=True,
     load_data_v2=True,
     fixpipe_arch3510=True,

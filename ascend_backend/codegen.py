@@ -39,6 +39,7 @@ from .ir import (
     FixpipeToGmArch3510,
     FixpipeToGmV220,
     FixpipeToPeerUb,
+    FixpipeToPeerUbDual,
     GmWindow,
     If,
     Kernel,
@@ -398,6 +399,12 @@ def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
             "rows": op.rows, "cols": op.cols, "pitch": op.pitch, "sub": op.sub, "ctype": op.dtype.ctype}
 
 
+def _fixpipe_to_peer_ub_dual(op: FixpipeToPeerUbDual) -> dict:
+    slot = _peer_slot(op)
+    return {"src": op.src, "dst": f"{op.target}_peer" + (f"[{slot}]" if slot else ""), "rows": op.rows,
+            "cols": op.cols, "pitch": op.pitch, "ctype": op.dtype.ctype}
+
+
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
     slot = _peer_slot(op)
     return {"dst": f"{op.target}_l1_peer", "src": op.src,
@@ -443,6 +450,7 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     FixpipeToGmV220: _fixpipe_to_gm,
     FixpipeToGmArch3510: _fixpipe_to_gm,
     FixpipeToPeerUb: _fixpipe_to_peer_ub,
+    FixpipeToPeerUbDual: _fixpipe_to_peer_ub_dual,
     CopyUbToPeerL1: _copy_ub_to_peer_l1,
     VecCopy: lambda op: {"dst": _at(op.dst, cexpr(op.dst_offset)), "src": _at(op.src, cexpr(op.src_offset)),
                          "count": op.count},

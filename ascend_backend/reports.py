@@ -36,7 +36,8 @@ def _cross_core_rows(lc, start: int) -> list[FlagRecord]:
     for t in lc.transfers:
         name = t.tile
         if t.direction is Direction.C2V and t.route is Route.ON_CHIP:
-            prod = f"AIC: Fixpipe {name} -> {t.target} in the UB of AIV 0 / AIV 1"
+            prod = (f"AIC: one dual-destination Fixpipe {name} -> {t.target} in the UB of AIV 0 and AIV 1 (rows "
+                    "split)" if t.dual else f"AIC: Fixpipe {name} -> {t.target} in the UB of AIV 0 / AIV 1")
             cons = f"AIV: vector ops on {t.target}"
             buf, mode = f"AIV:{t.target}", "mode 4, one set per AIV (AIC ids {0} / {1})"
         elif t.direction is Direction.V2C and t.route is Route.ON_CHIP:

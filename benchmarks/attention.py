@@ -5,7 +5,7 @@ Run: python benchmarks/attention.py [--quick] [--arch dav-3510,dav-c220] [--seqs
 
 The block shape of each (arch, S) is chosen by ``ascend_backend.autotune`` (the fewest modelled
 cycles per head over BLOCKS, configurations emulated in worker processes, results cached under
-TL_ASCEND_CACHE_DIR/tune); causal runs try the two best non-causal shapes, with the causal mask
+TL_ASCEND_CACHE_DIR/tune); causal runs try the three best non-causal shapes, with the causal mask
 applied to the K/V blocks that cross the diagonal only (``causal_mask="diagonal"``; TileLang's
 example masks every block: ``--causal-mask every_block``).
 
@@ -198,8 +198,9 @@ def main() -> None:
         for causal in causals:
             for seq in seqs:
                 if causal:
-                    # the two best non-causal shapes (causal adds the mask: the winner may not fit UB)
-                    win = [r.block for r in ranked.get((arch, seq), []) if not r.skipped][:2]
+                    # the three best non-causal shapes (causal adds the mask: a winner may not fit UB,
+                    # and the causal ranking can differ from the non-causal one)
+                    win = [r.block for r in ranked.get((arch, seq), []) if not r.skipped][:3]
                     cands = tuned(arch, seq, True, win or blocks[:1], args.workers, args.causal_mask)
                 else:
                     cands = ranked[(arch, seq)] = tuned(arch, seq, False, blocks, args.workers)

@@ -32,6 +32,7 @@ from ascend_backend.ir import (
     CopyGmToUb,
     CopyToPeerL1,
     CopyToPeerUb,
+    CopyToPeerUbDual,
     CopyUbToGm,
     CopyUbToPeerL1,
     Core,
@@ -44,6 +45,7 @@ from ascend_backend.ir import (
     FixpipeToGmArch3510,
     FixpipeToGmV220,
     FixpipeToPeerUb,
+    FixpipeToPeerUbDual,
     GmWindow,
     If,
     Kernel,
@@ -750,6 +752,16 @@ class TileLowerer:
         return [FixpipeToPeerUb(src=C.name, target=s.target, half=rows // 2, rows=rows, cols=cols,
                                 pitch=(cols + 15) // 16 * 16, sub=s.sub, step=s.step, dtype=C.dtype, loc=s.loc)]
 
+    def lower_copy_to_peer_ub_dual(self, s: CopyToPeerUbDual) -> list:
+        """dav-3510: one dual-destination Fixpipe of an accumulator into both AIVs' UB, split by rows."""
+        C = self.buffers[s.src]
+        rows, cols = C.shape
+        if rows % 2:
+            raise InternalCompilerError(f"dual-destination Fixpipe of {C.name}: {rows} rows do not split between the "
+                                        "two AIVs", stage="lower_tile_ops")
+        return [FixpipeToPeerUbDual(src=C.name, target=s.target, rows=rows, cols=cols, pitch=(cols + 15) // 16 * 16,
+                                    step=s.step, dtype=C.dtype, loc=s.loc)]
+
     def lower_copy_to_peer_l1(self, s: CopyToPeerL1) -> list:
         """dav-3510: this AIV's half of the rows of a UB tile into the AIC's L1 tile (MTE3, ND -> NZ)."""
         src = self.buffers[s.src.buffer]
@@ -1001,6 +1013,7 @@ class TileLowerer:
         CrossCoreSet: lower_cc_set,
         CrossCoreWait: lower_cc_wait,
         CopyToPeerUb: lower_copy_to_peer_ub,
+        CopyToPeerUbDual: lower_copy_to_peer_ub_dual,
         CopyToPeerL1: lower_copy_to_peer_l1,
     }
 
@@ -1221,6 +1234,10 @@ def verify_lowered(program: Program) -> None:
             for b in (*s.reads, *s.writes):
                 if b not in k.buffers:
                     raise InternalCompilerError(f"op {s.macro} touches unknown buffer {b}", stage="lower_tile_ops")
+            # the dual-destination Fixpipe's page: an arch with the mode, an even M split between the AIVs
+            if isinstance(s, FixpipeToPeerUbDual) and (not program.arch.l0c_to_ub_dual or s.rows % 2):
+                raise InternalCompilerError(f"dual-destination Fixpipe of {s.src} ({s.rows} rows) on "
+                                            f"{program.arch.name}", stage="lower_tile_ops")
 
 
 __all__ = ["PINGPONG", "lower_tile_ops", "verify_lowered", "gm_window"]

@@ -29,6 +29,7 @@ from ascend_backend.ir import (
     CrossCoreWaitOp,
     Direction,
     FixpipeToPeerUb,
+    FixpipeToPeerUbDual,
     If,
     Kernel,
     Launch,
@@ -169,7 +170,7 @@ def _crossing_slots(launch: Launch, arch) -> Launch:
             return isinstance(s, CrossCoreSetOp | CrossCoreWaitOp) and s.flag == free and s.transfer == idx
 
         def peer(s, name=name, elems=b.slot_elems):
-            if isinstance(s, FixpipeToPeerUb | CopyUbToPeerL1) and s.target == name:
+            if isinstance(s, FixpipeToPeerUb | FixpipeToPeerUbDual | CopyUbToPeerL1) and s.target == name:
                 return [dataclasses.replace(s, slots=2, slot_elems=elems)]
             return [] if drop(s) else [s]
 

@@ -32,6 +32,7 @@ from ascend_backend.ir import (
     BufferKind,
     CopyToPeerL1,
     CopyToPeerUb,
+    CopyToPeerUbDual,
     Core,
     Direction,
     If,
@@ -103,7 +104,7 @@ def tile_buffers(op) -> set:
         return {op.tile}
     if isinstance(op, Receive):
         return {op.into}
-    if isinstance(op, CopyToPeerUb):
+    if isinstance(op, CopyToPeerUb | CopyToPeerUbDual):
         return {op.src}
     if isinstance(op, CopyToPeerL1):
         return {op.src.buffer}

@@ -8,12 +8,16 @@ Establishes: no ``Send``/``Receive`` is left; every transfer has a route and the
   UB and sets "free". Vector -> Cube mirrors it (the AIVs copy UB -> workspace, the AIC loads the
   tile into L1 with Nd2Nz). Mode-2 flags: the AIC talks to both AIVs.
 * On chip, where the arch has the paths (dav-3510: L0C -> UB by Fixpipe, UB -> L1 by DataCopy, and
-  mode-4 flags that name one AIV): the AIC Fixpipes each AIV's half of the rows straight into that
-  AIV's UB tile and sets that AIV's "ready" right after its half; each AIV copies its rows from UB
-  into the AIC's L1 tile (Nd2Nz) and sets "ready", the AIC's MTE1 waits for both halves before its
-  LoadData. A transfer stays on the workspace when its tiles do not split evenly between the two
-  AIVs, or (with a "free" flag) when an AIV touches the tile before a "ready" wait in the same
-  statement list (that access could meet the AIC's concurrent Fixpipe into its UB).
+  mode-4 flags that name one AIV): Cube -> Vector, the AIC waits every AIV's "free" (where the tile
+  has one), Fixpipes the tile into both AIVs' UB tiles in ONE dual-destination Fixpipe split by
+  rows (AIV s receives rows [s*M/2, (s+1)*M/2); dualDstCtl = 1, twice the single-destination rate)
+  and then sets every AIV's "ready". Where the arch lacks that mode (``Arch.l0c_to_ub_dual``) it
+  Fixpipes each AIV's half of the rows on its own and sets that AIV's "ready" right after its
+  half. Vector -> Cube, each AIV copies its rows from UB into the AIC's L1 tile (Nd2Nz) and sets
+  "ready", the AIC's MTE1 waits for both halves before its LoadData. A transfer stays on the
+  workspace when its tiles do not split evenly between the two AIVs, or (with a "free" flag) when
+  an AIV touches the tile before a "ready" wait in the same statement list (that access could
+  meet the AIC's concurrent Fixpipe into its UB).
 
 "free" is left out where it can never matter: a tile that crosses once (outside every loop), or
 one that crosses once per iteration and that the consumer answers, in the same iteration, with a
@@ -37,6 +41,7 @@ from ascend_backend.ir import (
     BufferKind,
     CopyToPeerL1,
     CopyToPeerUb,
+    CopyToPeerUbDual,
     Core,
     CrossCoreSet,
     CrossCoreWait,
@@ -190,7 +195,7 @@ def _choose_routes(launch: Launch, arch) -> list:
         # (slower, same result) before the kernel is refused.
         if not any(t.route is Route.ON_CHIP for t in routed):
             raise
-        return _assign_ids([per_step(dataclasses.replace(t, route=Route.WORKSPACE)) for t in routed])
+        return _assign_ids([per_step(dataclasses.replace(t, route=Route.WORKSPACE, dual=False)) for t in routed])
 
 
 def _routes(launch: Launch, arch) -> list:
@@ -213,7 +218,10 @@ def _routes(launch: Launch, arch) -> list:
                 uses = [j for j in range(n + 1, len(body)) if _touches(body[j], t.target)]
                 if not uses or any(_touches(x, t.target) for x in body[:n]):
                     route = Route.WORKSPACE
-        out.append(dataclasses.replace(t, route=route))
+        # One dual-destination Fixpipe for both halves: its page asks an even M (the on-chip route
+        # already splits the rows evenly) and no conversion or ReLU (the tile crosses unconverted).
+        dual = route is Route.ON_CHIP and t.direction is Direction.C2V and arch.l0c_to_ub_dual
+        out.append(dataclasses.replace(t, route=route, dual=dual))
     return out
 
 
@@ -300,6 +308,13 @@ class _Expander:
     def aic_send(self, t: Transfer, loc, step=None) -> list:
         """Cube -> Vector, the producer's side."""
         name = t.tile
+        if t.route is Route.ON_CHIP and t.dual:
+            out = [self._cc(False, t, "free", Pipe.FIX, f"AIV {sub}'s UB tile {t.target} is free", loc, mode=4, sub=sub)
+                   for sub in (0, 1) if t.free is not None]
+            out.append(CopyToPeerUbDual(src=name, target=t.target, step=step, loc=loc))
+            out += [self._cc(True, t, "ready", Pipe.FIX, f"{name} from the Cube to AIV {sub}: its half is in its UB "
+                             "(one Fixpipe for both)", loc, mode=4, sub=sub) for sub in (0, 1)]
+            return out
         if t.route is Route.ON_CHIP:
             out: list = []
             for sub in (0, 1):
@@ -572,6 +587,17 @@ def verify_route(program: Program) -> None:
                 raise InternalCompilerError(f"{t.tile} crosses on chip but keeps a workspace", stage="route")
             if t.on_chip and not arch.l0c_to_ub:
                 raise InternalCompilerError(f"on-chip transfer of {t.tile} on {arch.name}", stage="route")
+            if t.dual and not (t.on_chip and t.direction is Direction.C2V and arch.l0c_to_ub_dual):
+                raise InternalCompilerError(f"dual-destination Fixpipe of {t.tile}: only for an on-chip Cube -> "
+                                            f"Vector tile where the arch has the mode ({arch.name})", stage="route")
+        # the AIC's on-chip Cube -> Vector copies take the form their transfer was given
+        for s in walk(lc.kernels[Core.AIC].body):
+            if isinstance(s, CopyToPeerUb | CopyToPeerUbDual):
+                dual = isinstance(s, CopyToPeerUbDual)
+                ts = [t for t in lc.transfers if t.on_chip and t.direction is Direction.C2V and t.target == s.target]
+                if not ts or any(t.dual is not dual for t in ts):
+                    raise InternalCompilerError(f"{s.src} crosses to {s.target} as {type(s).__name__}, its transfer "
+                                                "says otherwise", stage="route")
 
 
 __all__ = ["route", "verify_route"]

@@ -2285,19 +2285,22 @@ class Interp:
             self.m.cross_wait(blocked)
 
     # -- regions ------------------------------------------------------------------------------------
-    def _region(self, t: Tensor, fp) -> Region | None:
+    def _region(self, t: Tensor, fp, sub: int | None = None) -> Region | None:
+        """``sub``: the AIV whose UB a foreign UB tensor names (default: the op's target_sub)."""
         if t.root is None:
             return None
         if t.foreign:
             # the other core's memory: named as both cores see it
-            root = ("UB@AIV", self.target_sub) if t.root == ("UB",) else ("L1@AIC",) if t.root == ("L1",) else None
+            sub = self.target_sub if sub is None else sub
+            root = ("UB@AIV", sub) if t.root == ("UB",) else ("L1@AIC",) if t.root == ("L1",) else None
             if root is None:
                 return None
             return Region(root, t.start, fp, t.size, t.name)
         return Region(t.root, t.start, fp, t.size, t.name)
 
     def _record(self, pipe: str, op: str, line: int, reads: list, writes: list, maybe_reads: list = ()) -> None:
-        """reads/writes: [(tensor, footprint)]."""
+        """reads/writes: [(tensor, footprint)]; a write may name the AIV of a foreign UB tensor as a
+        third item (a dual-destination Fixpipe writes both)."""
         rr, ww, mr = [], [], []
         for t, fp in reads:
             reg = self._region(t, fp)
@@ -2307,10 +2310,10 @@ class Interp:
             reg = self._region(t, fp)
             if reg is not None:
                 mr.append(reg)
-        for t, fp in writes:
+        for t, fp, *sub in writes:
             if t.foreign and t.root is not None:
                 self.m.foreign_writes.append(Region(t.root, t.start, fp, t.size, t.name))
-            reg = self._region(t, fp)
+            reg = self._region(t, fp, *sub)
             if reg is not None:
                 ww.append(reg)
         if pipe != "?" and not self.m.pipe_on_core(pipe):
@@ -2418,6 +2421,7 @@ class Interp:
         dst, src = ts[0], ts[1]
         fps = fpd = None
         self.target_sub = 0
+        writes: list = [(dst, fpd)]
         if ps:
             f = _ints(ps[0], ["nSize", "mSize", "srcStride", "dstStride"], self.bounds)
             fps = apis.fp_fixpipe_src(f, src.elem or 4)
@@ -2425,7 +2429,20 @@ class Interp:
             self.target_sub = 1 if sb is True or as_int(sb) == 1 else 0
             if dst.mem() in ("GM", "UB"):
                 fpd = apis.fp_fixpipe_dst_rows(f, dst.elem or 4)
-        self._record("FIX", name, line, [(src, fps)] + [(t, None) for t in ts[2:]], [(dst, fpd)])
+            writes = [(dst, fpd)]
+            dual = ps[0].fields.get("dualDstCtl")
+            if dual is not None and as_int(dual) != 0 and dst.foreign and dst.root == ("UB",):
+                # dual destination (L0C Buffer到UB双目标模式 page): 1 splits M, 2 splits N; each half
+                # lands at the same UB address of its AIV (an unknown mode: both AIVs, extent unknown)
+                half = dict(f)
+                key = {1: "mSize", 2: "nSize"}.get(as_int(dual))
+                if key is not None and half.get(key) is not None:
+                    half[key] //= 2
+                    fpd = apis.fp_fixpipe_dst_rows(half, dst.elem or 4)
+                else:
+                    fpd = None
+                writes = [(dst, fpd, 0), (dst, fpd, 1)]
+        self._record("FIX", name, line, [(src, fps)] + [(t, None) for t in ts[2:]], writes)
         return None
 
     def op_vector(self, name: str, targs: list, args: list, line: int):

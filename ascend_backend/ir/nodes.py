@@ -547,6 +547,18 @@ class CopyToPeerUb(Stmt):
 
 
 @dataclass
+class CopyToPeerUbDual(Stmt):
+    """dav-3510, AIC: one dual-destination Fixpipe of accumulator ``src`` split by rows, AIV s
+    receiving rows [s * M/2, (s + 1) * M/2) in its UB tile ``target`` (its slot ``step`` % slots
+    when it rotates, as for CopyToPeerUb)."""
+
+    src: str
+    target: str
+    step: Any = None
+    slots: int = 1
+
+
+@dataclass
 class CopyToPeerL1(Stmt):
     """dav-3510, AIV: this AIV's rows of UB tile ``src`` into the AIC's L1 tile ``target`` (its slot
     ``step`` % slots when it rotates, as for CopyToPeerUb)."""
@@ -858,6 +870,34 @@ class FixpipeToPeerUb(AscOp):
     def text(self) -> str:
         return (f"Fixpipe {self.src} rows [{self.sub * self.half}, {(self.sub + 1) * self.half}) -> {self.target} "
                 f"in the UB of AIV {self.sub}")
+
+
+@dataclass
+class FixpipeToPeerUbDual(AscOp):
+    """dav-3510: accumulator ``src`` (``rows`` x ``cols``) into both AIVs' UB tile ``target`` in one
+    dual-destination Fixpipe split by M (dualDstCtl = 1: AIV s gets rows [s * rows/2, (s + 1) *
+    rows/2)); another core's memory, so no local write; the slot ``step`` % slots when the target
+    rotates (``slot_elems`` elements apart)."""
+
+    src: str
+    target: str
+    rows: int
+    cols: int
+    pitch: int
+    dtype: DType = DType.FLOAT32  # the accumulator's (it crosses unconverted: the mode allows no conversion)
+    step: Any = None
+    slots: int = 1
+    slot_elems: int = 0
+
+    macro: ClassVar[str] = "fixpipe_to_peer_ub_dual"
+    pipe: ClassVar[Pipe] = Pipe.FIX
+
+    reads = property(lambda self: (self.src,))
+
+    @property
+    def text(self) -> str:
+        h = self.rows // 2
+        return f"Fixpipe {self.src} rows [0, {h}) / [{h}, {self.rows}) -> {self.target} in the UB of AIV 0 / AIV 1"
 
 
 @dataclass
@@ -1340,13 +1380,15 @@ class FlagRecord:
 
 
 TILE_OPS = (TileCopy, TileFill, TileGemm, TileReduce, TileParallel, TileAccumulate, TileCumsum)
-TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerL1, CrossCoreSet, CrossCoreWait)
+TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerUbDual, CopyToPeerL1, CrossCoreSet, CrossCoreWait)
 SYNC_OPS = (SetFlag, WaitFlag, PipeBarrier)
 
 __all__ = [
-    "AscOp", "Buffer", "CopyGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb", "CopyUbToGm", "CopyUbToPeerL1",
+    "AscOp", "Buffer", "CopyGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb", "CopyToPeerUbDual", "CopyUbToGm",
+    "CopyUbToPeerL1",
     "CrossCoreSet", "CrossCoreSetOp", "CrossCoreWait", "CrossCoreWaitOp", "DiagPrefix", "Direction", "EventId",
-    "FirstIteration", "FixpipeToGmArch3510", "FixpipeToGmV220", "FixpipeToPeerUb", "FlagRecord", "GmWindow",
+    "FirstIteration", "FixpipeToGmArch3510", "FixpipeToGmV220", "FixpipeToPeerUb", "FixpipeToPeerUbDual", "FlagRecord",
+    "GmWindow",
     "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DV2", "Loop", "Mmad", "Param", "ParallelStore",
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",

@@ -20,6 +20,7 @@ from .nodes import (
     AscOp,
     CopyToPeerL1,
     CopyToPeerUb,
+    CopyToPeerUbDual,
     CrossCoreSet,
     CrossCoreWait,
     If,
@@ -160,6 +161,7 @@ RULES: dict[type, Callable] = {
     Send: _line(lambda s: f"send {s.tile} (transfer {s.transfer})"),
     Receive: _line(lambda s: f"receive {s.tile} -> {s.into} (transfer {s.transfer})"),
     CopyToPeerUb: _line(lambda s: f"copy_to_peer_ub {s.src} -> {s.target} of AIV {s.sub}"),
+    CopyToPeerUbDual: _line(lambda s: f"copy_to_peer_ub_dual {s.src} -> {s.target} of AIV 0 / AIV 1 (split rows)"),
     CopyToPeerL1: _line(lambda s: f"copy_to_peer_l1 {region(s.src)} -> {s.target} rows={s.rows}"),
     CrossCoreSet: _line(_cc),
     CrossCoreWait: _line(_cc),
@@ -200,7 +202,7 @@ def print_launch(n: int, lc: Launch) -> list:
         ready = "?" if t.ready is None else t.ready
         free = "?" if t.route is None else ("-" if t.free is None else t.free)
         out.append(f"  transfer {t.index}: {t.tile} -> {t.target} {t.direction} ready={ready} free={free} "
-                   f"route={route}")
+                   f"route={route}" + (" dual" if t.dual else ""))
     if lc.workspace:
         out.append(f"  workspace {lc.workspace.nbytes} bytes {dict(lc.workspace.offsets)}")
     for core, k in lc.kernels.items():

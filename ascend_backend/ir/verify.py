@@ -21,6 +21,7 @@ from .nodes import (
     AscOp,
     CopyToPeerL1,
     CopyToPeerUb,
+    CopyToPeerUbDual,
     CrossCoreSet,
     CrossCoreSetOp,
     CrossCoreWait,
@@ -65,7 +66,7 @@ def _names(s) -> list:
         return [s.dst, s.src]
     if isinstance(s, Send | Receive):
         return [s.tile] if isinstance(s, Send) else [s.into]
-    if isinstance(s, CopyToPeerUb):
+    if isinstance(s, CopyToPeerUb | CopyToPeerUbDual):
         return [s.src]
     if isinstance(s, CopyToPeerL1):
         return [s.src.buffer]

@@ -475,6 +475,69 @@ def test_mode4_ids_on_3510():
     assert "cross-core-deadlock" in checks(one)
 
 
+# dav-3510's dual-destination Fixpipe (dualDstCtl = 1, L0C Buffer到UB双目标模式 page): one op on the
+# AIC writes rows [0, 32) into AIV 0's UB and rows [32, 64) into AIV 1's, at the same address.
+DUAL = src("""
+    #include "kernel_operator.h"
+    using namespace AscendC;
+    constexpr FixpipeConfig CFG_ROW_MAJOR_UB = {CO2Layout::ROW_MAJOR, true};
+    __global__ __mix__(1, 2) void dual(GM_ADDR ab, GM_ADDR y)
+    {
+        GlobalTensor<half> abGm;
+        abGm.SetGlobalBuffer((__gm__ half*)ab, 4096);
+        GlobalTensor<float> yGm;
+        yGm.SetGlobalBuffer((__gm__ float*)y, 4096);
+        if ASCEND_IS_AIC {
+            LocalTensor<float> c(TPosition::CO1, 0, 4096);
+            LocalTensor<half> a1(TPosition::A1, 0, 4096);
+            LocalTensor<half> a2(TPosition::A2, 0, 4096);
+            LocalTensor<half> b2(TPosition::B2, 0, 4096);
+            LocalTensor<float> peer(TPosition::VECCALC, 0, 2048);   // the tile in each AIV's UB
+            DataCopy(a1, abGm, 4096);
+            SetFlag<HardEvent::MTE2_MTE1>(0);
+            WaitFlag<HardEvent::MTE2_MTE1>(0);
+            LoadData(a2, a1, LoadData2DParamsV2{0, 0, 4, 4, 4, 4, false, 0});
+            LoadData(b2, a1, LoadData2DParamsV2{0, 0, 4, 4, 4, 4, false, 0});
+            SetFlag<HardEvent::MTE1_M>(0);
+            WaitFlag<HardEvent::MTE1_M>(0);
+            Mmad(c, a2, b2, MmadParams{64, 64, 64, 0, false, true});
+            SetFlag<HardEvent::M_FIX>(0);
+            WaitFlag<HardEvent::M_FIX>(0);
+            CrossCoreSetFlag<4, PIPE_FIX>(16);                          // @early
+            FixpipeParamsArch3510 fp;
+            fp.nSize = 64;
+            fp.mSize = 64;
+            fp.srcStride = 64;
+            fp.dstStride = 64;
+            fp.dualDstCtl = 1;
+            Fixpipe<float, float, CFG_ROW_MAJOR_UB>(peer, c, fp);      // @fix
+            CrossCoreSetFlag<4, PIPE_FIX>(0);                           // @ready0
+            CrossCoreSetFlag<4, PIPE_FIX>(16);                          // @ready1
+        }
+        if ASCEND_IS_AIV {
+            LocalTensor<float> v(TPosition::VECCALC, 0, 2048);
+            CrossCoreWaitFlag<4, PIPE_V>(0);                            // @wait
+            Muls(v, v, 2.0f, 2048);                                     // @use
+            SetFlag<HardEvent::V_MTE3>(0);
+            WaitFlag<HardEvent::V_MTE3>(0);
+            DataCopy(yGm[GetSubBlockIdx() * 2048], v, 2048);
+        }
+    }
+""")
+
+
+def test_dual_destination_fixpipe_writes_both_aivs_ub():
+    # AIV 1's "ready" set before the Fixpipe: its half can still be landing when AIV 1 reads
+    # (AIV 0's flag comes after it: no race there)
+    early = drop(DUAL, "ready1")
+    got = found(early, arch="dav-3510", auto_sync=False)
+    assert ("cross-core-race", line_of(early, "use"), "error") in got, got
+    assert found(drop(DUAL, "early"), arch="dav-3510", auto_sync=False) == set()
+    # the same ops without the dual mode write AIV 0's UB only: AIV 1's early flag is then harmless
+    single = drop(DUAL, "ready1").replace("fp.dualDstCtl = 1;", "")
+    assert not any(c == "cross-core-race" for c, _, _ in found(single, arch="dav-3510", auto_sync=False))
+
+
 # ---------------------------------------------------------------------------------------------
 # Double (and triple, quadruple) buffering: slot k % m is reused m iterations later
 # ---------------------------------------------------------------------------------------------

@@ -38,11 +38,11 @@ EARLY_TOUCH_3510 = """
     CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_c_gm[(bx * 64) * 64], c, fp);
     CHECK: CrossCoreSetFlag<2, PIPE_FIX>(0);  // c from the Cube to the Vector cores: written
     CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(3);  // AIV 0's UB tile d is free
-    CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(d_peer, d[0], fp);
+    CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(19);  // AIV 1's UB tile d is free
+    CHECK: fp.dualDstCtl = 1;
+    CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(d_peer, d, fp);
     CHECK: CrossCoreSetFlag<4, PIPE_FIX>(1);
-    CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(19);  // AIV 1's UB tile d is free
-    CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(d_peer, d[512], fp);
-    CHECK: CrossCoreSetFlag<4, PIPE_FIX>(17);
+    CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(17);
     CHECK: CrossCoreWaitFlag<2, PIPE_FIX>(2);  // drain: the last read of c's workspace
     CHECK: if ASCEND_IS_AIV {
     CHECK: CrossCoreSetFlag<2, PIPE_MTE2>(2);  // prime: workspace of c starts free

@@ -1,7 +1,8 @@
 """How tiles cross between the Cube and the Vector cores, pinned in the generated code and run on the
 emulator (strict: no race, flag error or deadlock):
 
-* dav-3510: Cube -> Vector tiles go L0C -> UB (a Fixpipe per AIV half), Vector -> Cube tiles go
+* dav-3510: Cube -> Vector tiles go L0C -> UB (one dual-destination Fixpipe, split by rows: each AIV
+  receives its half in its UB at twice the single-destination rate), Vector -> Cube tiles go
   UB -> L1 (each AIV's MTE3 DataCopy with Nd2NzParams into its rows of the AIC's NZ tile), both
   signalled per AIV with mode-4 cross-core flags (on the AIC, AIV 1's flag f is f + 16);
   transfers that need a "free" flag stay on chip too.
@@ -34,17 +35,18 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-SAME: acc_s_cast: L1 64x64xfloat16 NZ slots=2, attention.py
         CHECK: for (int32_t k = 0; k < (min_i(2, (((((bx + 1) * 64) + 64) - 1) / 64)) + 1); ++k) {
         CHECK: if ((k < min_i(2,
-        # S = Q K^T: each AIV's half of the rows straight into its UB slot, that AIV signalled at once
-        CHECK: {  // rows [0, 32) into the UB of AIV 0
-        CHECK: fp.subBlockId = false;
-        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s[0], fp);
+        # S = Q K^T: one dual-destination Fixpipe puts each AIV's half of the rows straight into
+        # its UB slot; both AIVs are signalled after it
+        CHECK: {  // one Fixpipe into both AIVs' UB: rows [0, 32) to AIV 0, [32, 64) to AIV 1
+        CHECK-NEXT: FixpipeParamsArch3510 fp;
+        CHECK-NEXT: fp.nSize = 64;
+        CHECK-NEXT: fp.mSize = 64;
+        CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s, fp);
         CHECK-NEXT: }
-        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(0);  // acc_s from the Cube to AIV 0: its half is in its UB
-        CHECK-NEXT: {  // rows [32, 64) into the UB of AIV 1
-        CHECK: fp.subBlockId = true;
-        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s[512], fp);
-        CHECK-NEXT: }
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);  // acc_s from the Cube to AIV 1: its half is in its UB
+        CHECK-NOT: Fixpipe<
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(0);  // acc_s from the Cube to AIV 0: its half is in its UB
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(16);  // acc_s from the Cube to AIV 1: its half is in its UB
         CHECK: if ((k >= 1)) {
         CHECK-NEXT: for (int32_t k_b = (k - 1); k_b < (k - 1) + (1) * 1; k_b += 1) {
         CHECK: LocalTensor<half> acc_s_cast = acc_s_cast_slots[(k_b % 2) * 4096];
@@ -55,9 +57,12 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-NOT: DataCopy(acc_s_cast
         CHECK: LoadData(acc_s_cast_l0a, acc_s_cast, LoadData2DParamsV2{
         CHECK: Mmad(acc_o, acc_s_cast_l0a, V_shared_l0b, mp);
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_o_part_peer[((k_b) % 2) * 2048], acc_o[0], fp);
+        CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_o_part_peer[((k_b) % 2) * 2048], acc_o, fp);
+        CHECK-NEXT: }
+        CHECK-NOT: Fixpipe<
         CHECK: CrossCoreSetFlag<4, PIPE_FIX>(2);  // acc_o from the Cube to AIV 0
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(18);  // acc_o from the Cube to AIV 1
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(18);  // acc_o from the Cube to AIV 1
         CHECK: if ASCEND_IS_AIV {
         CHECK: TBuf<TPosition::A1> peer_l1;
         CHECK: LocalTensor<half> acc_s_cast_l1_peer = peer_l1.GetWithOffset<half>(8192,
@@ -73,6 +78,46 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-NOT: CrossCoreSetFlag<2
         CHECK-NOT: CrossCoreWaitFlag<2
     """)
+
+
+def test_sync_table_names_the_dual_destination_fixpipe_3510():
+    from ascend_backend.pipeline import compile_kernel
+    from ascend_backend.reports import sync_table
+    from ascend_backend.target import parse_target
+
+    program = compile_kernel(attention.flashattn(is_causal=True), parse_target({"kind": "ascendc",
+                                                                               "arch": "dav-3510"})).program
+    ready = {r["buffer"]: r for r in sync_table(program) if r["event"] == "CrossCore (ready)"}
+    assert ready["AIV:acc_s_part"]["producer"] == ("AIC: one dual-destination Fixpipe acc_s -> acc_s_part in the UB "
+                                                   "of AIV 0 and AIV 1 (rows split)")
+    assert "mode 4, one set per AIV" in ready["AIV:acc_s_part"]["kind"]
+    assert ready["AIC:acc_s_cast"]["producer"].startswith("AIV: DataCopy acc_s_cast")
+
+
+@pytest.mark.slow
+def test_without_the_dual_mode_each_aiv_half_has_its_fixpipe_and_runs_clean(monkeypatch):
+    # An arch with the on-chip path but without the dual-destination Fixpipe (Arch.l0c_to_ub_dual)
+    # keeps one Fixpipe per AIV half (subBlockId), each AIV signalled after its own half; strict on
+    # the emulator against torch.
+    import dataclasses
+
+    import gemm_epilogue
+
+    from ascend_backend import arch as arch_mod
+
+    monkeypatch.setitem(arch_mod.ARCHES, "dav-3510", dataclasses.replace(arch_mod.DAV_3510, l0c_to_ub_dual=False))
+    k, report, _ = run_case(gemm_epilogue.example(), "dav-3510")
+    filecheck(k.kernel_source, """
+        CHECK-NOT: dualDstCtl
+        CHECK: fp.subBlockId = false;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(
+        CHECK-NEXT: }
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(0);
+        CHECK: fp.subBlockId = true;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);
+    """)
+    assert report.ok and not report.races and not report.flag_errors and not report.deadlock
 
 
 def test_flash_attention_c220_keeps_the_workspace_and_mode_2():
@@ -97,16 +142,18 @@ def test_flash_attention_c220_keeps_the_workspace_and_mode_2():
 
 def test_free_flags_3510_on_chip_per_aiv():
     # Cube -> Vector in a loop with nothing travelling back: each AIV frees its UB tile after its
-    # last use; the AIC waits for that AIV's "free" before Fixpiping its half.
+    # last use; the AIC waits for both AIVs' "free" before its one dual-destination Fixpipe.
     filecheck(src(kernels.gemm_tiles_epilogue(), "dav-3510"), """
         CHECK-NOT: workspace
         CHECK: for (int32_t n = 0;
         CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(1);  // AIV 0's UB tile c is free
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c[0], fp);
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(0);
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(17);  // AIV 1's UB tile c is free
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c[512], fp);
-        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);
+        CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c, fp);
+        CHECK-NEXT: }
+        CHECK: CrossCoreSetFlag<4, PIPE_FIX>(0);
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(16);
+        CHECK-NOT: Fixpipe<
         CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(1);  // drain
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(17);  // drain
         CHECK: if ASCEND_IS_AIV {
@@ -160,7 +207,8 @@ def test_sync_table_3510_lists_on_chip_flags_with_mode_4():
     assert all(0 <= r["id"] <= 10 and "mode 4" in r["kind"] for r in cc)
     p = next(r for r in cc if r["buffer"] == "AIC:acc_s_cast")
     assert p["producer"].startswith("AIV: DataCopy acc_s_cast") and p["consumer"] == "AIC: LoadData acc_s_cast"
-    assert "AIC ids 1 / 17" in p["kind"] and p["producer_at"].endswith("attention.py:69")
+    pv = next(n for n, line in enumerate(open(attention.__file__), 1) if "T.gemm(acc_s_cast, V_shared" in line)
+    assert "AIC ids 1 / 17" in p["kind"] and p["producer_at"].endswith(f"attention.py:{pv}")
     k2 = ascend_backend.compile(kernels.scaled_a_gemm(), target={"kind": "ascendc", "arch": "dav-3510"},
                                 runtime="emulator")
     free = [r for r in k2.sync_table() if r["event"] == "CrossCore (free)"]

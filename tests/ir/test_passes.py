@@ -1,6 +1,8 @@
 """Each pass on a few lines of IR (ascend_backend.ir.builder), checked FileCheck-style on the printed
 IR after it. Milliseconds each: no tilelang frontend, no emulator."""
 
+import dataclasses
+
 import pytest
 from filecheck import filecheck
 
@@ -206,20 +208,101 @@ def test_route_c220_uses_the_workspace_with_mode_2_flags():
 
 
 def test_route_3510_goes_on_chip_with_mode_4_flags_per_aiv():
+    # one dual-destination copy into both AIVs' UB: both "free" waits before it, both "ready" sets after
     p = upto(gemm_relu("dav-3510"), "route")
     assert p.launch.transfers[0].route is Route.ON_CHIP and p.launch.workspace is None
+    assert p.launch.transfers[0].dual
     filecheck(print_program(p), """
-        CHECK: route=on-chip
+        CHECK: route=on-chip dual
         CHECK: == AIC ==
         CHECK: cross_core_wait flag=1 mode=4 aiv=0 on FIX
-        CHECK-NEXT: copy_to_peer_ub c -> c_part of AIV 0
+        CHECK-NEXT: cross_core_wait flag=1 mode=4 aiv=1 on FIX
+        CHECK-NEXT: copy_to_peer_ub_dual c -> c_part of AIV 0 / AIV 1 (split rows)
         CHECK-NEXT: cross_core_set flag=0 mode=4 aiv=0 on FIX
-        CHECK: copy_to_peer_ub c -> c_part of AIV 1
+        CHECK-NEXT: cross_core_set flag=0 mode=4 aiv=1 on FIX
+        CHECK-NOT: copy_to_peer_ub
         CHECK: == AIV ==
         CHECK: cross_core_wait flag=0 mode=4 on <pipe of c_part>
         CHECK-NEXT: accumulate c += c_part
         CHECK-NEXT: cross_core_set flag=1 mode=4 on <pipe of c_part>
         CHECK-NEXT: parallel
+    """)
+
+
+def without_dual(program):
+    """The program on a dav-3510 without the dual-destination Fixpipe (its two-half fallback)."""
+    return program.replace(arch=dataclasses.replace(program.arch, l0c_to_ub_dual=False))
+
+
+def test_route_3510_without_the_dual_mode_copies_each_aiv_half_on_its_own():
+    p = upto(without_dual(gemm_relu("dav-3510")), "route")
+    assert p.launch.transfers[0].route is Route.ON_CHIP and not p.launch.transfers[0].dual
+    filecheck(print_program(p), """
+        CHECK: route=on-chip
+        CHECK-NOT: dual
+        CHECK: == AIC ==
+        CHECK: cross_core_wait flag=1 mode=4 aiv=0 on FIX
+        CHECK-NEXT: copy_to_peer_ub c -> c_part of AIV 0
+        CHECK-NEXT: cross_core_set flag=0 mode=4 aiv=0 on FIX
+        CHECK-NEXT: cross_core_wait flag=1 mode=4 aiv=1 on FIX
+        CHECK-NEXT: copy_to_peer_ub c -> c_part of AIV 1
+        CHECK-NEXT: cross_core_set flag=0 mode=4 aiv=1 on FIX
+        CHECK: == AIV ==
+        CHECK: cross_core_wait flag=0 mode=4 on <pipe of c_part>
+        CHECK-NEXT: accumulate c += c_part
+        CHECK-NEXT: cross_core_set flag=1 mode=4 on <pipe of c_part>
+        CHECK-NEXT: parallel
+    """)
+
+
+def test_verify_route_refuses_a_dual_copy_its_transfer_does_not_have():
+    from passes.route import verify_route
+
+    p = upto(gemm_relu("dav-3510"), "route")
+    verify_route(p)
+    lc = p.launch.replace(transfers=[dataclasses.replace(t, dual=False) for t in p.launch.transfers])
+    with pytest.raises(InternalCompilerError, match="CopyToPeerUbDual"):
+        verify_route(p.replace(launches=[lc]))
+    # and no dual transfer where the arch lacks the mode
+    with pytest.raises(InternalCompilerError, match="dual-destination Fixpipe of c"):
+        verify_route(without_dual(p))
+
+
+def test_verify_lowered_refuses_an_odd_dual_destination_split():
+    from ascend_backend.ir import FixpipeToPeerUbDual, map_body
+    from passes.lower_tile_ops import verify_lowered
+
+    p = upto(gemm_relu("dav-3510"), "lower_tile_ops")
+    verify_lowered(p)
+    aic = p.launch.kernels[Core.AIC]
+    odd = aic.replace(body=map_body(aic.body, lambda s: [dataclasses.replace(s, rows=63)]
+                                    if isinstance(s, FixpipeToPeerUbDual) else [s]))
+    lc = p.launch.replace(kernels={**p.launch.kernels, Core.AIC: odd})
+    with pytest.raises(InternalCompilerError, match="63 rows"):
+        verify_lowered(p.replace(launches=[lc]))
+
+
+def test_lower_tile_ops_3510_fixpipes_both_halves_in_one_dual_destination_op():
+    filecheck(after(gemm_relu("dav-3510"), "lower_tile_ops"), """
+        CHECK: == AIC ==
+        CHECK: [FIX] cross_core_wait CrossCoreWaitFlag<4> 1 (AIV 0's UB tile c_part is free)
+        CHECK-NEXT: [FIX] cross_core_wait CrossCoreWaitFlag<4> 17 (AIV 1's UB tile c_part is free)
+        CHECK-NEXT: [FIX] fixpipe_to_peer_ub_dual Fixpipe c rows [0, 32) / [32, 64) -> c_part in the UB of AIV 0 / AIV 1
+        CHECK-SAME: reads(c) writes()  {target=c_part rows=64 cols=64 pitch=64
+        CHECK-NEXT: [FIX] cross_core_set CrossCoreSetFlag<4> 0 (c from the Cube to AIV 0
+        CHECK-NEXT: [FIX] cross_core_set CrossCoreSetFlag<4> 16 (c from the Cube to AIV 1
+        CHECK-NOT: fixpipe_to_peer_ub
+        CHECK: == AIV ==
+    """)
+    # without the mode: one Fixpipe per AIV half, each AIV signalled right after its own
+    filecheck(after(without_dual(gemm_relu("dav-3510")), "lower_tile_ops"), """
+        CHECK: == AIC ==
+        CHECK: [FIX] fixpipe_to_peer_ub Fixpipe c rows [0, 32) -> c_part in the UB of AIV 0
+        CHECK-NEXT: [FIX] cross_core_set CrossCoreSetFlag<4> 0 (c from the Cube to AIV 0
+        CHECK-NEXT: [FIX] cross_core_wait CrossCoreWaitFlag<4> 17 (AIV 1's UB tile c_part is free)
+        CHECK-NEXT: [FIX] fixpipe_to_peer_ub Fixpipe c rows [32, 64) -> c_part in the UB of AIV 1
+        CHECK-NOT: dual
+        CHECK: == AIV ==
     """)
 
 
@@ -922,7 +1005,7 @@ def test_route_skews_a_loop_whose_tiles_cross_both_ways():
         CHECK: for kk in 0..5 (pipelined stages=2 skewed) {
         CHECK-NEXT: if kk < 4 {
         CHECK: gemm q[0, 0]<64x64> x kt[0, 0]<64x64> -> s
-        CHECK: copy_to_peer_ub s -> s of AIV 0
+        CHECK: copy_to_peer_ub_dual s -> s of AIV 0 / AIV 1
         CHECK: if kk >= 1 {
         CHECK-NEXT: for kk_b in kk - 1 + 0..1 (serial) {
         CHECK: cross_core_wait flag=1 mode=4 aiv=0 on MTE1
@@ -946,7 +1029,7 @@ def test_multi_buffer_gives_the_crossing_tiles_of_a_skewed_loop_a_slot_per_step(
     assert aiv.buffers["s"].slots == 2 and aic.buffers["pt"].slots == 2
     filecheck(print_program(p), """
         CHECK: == AIC ==
-        CHECK: fixpipe_to_peer_ub Fixpipe s rows [0, 32) -> s in the UB of AIV 0
+        CHECK: fixpipe_to_peer_ub_dual Fixpipe s rows [0, 32) / [32, 64) -> s in the UB of AIV 0 / AIV 1
         CHECK-SAME: step=kk slots=2
         CHECK: for kk_b in kk - 1 + 0..1 (serial) slots=
         CHECK-SAME: 'pt': 2
