@@ -102,6 +102,7 @@ class Report:
     _trace_text: str | None = field(default=None, repr=False)  # raw JSON of the trace, parsed lazily
     _timing: dict[str, Any] | None = field(default=None, repr=False)
     gm_reads: dict[str, int] | None = None  # {"bytes", "unique_bytes"} read from GM (L2 term of the model)
+    gm_writes: dict[str, int] | None = None  # {"bytes", "unique_bytes"} written to GM (the model's HBM floor)
     _timeline_data: list[tuple] | None = field(default=None, repr=False)
 
     # ---- construction -------------------------------------------------------------
@@ -130,6 +131,7 @@ class Report:
             race.setdefault("hint", race_hint(race, r.arch))
         r._trace_text = d.get("_trace_text")
         r.gm_reads = d.get("gm_reads")
+        r.gm_writes = d.get("gm_writes")
         if not timing_enabled or not (trace or r._trace_text):
             r._trace, r._trace_text, r._timing, r._timeline_data = None, None, {}, []
         r.ok = not (r.races or r.races_total or r.flag_errors or r.deadlock or r.errors)
@@ -149,7 +151,8 @@ class Report:
             self._trace = json.loads(self._trace_text)
             self._trace_text = None
         if self._trace and any(th["ops"] for th in self._trace["threads"]):
-            return timing_mod.model(self._trace, self.arch, self.block_dim, self.gm_reads, miss_fraction)
+            return timing_mod.model(self._trace, self.arch, self.block_dim, self.gm_reads, miss_fraction,
+                                    gm_writes=self.gm_writes)
         return {}, []
 
     def timing_with(self, miss_fraction: float) -> dict[str, Any]:

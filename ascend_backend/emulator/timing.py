@@ -429,12 +429,15 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
 
 
 def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, int] | None = None,
-          miss_fraction: float | None = None) -> tuple[dict[str, Any], list[tuple]]:
+          miss_fraction: float | None = None, gm_writes: dict[str, int] | None = None
+          ) -> tuple[dict[str, Any], list[tuple]]:
     """Replay a trace. Returns (timing dict, per-op timeline tuples).
 
     ``gm_reads`` ({"bytes", "unique_bytes"}, as the emulator reports them) gives the L2 miss
     fraction (l2_miss_fraction); ``miss_fraction`` overrides it (e.g. a benchmark that emulates
-    one wave of a larger launch passes the whole launch's fraction). Neither: every read misses."""
+    one wave of a larger launch passes the whole launch's fraction). Neither: every read misses.
+    ``gm_writes`` (the same for writes): the HBM floor counts each distinct written byte once (a
+    workspace tile rewritten every step leaves L2 for HBM once); without it, every written byte."""
     a = ASSUMPTIONS[arch]
     threads = trace["threads"]
     names = trace["names"]
@@ -495,8 +498,9 @@ def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, 
     # per-core shares may exceed a block's part of the chip for short transfers (the equal-share
     # floor of share_bandwidth); these bound the total.
     read_bytes, write_bytes = sum(reads), sum(writes)
+    hbm_write_bytes = min(write_bytes, gm_writes["unique_bytes"]) if gm_writes else write_bytes
     chip_bpc = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]
-    hbm_floor = math.ceil((read_bytes * f + write_bytes) / chip_bpc)
+    hbm_floor = math.ceil((read_bytes * f + hbm_write_bytes) / chip_bpc)
     l2_floor = math.ceil(max(read_bytes * (1.0 - f), write_bytes) / (a["l2_to_hbm_bandwidth_ratio"] * chip_bpc))
     total = max(total, hbm_floor, l2_floor)
     # busy % per pipe: busy cycles over (block duration x cores owning that pipe)

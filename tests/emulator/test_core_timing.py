@@ -259,6 +259,44 @@ def test_emulator_counts_distinct_gm_reads():
     assert rep.timing["l2_miss_fraction"] == pytest.approx(4 / 12)
 
 
+REWRITE = HEADER + r"""
+extern "C" __global__ __aicore__ void rewrite(GM_ADDR x, GM_ADDR y) {
+    GlobalTensor<float> gx, gy;
+    gx.SetGlobalBuffer((__gm__ float*)x, 256);
+    gy.SetGlobalBuffer((__gm__ float*)y, 1024);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 1024);
+    LocalTensor<float> t = buf.Get<float>();
+    DataCopy(t, gx, 256);
+    SetFlag<HardEvent::MTE2_MTE3>(0);
+    WaitFlag<HardEvent::MTE2_MTE3>(0);
+    // each block writes its quarter of y 8 times (a workspace tile rewritten every step)
+    for (int i = 0; i < 8; ++i) {
+        DataCopy(gy[256 * GetBlockIdx()], t, 256);
+        PipeBarrier<PIPE_MTE3>();
+    }
+}
+"""
+
+
+def test_emulator_counts_distinct_gm_writes_and_the_hbm_floor_counts_them_once():
+    x = torch.arange(256, dtype=torch.float32)
+    y = torch.zeros(1024)
+    rep = run(REWRITE, [x, y], block_dim=4)
+    assert rep.ok, rep
+    assert torch.equal(y, x.repeat(4))
+    assert rep.gm_writes == {"bytes": 4 * 8 * 1024, "unique_bytes": 4 * 1024}
+    a = timing.ASSUMPTIONS[rep.arch]
+    chip = a["chip_gm_bandwidth_gbps"] / a["clock_ghz"]
+    f = rep.timing["l2_miss_fraction"]
+    assert rep.timing["hbm_floor_cycles"] == math.ceil((4 * 1024 * f + 4 * 1024) / chip)
+    # without the distinct count every rewrite would go to HBM
+    trace = rep._trace
+    t = timing.model(trace, rep.arch, 4, rep.gm_reads)[0]
+    assert t["hbm_floor_cycles"] == math.ceil((4 * 1024 * f + 4 * 8 * 1024) / chip)
+
+
 CUBE_DTYPES = HEADER + r"""
 // One 128x128x128 Mmad per operand type, then a Fixpipe L0C -> L1 (fp32 -> fp16), each after a
 // PIPE_ALL barrier so that every op starts on an idle core.

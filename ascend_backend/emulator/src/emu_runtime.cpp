@@ -271,6 +271,7 @@ struct Region {
     uint64_t ob = 0;     // the caller's address of the argument
     std::atomic<bool> written{false};
     std::vector<uint64_t> read_blocks;  // bitmap of the 32 B blocks read so far (L2 model: first reads miss)
+    std::vector<uint64_t> write_blocks;  // ... written so far (HBM floor: a rewritten block leaves L2 once)
     Region(uint64_t b_, uint64_t e_, std::string n) : b(b_), e(e_), name(std::move(n)) {}
 };
 
@@ -372,6 +373,7 @@ struct Global {
     // GM read traffic, for the timing model's L2 term: every byte read, and the distinct ones
     std::mutex reads_mu;
     uint64_t gm_read_bytes = 0, gm_read_unique_bytes = 0;
+    uint64_t gm_write_bytes = 0, gm_write_unique_bytes = 0;  // the same for GM writes
 };
 
 Global* G = nullptr;
@@ -852,20 +854,28 @@ void fail(const char* kind, const std::string& msg, const Loc& loc) {
     fail_op(kind, msg, "", loc);
 }
 
-// Count a GM read for the L2 model: all its bytes, and those of its 32 B blocks not read before.
-void note_gm_read(Region* r, uint64_t b, uint64_t e) {
-    if (!r || e <= b) return;
+// Count a GM access for the timing model: all its bytes, and those of its 32 B blocks not
+// touched before in the same way (reads: the L2 term, first reads miss; writes: the HBM floor,
+// a block rewritten while it sits in L2 leaves for HBM once).
+static void note_gm(std::vector<uint64_t>& blocks, const Region* r, uint64_t b, uint64_t e, uint64_t& bytes,
+                    uint64_t& unique) {
     const uint64_t lo = (b - r->b) / 32, hi = (e - r->b + 31) / 32;
     std::lock_guard<std::mutex> lk(G->reads_mu);
-    if (r->read_blocks.empty()) r->read_blocks.assign(((r->e - r->b + 31) / 32 + 63) / 64, 0);
+    if (blocks.empty()) blocks.assign(((r->e - r->b + 31) / 32 + 63) / 64, 0);
     uint64_t fresh = 0;
     for (uint64_t k = lo; k < hi; ++k) {
-        uint64_t& w = r->read_blocks[k >> 6];
+        uint64_t& w = blocks[k >> 6];
         const uint64_t bit = 1ull << (k & 63);
         if (!(w & bit)) { w |= bit; ++fresh; }
     }
-    G->gm_read_bytes += e - b;
-    G->gm_read_unique_bytes += std::min<uint64_t>(fresh * 32, e - b);
+    bytes += e - b;
+    unique += std::min<uint64_t>(fresh * 32, e - b);
+}
+void note_gm_read(Region* r, uint64_t b, uint64_t e) {
+    if (r && e > b) note_gm(r->read_blocks, r, b, e, G->gm_read_bytes, G->gm_read_unique_bytes);
+}
+static void note_gm_write(Region* r, uint64_t b, uint64_t e) {
+    if (r && e > b) note_gm(r->write_blocks, r, b, e, G->gm_write_bytes, G->gm_write_unique_bytes);
 }
 
 static void consume_signal(Core* c, OpRec& r, FlagSlot& f, Pipe dst);
@@ -956,6 +966,7 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     for (size_t i = 0; i < n_writes; ++i) {
         rw[i] = check_span(c, writes[i], op, loc);
         if (rw[i].region && !rw[i].region->written.load(std::memory_order_relaxed)) rw[i].region->written.store(true);
+        if (writes[i].mem == Mem::GM) note_gm_write(rw[i].region, rw[i].b, rw[i].e);
     }
     int p = (int)pipe;
     uint32_t e = ++c->cnt[p];
@@ -1777,6 +1788,8 @@ std::string build_report() {
     o += "],\"deadlock\":" + (G->deadlock.empty() ? std::string("null") : G->deadlock);
     o += ",\"gm_reads\":{\"bytes\":" + std::to_string(G->gm_read_bytes) + ",\"unique_bytes\":" +
          std::to_string(G->gm_read_unique_bytes) + "}";
+    o += ",\"gm_writes\":{\"bytes\":" + std::to_string(G->gm_write_bytes) + ",\"unique_bytes\":" +
+         std::to_string(G->gm_write_unique_bytes) + "}";
     o += ",\"gm_written\":[";
     bool fw = true;
     for (auto& r : G->gm)
