@@ -102,6 +102,7 @@ def main() -> None:
         t0, t1, kstep = step_window(tl, steps)
         title = (f"FlashAttention forward, {arch}, S={args.seq}, block {bm}x{bn}, dim {DIM}, fp16, num_stages=2: "
                  f"steady-state step {kstep} of {steps}")
+        Path(args.out).mkdir(parents=True, exist_ok=True)
         path = Path(args.out) / f"attention_step_{arch}.svg"
         path.write_text(svg(arch, tl, t0, t1, title))
         print(f"{path}: cycles {t0}..{t1} ({t1 - t0} per step)")
