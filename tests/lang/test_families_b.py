@@ -8,6 +8,7 @@ column ranges of one Q tile). On the emulator against torch, both arches, strict
 import pytest
 import tilelang.language as T
 import torch
+from attention_forms import attention_tiles, init_softmax, normalize, online_softmax
 
 import ascend_backend
 
@@ -45,24 +46,12 @@ def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False, bhsd=
     def fwd(Q: T.Tensor(qs, "float16"), K: T.Tensor(ks, "float16"), V: T.Tensor(ks, "float16"),
             Output: T.Tensor(qs, "float16")):
         with T.Kernel(T.ceildiv(seq, bM), heads) as (bx, by):
-            q = T.alloc_shared((bM, dim), "float16")
-            k_s = T.alloc_shared((bN, dim), "float16")
-            v_s = T.alloc_shared((bN, dim), "float16")
-            s = T.alloc_fragment((bM, bN), "float32")
-            p = T.alloc_fragment((bM, bN), "float16")
-            o = T.alloc_fragment((bM, dim), "float32")
-            mx = T.alloc_fragment((bM,), "float32")
-            mx0 = T.alloc_fragment((bM,), "float32")
-            sc = T.alloc_fragment((bM,), "float32")
-            sm = T.alloc_fragment((bM,), "float32")
-            lsum = T.alloc_fragment((bM,), "float32")
+            q, k_s, v_s, s, p, o, mx, mx0, sc, sm, lsum = attention_tiles(bM, bN, dim)()
             if bhsd:
                 T.copy(Q[0, by, bx * bM:(bx + 1) * bM, :], q)
             else:
                 T.copy(Q[0, bx * bM:(bx + 1) * bM, by, :], q)
-            T.fill(o, 0)
-            T.fill(lsum, 0)
-            T.fill(mx, -T.infinity("float32"))
+            init_softmax(o, lsum, mx)
             for k in T.Pipelined(T.ceildiv(seq, bN), num_stages=1):
                 if bhsd:
                     T.copy(K[0, by // per, k * bN:(k + 1) * bN, :], k_s)
@@ -74,25 +63,13 @@ def gqa_fwd(heads=2, groups=1, seq=96, dim=64, bM=64, bN=64, causal=False, bhsd=
                     else:
                         s[i, j] = T.if_then_else(k * bN + j >= seq, -T.infinity("float32"), 0)
                 T.gemm(q, k_s, s, transpose_B=True)
-                T.copy(mx, mx0)
-                T.reduce_max(s, mx, dim=1, clear=False)
-                for i in T.Parallel(bM):
-                    sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] * scale - mx[i] * scale)
-                T.reduce_sum(s, sm, dim=1)
-                for i in T.Parallel(bM):
-                    lsum[i] = lsum[i] * sc[i] + sm[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bM, dim):
-                    o[i, j] *= sc[i]
+                online_softmax(bM, bN, dim, scale)(s, p, o, mx, mx0, sc, sm, lsum)
                 if bhsd:
                     T.copy(V[0, by // per, k * bN:(k + 1) * bN, :], v_s)
                 else:
                     T.copy(V[0, k * bN:(k + 1) * bN, by // per, :], v_s)
                 T.gemm(p, v_s, o)
-            for i, j in T.Parallel(bM, dim):
-                o[i, j] /= lsum[i]
+            normalize(bM, dim)(o, lsum)
             if bhsd:
                 T.copy(o, Output[0, by, bx * bM:(bx + 1) * bM, :])
             else:
@@ -147,30 +124,16 @@ def varlen_fwd(batch=2, total=100, heads=2, groups=1, dim=64, bM=32, bN=32):
             start = cu[bz]
             n = cu[bz + 1] - start
             T.copy(Q[start + bx * bM:start + bx * bM + bM, by, :], q)
-            T.fill(o, 0)
-            T.fill(lsum, 0)
-            T.fill(mx, -T.infinity("float32"))
+            init_softmax(o, lsum, mx)
             for k in T.Pipelined(T.ceildiv(n, bN), num_stages=1):
                 T.copy(K[start + k * bN:start + k * bN + bN, by // per, :], k_s)
                 for i, j in T.Parallel(bM, bN):
                     s[i, j] = T.if_then_else(bx * bM + i >= n or k * bN + j >= n, -1e9, 0)
                 T.gemm(q, k_s, s, transpose_B=True)
-                T.copy(mx, mx0)
-                T.reduce_max(s, mx, dim=1, clear=False)
-                for i in T.Parallel(bM):
-                    sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] * scale - mx[i] * scale)
-                T.reduce_sum(s, sm, dim=1)
-                for i in T.Parallel(bM):
-                    lsum[i] = lsum[i] * sc[i] + sm[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bM, dim):
-                    o[i, j] *= sc[i]
+                online_softmax(bM, bN, dim, scale)(s, p, o, mx, mx0, sc, sm, lsum)
                 T.copy(V[start + k * bN:start + k * bN + bN, by // per, :], v_s)
                 T.gemm(p, v_s, o)
-            for i, j in T.Parallel(bM, dim):
-                o[i, j] /= lsum[i]
+            normalize(bM, dim)(o, lsum)
             T.copy(o, o16)
             for i, d in T.Parallel(bM, dim):
                 if bx * bM + i < n:
@@ -281,9 +244,7 @@ def gqa_decode(heads=8, groups=2, S=256, D=64, bN=64, bH=16, nsplit=2):
             lsum = T.alloc_fragment((bH,), "float32")
             kvh = hx // (per // vH)
             T.copy(Q[hx * vH:hx * vH + bH, :], q)
-            T.fill(o, 0)
-            T.fill(lsum, 0)
-            T.fill(mx, -T.infinity("float32"))
+            init_softmax(o, lsum, mx)
             for k in T.Pipelined(part // bN, num_stages=1):
                 T.copy(K[sx * part + k * bN:sx * part + (k + 1) * bN, kvh, :], k_s)
                 T.copy(Msk[sx * part + k * bN:sx * part + (k + 1) * bN, kvh], msk)
@@ -291,22 +252,10 @@ def gqa_decode(heads=8, groups=2, S=256, D=64, bN=64, bH=16, nsplit=2):
                 T.gemm(q, k_s, s, transpose_B=True)
                 for i, j in T.Parallel(bH, bN):
                     s[i, j] = T.if_then_else((msk[j] != 0) & (j < part), s[i, j], -T.infinity("float32"))
-                T.copy(mx, mx0)
-                T.reduce_max(s, mx, dim=1, clear=False)
-                for i in T.Parallel(bH):
-                    sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
-                for i, j in T.Parallel(bH, bN):
-                    s[i, j] = T.exp2(s[i, j] * scale - mx[i] * scale)
-                T.reduce_sum(s, sm, dim=1)
-                for i in T.Parallel(bH):
-                    lsum[i] = lsum[i] * sc[i] + sm[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bH, D):
-                    o[i, j] *= sc[i]
+                online_softmax(bH, bN, D, scale)(s, p, o, mx, mx0, sc, sm, lsum)
                 T.copy(V[sx * part + k * bN:sx * part + (k + 1) * bN, kvh, :], v_s)
                 T.gemm(p, v_s, o)
-            for i, j in T.Parallel(bH, D):
-                o[i, j] /= lsum[i]
+            normalize(bH, D)(o, lsum)
             for i in T.Parallel(bH):
                 lsum[i] = T.log2(lsum[i]) + mx[i] * scale
             for i in T.Parallel(bH):
@@ -368,44 +317,20 @@ def block_sparse(seq=128, dim=64, bM=64, bN=64):
             V: T.Tensor((seq, dim), "float16"), Mask: T.Tensor((seq // bM, nb), "int32"),
             Output: T.Tensor((seq, dim), "float16")):
         with T.Kernel(seq // bM) as bx:
-            q = T.alloc_shared((bM, dim), "float16")
-            k_s = T.alloc_shared((bN, dim), "float16")
-            v_s = T.alloc_shared((bN, dim), "float16")
-            s = T.alloc_fragment((bM, bN), "float32")
-            p = T.alloc_fragment((bM, bN), "float16")
-            o = T.alloc_fragment((bM, dim), "float32")
-            mx = T.alloc_fragment((bM,), "float32")
-            mx0 = T.alloc_fragment((bM,), "float32")
-            sc = T.alloc_fragment((bM,), "float32")
-            sm = T.alloc_fragment((bM,), "float32")
-            lsum = T.alloc_fragment((bM,), "float32")
+            q, k_s, v_s, s, p, o, mx, mx0, sc, sm, lsum = attention_tiles(bM, bN, dim)()
             mask = T.alloc_fragment((nb,), "int32")
             T.copy(Q[bx * bM:(bx + 1) * bM, :], q)
-            T.fill(o, 0)
-            T.fill(lsum, 0)
-            T.fill(mx, -T.infinity("float32"))
+            init_softmax(o, lsum, mx)
             T.copy(Mask[bx, :], mask)
             for k in T.Pipelined(nb, num_stages=1):
                 if mask[k] != 0:
                     T.copy(K[k * bN:(k + 1) * bN, :], k_s)
                     T.clear(s)
                     T.gemm(q, k_s, s, transpose_B=True)
-                    T.copy(mx, mx0)
-                    T.reduce_max(s, mx, dim=1, clear=False)
-                    for i in T.Parallel(bM):
-                        sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
-                    for i, j in T.Parallel(bM, bN):
-                        s[i, j] = T.exp2(s[i, j] * scale - mx[i] * scale)
-                    T.reduce_sum(s, sm, dim=1)
-                    for i in T.Parallel(bM):
-                        lsum[i] = lsum[i] * sc[i] + sm[i]
-                    T.copy(s, p)
-                    for i, j in T.Parallel(bM, dim):
-                        o[i, j] *= sc[i]
+                    online_softmax(bM, bN, dim, scale)(s, p, o, mx, mx0, sc, sm, lsum)
                     T.copy(V[k * bN:(k + 1) * bN, :], v_s)
                     T.gemm(p, v_s, o)
-            for i, j in T.Parallel(bM, dim):
-                o[i, j] /= lsum[i]
+            normalize(bM, dim)(o, lsum)
             T.copy(o, Output[bx * bM:(bx + 1) * bM, :])
 
     return bsa
@@ -436,46 +361,22 @@ def sink_attn(heads=2, seq=64, dim=64, bM=64, bN=64):
              V: T.Tensor((heads, seq, dim), "float16"), Sinks: T.Tensor((heads,), "float16"),
              Output: T.Tensor((heads, seq, dim), "float16")):
         with T.Kernel(seq // bM, heads) as (bx, by):
-            q = T.alloc_shared((bM, dim), "float16")
-            k_s = T.alloc_shared((bN, dim), "float16")
-            v_s = T.alloc_shared((bN, dim), "float16")
-            s = T.alloc_fragment((bM, bN), "float32")
-            p = T.alloc_fragment((bM, bN), "float16")
-            o = T.alloc_fragment((bM, dim), "float32")
-            mx = T.alloc_fragment((bM,), "float32")
-            mx0 = T.alloc_fragment((bM,), "float32")
-            sc = T.alloc_fragment((bM,), "float32")
-            sm = T.alloc_fragment((bM,), "float32")
-            lsum = T.alloc_fragment((bM,), "float32")
+            q, k_s, v_s, s, p, o, mx, mx0, sc, sm, lsum = attention_tiles(bM, bN, dim)()
             sinks = T.alloc_fragment((bM,), "float32")
             T.copy(Q[by, bx * bM:(bx + 1) * bM, :], q)
-            T.fill(o, 0)
-            T.fill(lsum, 0)
-            T.fill(mx, -T.infinity("float32"))
+            init_softmax(o, lsum, mx)
             for i in T.Parallel(bM):
                 sinks[i] = Sinks[by]
             for k in T.Pipelined(seq // bN, num_stages=2):
                 T.copy(K[by, k * bN:(k + 1) * bN, :], k_s)
                 T.clear(s)
                 T.gemm(q, k_s, s, transpose_B=True)
-                T.copy(mx, mx0)
-                T.reduce_max(s, mx, dim=1, clear=False)
-                for i in T.Parallel(bM):
-                    sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] * scale - mx[i] * scale)
-                T.reduce_sum(s, sm, dim=1)
-                for i in T.Parallel(bM):
-                    lsum[i] = lsum[i] * sc[i] + sm[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bM, dim):
-                    o[i, j] *= sc[i]
+                online_softmax(bM, bN, dim, scale)(s, p, o, mx, mx0, sc, sm, lsum)
                 T.copy(V[by, k * bN:(k + 1) * bN, :], v_s)
                 T.gemm(p, v_s, o)
             for i in T.Parallel(bM):
                 lsum[i] += T.exp2(sinks[i] * LOG2E - mx[i] * scale)
-            for i, j in T.Parallel(bM, dim):
-                o[i, j] /= lsum[i]
+            normalize(bM, dim)(o, lsum)
             T.copy(o, Output[by, bx * bM:(bx + 1) * bM, :])
 
     return sink
