@@ -5,6 +5,7 @@ work sits inside the data-dependent `if`. On the emulator against torch, both ar
 
 import tilelang.language as T
 import torch
+from attention_forms import init_softmax, normalize, online_softmax
 
 import ascend_backend
 
@@ -29,30 +30,16 @@ def block_sparse_attn(heads=1, seq=256, dim=64, bM=64, bN=64):
             ssum = T.alloc_fragment((bM,), "float32")
             lsum = T.alloc_fragment((bM,), "float32")
             T.copy(Q[by, bx * bM, 0], q)
-            T.fill(acc_o, 0)
-            T.fill(lsum, 0)
-            T.fill(m, -T.infinity("float32"))
+            init_softmax(acc_o, lsum, m)
             for k in T.serial(nkv):
                 if Mask[by, bx, k] != 0:
                     T.copy(K[by, k * bN, 0], k_s)
                     T.clear(acc_s)
                     T.gemm(q, k_s, acc_s, transpose_B=True)
-                    T.copy(m, m_prev)
-                    T.reduce_max(acc_s, m, dim=1, clear=False)
-                    for i in T.Parallel(bM):
-                        sc[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
-                    for i, j in T.Parallel(bM, bN):
-                        acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m[i] * scale)
-                    T.reduce_sum(acc_s, ssum, dim=1)
-                    for i in T.Parallel(bM):
-                        lsum[i] = lsum[i] * sc[i] + ssum[i]
-                    T.copy(acc_s, acc_s_cast)
-                    for i, j in T.Parallel(bM, dim):
-                        acc_o[i, j] *= sc[i]
+                    online_softmax(bM, bN, dim, scale)(acc_s, acc_s_cast, acc_o, m, m_prev, sc, ssum, lsum)
                     T.copy(V[by, k * bN, 0], v_s)
                     T.gemm(acc_s_cast, v_s, acc_o)
-            for i, j in T.Parallel(bM, dim):
-                acc_o[i, j] /= lsum[i]
+            normalize(bM, dim)(acc_o, lsum)
             T.copy(acc_o, Out[by, bx * bM, 0])
     return bsa
 
@@ -86,31 +73,17 @@ def selected_blocks_attn(seq=256, dim=64, bM=64, BS=64, S=2):
             ssum = T.alloc_fragment((bM,), "float32")
             lsum = T.alloc_fragment((bM,), "float32")
             T.copy(Q[bx * bM, 0], q)
-            T.fill(acc_o, 0)
-            T.fill(lsum, 0)
-            T.fill(m, -T.infinity("float32"))
+            init_softmax(acc_o, lsum, m)
             for i in T.serial(S):
                 i_s = BlockIdx[bx, i] * BS
                 if i_s >= 0:
                     T.copy(K[i_s, 0], k_s)
                     T.clear(acc_s)
                     T.gemm(q, k_s, acc_s, transpose_B=True)
-                    T.copy(m, m_prev)
-                    T.reduce_max(acc_s, m, dim=1, clear=False)
-                    for r in T.Parallel(bM):
-                        sc[r] = T.exp2(m_prev[r] * scale - m[r] * scale)
-                    for r, c in T.Parallel(bM, BS):
-                        acc_s[r, c] = T.exp2(acc_s[r, c] * scale - m[r] * scale)
-                    T.reduce_sum(acc_s, ssum, dim=1)
-                    for r in T.Parallel(bM):
-                        lsum[r] = lsum[r] * sc[r] + ssum[r]
-                    T.copy(acc_s, acc_s_cast)
-                    for r, c in T.Parallel(bM, dim):
-                        acc_o[r, c] *= sc[r]
+                    online_softmax(bM, BS, dim, scale)(acc_s, acc_s_cast, acc_o, m, m_prev, sc, ssum, lsum)
                     T.copy(V[i_s, 0], v_s)
                     T.gemm(acc_s_cast, v_s, acc_o)
-            for r, c in T.Parallel(bM, dim):
-                acc_o[r, c] /= lsum[r]
+            normalize(bM, dim)(acc_o, lsum)
             T.copy(acc_o, Out[bx * bM, 0])
 
     return nsa
