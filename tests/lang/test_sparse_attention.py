@@ -10,6 +10,27 @@ from attention_forms import init_softmax, normalize, online_softmax
 import ascend_backend
 
 
+def _tiles(rows: int, cols: int, dim: int):
+    """A macro allocating a query block's tiles with the names of TileLang's sparse examples."""
+
+    @T.macro
+    def tiles():
+        q = T.alloc_shared((rows, dim), "float16")
+        k_s = T.alloc_shared((cols, dim), "float16")
+        v_s = T.alloc_shared((cols, dim), "float16")
+        acc_s = T.alloc_fragment((rows, cols), "float32")
+        acc_s_cast = T.alloc_fragment((rows, cols), "float16")
+        acc_o = T.alloc_fragment((rows, dim), "float32")
+        m = T.alloc_fragment((rows,), "float32")
+        m_prev = T.alloc_fragment((rows,), "float32")
+        sc = T.alloc_fragment((rows,), "float32")
+        ssum = T.alloc_fragment((rows,), "float32")
+        lsum = T.alloc_fragment((rows,), "float32")
+        return q, k_s, v_s, acc_s, acc_s_cast, acc_o, m, m_prev, sc, ssum, lsum
+
+    return tiles
+
+
 def block_sparse_attn(heads=1, seq=256, dim=64, bM=64, bN=64):
     scale = (1.0 / dim) ** 0.5 * 1.44269504
     nkv = seq // bN
@@ -18,17 +39,7 @@ def block_sparse_attn(heads=1, seq=256, dim=64, bM=64, bN=64):
             V: T.Tensor((heads, seq, dim), "float16"), Mask: T.Tensor((heads, seq // bM, nkv), "int32"),
             Out: T.Tensor((heads, seq, dim), "float16")):
         with T.Kernel(seq // bM, heads) as (bx, by):
-            q = T.alloc_shared((bM, dim), "float16")
-            k_s = T.alloc_shared((bN, dim), "float16")
-            v_s = T.alloc_shared((bN, dim), "float16")
-            acc_s = T.alloc_fragment((bM, bN), "float32")
-            acc_s_cast = T.alloc_fragment((bM, bN), "float16")
-            acc_o = T.alloc_fragment((bM, dim), "float32")
-            m = T.alloc_fragment((bM,), "float32")
-            m_prev = T.alloc_fragment((bM,), "float32")
-            sc = T.alloc_fragment((bM,), "float32")
-            ssum = T.alloc_fragment((bM,), "float32")
-            lsum = T.alloc_fragment((bM,), "float32")
+            q, k_s, v_s, acc_s, acc_s_cast, acc_o, m, m_prev, sc, ssum, lsum = _tiles(bM, bN, dim)()
             T.copy(Q[by, bx * bM, 0], q)
             init_softmax(acc_o, lsum, m)
             for k in T.serial(nkv):
@@ -61,17 +72,7 @@ def selected_blocks_attn(seq=256, dim=64, bM=64, BS=64, S=2):
             V: T.Tensor((seq, dim), "float16"), BlockIdx: T.Tensor((seq // bM, S), "int32"),
             Out: T.Tensor((seq, dim), "float16")):
         with T.Kernel(seq // bM) as bx:
-            q = T.alloc_shared((bM, dim), "float16")
-            k_s = T.alloc_shared((BS, dim), "float16")
-            v_s = T.alloc_shared((BS, dim), "float16")
-            acc_s = T.alloc_fragment((bM, BS), "float32")
-            acc_s_cast = T.alloc_fragment((bM, BS), "float16")
-            acc_o = T.alloc_fragment((bM, dim), "float32")
-            m = T.alloc_fragment((bM,), "float32")
-            m_prev = T.alloc_fragment((bM,), "float32")
-            sc = T.alloc_fragment((bM,), "float32")
-            ssum = T.alloc_fragment((bM,), "float32")
-            lsum = T.alloc_fragment((bM,), "float32")
+            q, k_s, v_s, acc_s, acc_s_cast, acc_o, m, m_prev, sc, ssum, lsum = _tiles(bM, BS, dim)()
             T.copy(Q[bx * bM, 0], q)
             init_softmax(acc_o, lsum, m)
             for i in T.serial(S):
