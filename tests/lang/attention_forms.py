@@ -71,3 +71,29 @@ def normalize(rows: int, dim: int):
             o[i, j] /= lsum[i]
 
     return div
+
+
+def guarded_online_softmax(rows: int, cols: int, dim: int, scale: float):
+    """``online_softmax`` in the form of TileLang's FlashAttention examples: the running max is
+    refilled with -inf before the row max and then kept at least the previous one (T.max), so a row
+    that a block masks entirely keeps its max."""
+
+    @T.macro
+    def step(s, p, o, mx, mx0, sc, sm, lsum):
+        T.copy(mx, mx0)
+        T.fill(mx, -T.infinity("float32"))
+        T.reduce_max(s, mx, dim=1, clear=False)
+        for i in T.Parallel(rows):
+            mx[i] = T.max(mx[i], mx0[i])
+        for i in T.Parallel(rows):
+            sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
+        for i, j in T.Parallel(rows, cols):
+            s[i, j] = T.exp2(s[i, j] * scale - mx[i] * scale)
+        T.reduce_sum(s, sm, dim=1)
+        for i in T.Parallel(rows):
+            lsum[i] = lsum[i] * sc[i] + sm[i]
+        T.copy(s, p)
+        for i, j in T.Parallel(rows, dim):
+            o[i, j] *= sc[i]
+
+    return step

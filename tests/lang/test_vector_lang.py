@@ -9,6 +9,7 @@ import pytest
 import tilelang.language as T
 import torch
 import torch.nn.functional as F
+from attention_forms import guarded_online_softmax, init_softmax, normalize
 
 import ascend_backend
 from ascend_backend.arch import get_arch
@@ -322,6 +323,27 @@ def test_cumsum_over_rows_and_along_rows(arch):
 # ------------------------------------------------------------------ attention (Cube + Vector)
 
 
+def _tiles(rows: int, cols: int, dim: int):
+    """A macro allocating a query block's tiles (the names of these tests' attention kernels)."""
+
+    @T.macro
+    def tiles():
+        Qs = T.alloc_shared([rows, dim], "float16")
+        Ks = T.alloc_shared([cols, dim], "float16")
+        Vs = T.alloc_shared([cols, dim], "float16")
+        acc_s = T.alloc_fragment([rows, cols], "float32")
+        acc_c = T.alloc_fragment([rows, cols], "float16")
+        acc_o = T.alloc_fragment([rows, dim], "float32")
+        m = T.alloc_fragment([rows], "float32")
+        mp = T.alloc_fragment([rows], "float32")
+        sc = T.alloc_fragment([rows], "float32")
+        ss = T.alloc_fragment([rows], "float32")
+        ls = T.alloc_fragment([rows], "float32")
+        return Qs, Ks, Vs, acc_s, acc_c, acc_o, m, mp, sc, ss, ls
+
+    return tiles
+
+
 def flash_attention(batch, heads, seq, dim, groups=1, bM=32, bN=64, layout="bhsd"):
     """Non-causal FlashAttention forward in the style of TileLang's MHA/GQA examples: the tail of the
     keys masked with `k * block_N + j >= seq` before the first gemm."""
@@ -339,45 +361,18 @@ def flash_attention(batch, heads, seq, dim, groups=1, bM=32, bN=64, layout="bhsd
     def main(Q: T.Tensor(q_shape, "float16"), K: T.Tensor(kv_shape, "float16"), V: T.Tensor(kv_shape, "float16"),
              Out: T.Tensor(q_shape, "float16")):
         with T.Kernel(T.ceildiv(seq, bM), heads, batch) as (bx, by, bz):
-            Qs = T.alloc_shared([bM, dim], "float16")
-            Ks = T.alloc_shared([bN, dim], "float16")
-            Vs = T.alloc_shared([bN, dim], "float16")
-            acc_s = T.alloc_fragment([bM, bN], "float32")
-            acc_c = T.alloc_fragment([bM, bN], "float16")
-            acc_o = T.alloc_fragment([bM, dim], "float32")
-            m = T.alloc_fragment([bM], "float32")
-            mp = T.alloc_fragment([bM], "float32")
-            sc = T.alloc_fragment([bM], "float32")
-            ss = T.alloc_fragment([bM], "float32")
-            ls = T.alloc_fragment([bM], "float32")
+            Qs, Ks, Vs, acc_s, acc_c, acc_o, m, mp, sc, ss, ls = _tiles(bM, bN, dim)()
             T.copy(win(Q, bz, by, bx * bM, (bx + 1) * bM), Qs)
-            T.fill(acc_o, 0)
-            T.fill(ls, 0)
-            T.fill(m, -T.infinity("float32"))
+            init_softmax(acc_o, ls, m)
             for k in T.Pipelined(T.ceildiv(seq, bN), num_stages=1):
                 T.copy(win(K, bz, by // groups, k * bN, (k + 1) * bN), Ks)
                 for i, j in T.Parallel(bM, bN):
                     acc_s[i, j] = T.if_then_else(k * bN + j >= seq, -T.infinity("float32"), 0)
                 T.gemm(Qs, Ks, acc_s, transpose_B=True)
-                T.copy(m, mp)
-                T.fill(m, -T.infinity("float32"))
-                T.reduce_max(acc_s, m, dim=1, clear=False)
-                for i in T.Parallel(bM):
-                    m[i] = T.max(m[i], mp[i])
-                for i in T.Parallel(bM):
-                    sc[i] = T.exp2(mp[i] * scale - m[i] * scale)
-                for i, j in T.Parallel(bM, bN):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m[i] * scale)
-                T.reduce_sum(acc_s, ss, dim=1)
-                for i in T.Parallel(bM):
-                    ls[i] = ls[i] * sc[i] + ss[i]
-                T.copy(acc_s, acc_c)
-                for i, j in T.Parallel(bM, dim):
-                    acc_o[i, j] *= sc[i]
+                guarded_online_softmax(bM, bN, dim, scale)(acc_s, acc_c, acc_o, m, mp, sc, ss, ls)
                 T.copy(win(V, bz, by // groups, k * bN, (k + 1) * bN), Vs)
                 T.gemm(acc_c, Vs, acc_o)
-            for i, j in T.Parallel(bM, dim):
-                acc_o[i, j] /= ls[i]
+            normalize(bM, dim)(acc_o, ls)
             T.copy(acc_o, win(Out, bz, by, bx * bM, (bx + 1) * bM))
 
     return main
@@ -425,9 +420,7 @@ def test_decoding_with_a_uint8_mask(arch):
             ss = T.alloc_fragment([G], "float32")
             ls = T.alloc_fragment([G], "float32")
             T.copy(Q[bid, hid * G:(hid + 1) * G, :], Qs)
-            T.fill(acc_o, 0)
-            T.fill(ls, 0)
-            T.fill(m, -T.infinity("float32"))
+            init_softmax(acc_o, ls, m)
             for k in T.Pipelined(T.ceildiv(S, bN), num_stages=1):
                 T.copy(K[bid, k * bN:(k + 1) * bN, hid, :], Ks)
                 T.copy(mask[bid, k * bN:(k + 1) * bN, hid], mloc)
@@ -435,25 +428,10 @@ def test_decoding_with_a_uint8_mask(arch):
                 T.gemm(Qs, Ks, acc_s, transpose_B=True)
                 for i, j in T.Parallel(G, bN):
                     acc_s[i, j] = T.if_then_else(mloc[j] != 0, acc_s[i, j], -T.infinity("float32"))
-                T.copy(m, mp)
-                T.fill(m, -T.infinity("float32"))
-                T.reduce_max(acc_s, m, dim=1, clear=False)
-                for i in T.Parallel(G):
-                    m[i] = T.max(m[i], mp[i])
-                for i in T.Parallel(G):
-                    sc[i] = T.exp2(mp[i] * scale - m[i] * scale)
-                for i, j in T.Parallel(G, bN):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m[i] * scale)
-                T.reduce_sum(acc_s, ss, dim=1)
-                for i in T.Parallel(G):
-                    ls[i] = ls[i] * sc[i] + ss[i]
-                T.copy(acc_s, acc_c)
-                for i, j in T.Parallel(G, D):
-                    acc_o[i, j] *= sc[i]
+                guarded_online_softmax(G, bN, D, scale)(acc_s, acc_c, acc_o, m, mp, sc, ss, ls)
                 T.copy(V[bid, k * bN:(k + 1) * bN, hid, :], Vs)
                 T.gemm(acc_c, Vs, acc_o)
-            for i, j in T.Parallel(G, D):
-                acc_o[i, j] /= ls[i]
+            normalize(G, D)(acc_o, ls)
             T.copy(acc_o, Out[bid, hid * G:(hid + 1) * G, :])
 
     q, o = torch.randn(B, HKV * G, D).half(), torch.zeros(B, HKV * G, D).half()
@@ -481,22 +459,10 @@ def test_attention_sink_with_a_sliding_window(arch):
     def sink(Q: T.Tensor(shape, "float16"), K: T.Tensor(shape, "float16"), V: T.Tensor(shape, "float16"),
              Out: T.Tensor(shape, "float16"), Sinks: T.Tensor([H], "float16")):
         with T.Kernel(T.ceildiv(S, bM), H, 1) as (bx, by, bz):
-            Qs = T.alloc_shared([bM, D], "float16")
-            Ks = T.alloc_shared([bN, D], "float16")
-            Vs = T.alloc_shared([bN, D], "float16")
-            acc_s = T.alloc_fragment([bM, bN], "float32")
-            acc_c = T.alloc_fragment([bM, bN], "float16")
-            acc_o = T.alloc_fragment([bM, D], "float32")
-            m = T.alloc_fragment([bM], "float32")
-            mp = T.alloc_fragment([bM], "float32")
-            sc = T.alloc_fragment([bM], "float32")
-            ss = T.alloc_fragment([bM], "float32")
-            ls = T.alloc_fragment([bM], "float32")
+            Qs, Ks, Vs, acc_s, acc_c, acc_o, m, mp, sc, ss, ls = _tiles(bM, bN, D)()
             sinks = T.alloc_fragment([bM], "float16")
             T.copy(Q[bz, by, bx * bM:(bx + 1) * bM, :], Qs)
-            T.fill(acc_o, 0)
-            T.fill(ls, 0)
-            T.fill(m, -T.infinity("float32"))
+            init_softmax(acc_o, ls, m)
             for i in T.Parallel(bM):
                 sinks[i] = Sinks[by]
             end = T.min(T.ceildiv(S, bN), T.ceildiv((bx + 1) * bM, bN))
@@ -528,8 +494,7 @@ def test_attention_sink_with_a_sliding_window(arch):
                 T.gemm(acc_c, Vs, acc_o)
             for i in T.Parallel(bM):
                 ls[i] += T.exp2(sinks[i] * 1.44269504 - m[i] * scale)
-            for i, j in T.Parallel(bM, D):
-                acc_o[i, j] /= ls[i]
+            normalize(bM, D)(acc_o, ls)
             T.copy(acc_o, Out[bz, by, bx * bM:(bx + 1) * bM, :])
 
     q, k, v = (torch.randn(1, H, S, D).half() for _ in range(3))
