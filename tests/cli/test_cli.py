@@ -106,6 +106,12 @@ def test_cli_doc_lists_every_stage_in_pipeline_order():
     assert re.findall(r"`(\w+)`", para) == STAGES
 
 
+def test_architecture_doc_has_a_row_per_stage_in_pipeline_order():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    table = text.split("## The passes")[1].split("\n\n")[1]
+    assert [row.split("|")[1].strip() for row in table.splitlines()[2:]] == STAGES
+
+
 def test_inspect_stages_differ(capsys):
     rc, out, _ = cli(capsys, "inspect", GEMM, "--stage", "frontend", "plan_memory")
     assert rc == 0
