@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -97,6 +98,18 @@ def test_inspect_each_stage(capsys, stage):
         assert "Mmad" in body and "Fixpipe" in body
     else:
         assert "program gemm" in body and "gemm.py:" in body
+
+
+def test_cli_doc_lists_every_stage_in_pipeline_order():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    para = text.split("* `--stage STAGE ...`:")[1].split("Two views")[0]
+    assert re.findall(r"`(\w+)`", para) == STAGES
+
+
+def test_architecture_doc_has_a_row_per_stage_in_pipeline_order():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    table = text.split("## The passes")[1].split("\n\n")[1]
+    assert [row.split("|")[1].strip() for row in table.splitlines()[2:]] == STAGES
 
 
 def test_inspect_stages_differ(capsys):
