@@ -40,16 +40,13 @@ def init_softmax(o, lsum, mx):
     T.fill(mx, -T.infinity("float32"))
 
 
-def online_softmax(rows: int, cols: int, dim: int, scale: float):
-    """A macro for one online-softmax step after S = Q K^T: new running max, rescale factor,
-    exp2 of the scaled scores, running denominator, scores cast into p, output rescaled."""
+def softmax_weights(rows: int, cols: int, dim: int, scale: float):
+    """A macro for the second half of an online-softmax step, once the running max mx and the
+    rescale factor sc are known: exp2 of the scaled scores, running denominator, scores cast into
+    p, output rescaled."""
 
     @T.macro
-    def step(s, p, o, mx, mx0, sc, sm, lsum):
-        T.copy(mx, mx0)
-        T.reduce_max(s, mx, dim=1, clear=False)
-        for i in T.Parallel(rows):
-            sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
+    def weigh(s, p, o, mx, sc, sm, lsum):
         for i, j in T.Parallel(rows, cols):
             s[i, j] = T.exp2(s[i, j] * scale - mx[i] * scale)
         T.reduce_sum(s, sm, dim=1)
@@ -58,6 +55,23 @@ def online_softmax(rows: int, cols: int, dim: int, scale: float):
         T.copy(s, p)
         for i, j in T.Parallel(rows, dim):
             o[i, j] *= sc[i]
+
+    return weigh
+
+
+def online_softmax(rows: int, cols: int, dim: int, scale: float):
+    """A macro for one online-softmax step after S = Q K^T: new running max, rescale factor,
+    exp2 of the scaled scores, running denominator, scores cast into p, output rescaled."""
+
+    weigh = softmax_weights(rows, cols, dim, scale)
+
+    @T.macro
+    def step(s, p, o, mx, mx0, sc, sm, lsum):
+        T.copy(mx, mx0)
+        T.reduce_max(s, mx, dim=1, clear=False)
+        for i in T.Parallel(rows):
+            sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
+        weigh(s, p, o, mx, sc, sm, lsum)
 
     return step
 
@@ -78,6 +92,8 @@ def guarded_online_softmax(rows: int, cols: int, dim: int, scale: float):
     refilled with -inf before the row max and then kept at least the previous one (T.max), so a row
     that a block masks entirely keeps its max."""
 
+    weigh = softmax_weights(rows, cols, dim, scale)
+
     @T.macro
     def step(s, p, o, mx, mx0, sc, sm, lsum):
         T.copy(mx, mx0)
@@ -87,13 +103,6 @@ def guarded_online_softmax(rows: int, cols: int, dim: int, scale: float):
             mx[i] = T.max(mx[i], mx0[i])
         for i in T.Parallel(rows):
             sc[i] = T.exp2(mx0[i] * scale - mx[i] * scale)
-        for i, j in T.Parallel(rows, cols):
-            s[i, j] = T.exp2(s[i, j] * scale - mx[i] * scale)
-        T.reduce_sum(s, sm, dim=1)
-        for i in T.Parallel(rows):
-            lsum[i] = lsum[i] * sc[i] + sm[i]
-        T.copy(s, p)
-        for i, j in T.Parallel(rows, dim):
-            o[i, j] *= sc[i]
+        weigh(s, p, o, mx, sc, sm, lsum)
 
     return step

@@ -9,7 +9,7 @@ import pytest
 import tilelang.language as T
 import torch
 import torch.nn.functional as F
-from attention_forms import guarded_online_softmax, init_softmax, normalize
+from attention_forms import guarded_online_softmax, init_softmax, normalize, softmax_weights
 
 import ascend_backend
 from ascend_backend.arch import get_arch
@@ -482,14 +482,7 @@ def test_attention_sink_with_a_sliding_window(arch):
                 for i in T.Parallel(bM):
                     m[i] = T.if_then_else(m[i] == -T.infinity("float32"), 0, m[i])
                     sc[i] = T.exp2(mp[i] * scale - m[i] * scale)
-                for i, j in T.Parallel(bM, bN):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m[i] * scale)
-                T.reduce_sum(acc_s, ss, dim=1)
-                for i in T.Parallel(bM):
-                    ls[i] = ls[i] * sc[i] + ss[i]
-                T.copy(acc_s, acc_c)
-                for i, j in T.Parallel(bM, D):
-                    acc_o[i, j] *= sc[i]
+                softmax_weights(bM, bN, D, scale)(acc_s, acc_c, acc_o, m, sc, ss, ls)
                 T.copy(V[bz, by, k * bN:(k + 1) * bN, :], Vs)
                 T.gemm(acc_c, Vs, acc_o)
             for i in T.Parallel(bM):
