@@ -844,27 +844,34 @@ class FixpipeToGmArch3510(_FixpipeToGm):
 
 
 @dataclass
-class FixpipeToPeerUb(AscOp):
-    """dav-3510: rows [sub * half, (sub + 1) * half) of accumulator ``src`` into AIV ``sub``'s UB
+class _FixpipeToPeerUb(AscOp):
+    """dav-3510: accumulator ``src`` (``rows`` x ``cols``, ``pitch`` columns in UB) into an AIV's UB
     tile ``target`` (another core's memory: no local write); into its slot ``step`` % slots when
     the target rotates (``slot_elems`` elements apart)."""
 
     src: str
     target: str
-    half: int
     rows: int
     cols: int
     pitch: int
-    sub: int
     dtype: DType = DType.FLOAT32  # the accumulator's (it crosses unconverted)
     step: Any = None
     slots: int = 1
     slot_elems: int = 0
 
-    macro: ClassVar[str] = "fixpipe_to_peer_ub"
     pipe: ClassVar[Pipe] = Pipe.FIX
 
     reads = property(lambda self: (self.src,))
+
+
+@dataclass(kw_only=True)
+class FixpipeToPeerUb(_FixpipeToPeerUb):
+    """dav-3510: rows [sub * half, (sub + 1) * half) of the accumulator into AIV ``sub``'s UB tile."""
+
+    half: int
+    sub: int
+
+    macro: ClassVar[str] = "fixpipe_to_peer_ub"
 
     @property
     def text(self) -> str:
@@ -873,26 +880,12 @@ class FixpipeToPeerUb(AscOp):
 
 
 @dataclass
-class FixpipeToPeerUbDual(AscOp):
-    """dav-3510: accumulator ``src`` (``rows`` x ``cols``) into both AIVs' UB tile ``target`` in one
-    dual-destination Fixpipe split by M (dualDstCtl = 1: AIV s gets rows [s * rows/2, (s + 1) *
-    rows/2)); another core's memory, so no local write; the slot ``step`` % slots when the target
-    rotates (``slot_elems`` elements apart)."""
-
-    src: str
-    target: str
-    rows: int
-    cols: int
-    pitch: int
-    dtype: DType = DType.FLOAT32  # the accumulator's (it crosses unconverted: the mode allows no conversion)
-    step: Any = None
-    slots: int = 1
-    slot_elems: int = 0
+class FixpipeToPeerUbDual(_FixpipeToPeerUb):
+    """dav-3510: the accumulator into both AIVs' UB tile in one dual-destination Fixpipe split by M
+    (dualDstCtl = 1: AIV s gets rows [s * rows/2, (s + 1) * rows/2)); the mode allows no
+    conversion."""
 
     macro: ClassVar[str] = "fixpipe_to_peer_ub_dual"
-    pipe: ClassVar[Pipe] = Pipe.FIX
-
-    reads = property(lambda self: (self.src,))
 
     @property
     def text(self) -> str:
