@@ -36,6 +36,7 @@ import dataclasses
 from tvm import tirx
 
 from ascend_backend.arch import Arch
+from ascend_backend.bounds import free_vars
 from ascend_backend.errors import InternalCompilerError
 from ascend_backend.ir import (
     If,
@@ -49,14 +50,9 @@ from ascend_backend.ir import (
     TileParallel,
     walk,
 )
+from ascend_backend.ir.nodes import loaded_buffers
 
 from .partition import is_whole, tile_buffers
-
-
-def _loads(e) -> list:
-    found: list = []
-    tirx.stmt_functor.post_order_visit(e, lambda n: found.append(n) if isinstance(n, tirx.BufferLoad) else None)
-    return found
 
 
 def _scaled_load(value, kernel: Kernel, ij: tuple):
@@ -73,19 +69,13 @@ def _scaled_load(value, kernel: Kernel, ij: tuple):
             continue
         if isinstance(s, tirx.FloatImm | tirx.IntImm):
             return acc.buffer.name, s
-        loads = _loads(s)
-        scalar = all(kernel.buffers[ld.buffer.name].numel == 1 and not kernel.buffers[ld.buffer.name].kind.in_gm
-                     for ld in loads if ld.buffer.name in kernel.buffers)
-        if loads and scalar and not any(isinstance(n, tirx.Var) and any(n.same_as(v) for v in ij)
-                                        for n in _vars(s)):
+        names = loaded_buffers(s)
+        scalar = all(kernel.buffers[n].numel == 1 and not kernel.buffers[n].kind.in_gm
+                     for n in names if n in kernel.buffers)
+        if names and scalar and not any(isinstance(n, tirx.Var) and any(n.same_as(v) for v in ij)
+                                        for n in free_vars(s)):
             return acc.buffer.name, s
     return None
-
-
-def _vars(e) -> list:
-    found: list = []
-    tirx.stmt_functor.post_order_visit(e, lambda n: found.append(n) if isinstance(n, tirx.Var) else None)
-    return found
 
 
 def _fold_pair(par, copy, kernel: Kernel, arch: Arch, accs: set, uses: dict):
@@ -166,8 +156,8 @@ def verify_fold_scale(program: Program) -> None:
                 A, G = kernel.buffers.get(s.src.buffer), kernel.buffers.get(s.dst.buffer)
                 ok = (A is not None and G is not None and s.src.buffer in accs and G.kind.in_gm
                       and is_whole(s.src, A.shape) and (A.dtype, G.dtype) in dict(program.arch.fixpipe_scaled)
-                      and not any(not kernel.buffers[ld.buffer.name].numel == 1 for ld in _loads(s.scale)
-                                  if ld.buffer.name in kernel.buffers))
+                      and all(kernel.buffers[n].numel == 1 for n in loaded_buffers(s.scale)
+                              if n in kernel.buffers))
                 if not ok:
                     raise InternalCompilerError(f"fold_scale: the scaled copy {s.src.buffer} -> {s.dst.buffer} is "
                                                 "not a whole gemm accumulator stored to GM with a scalar scale",

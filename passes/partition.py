@@ -77,19 +77,10 @@ def parallel_buffers(op: TileParallel) -> set:
     return names
 
 
-def _expr_buffers(e) -> set:
-    names: set = set()
-    if isinstance(e, tirx.PrimExpr):
-        tirx.stmt_functor.post_order_visit(e, lambda n: names.add(n.buffer.name) if isinstance(n, tirx.BufferLoad)
-                                           else None)
-    return names
-
-
 def tile_buffers(op) -> set:
     """Every buffer a tile-level op touches."""
     if isinstance(op, TileCopy):
-        scale = _expr_buffers(op.scale) if op.scale is not None else set()
-        return {op.src.buffer, op.dst.buffer} | scale
+        return {op.src.buffer, op.dst.buffer, *loaded_buffers(op.scale)}
     if isinstance(op, TileFill):
         return {op.dst.buffer}
     if isinstance(op, TileGemm):
