@@ -8,16 +8,10 @@ arches, strict mode. The GPU per-thread forms of gemv are refused at their line 
 import pytest
 import tilelang.language as T
 import torch
+from strict_run import run
 
 import ascend_backend
 from ascend_backend.errors import UnsupportedError
-
-
-def run(func, args, arch):
-    k = ascend_backend.compile(func, target={"kind": "ascendc", "arch": arch}, runtime="emulator", strict=True)
-    k(*args)
-    assert all(r.ok for r in k.reports)
-    return k
 
 
 def _decay_mask(S: int, g: float) -> torch.Tensor:

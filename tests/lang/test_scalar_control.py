@@ -4,15 +4,9 @@ them; each kernel on the emulator against torch, both arches, strict mode."""
 import pytest
 import tilelang.language as T
 import torch
+from strict_run import run
 
 import ascend_backend
-
-
-def run(func, args, arch):
-    k = ascend_backend.compile(func, target={"kind": "ascendc", "arch": arch}, runtime="emulator", strict=True)
-    k(*args)
-    assert all(r.ok for r in k.reports)
-    return k
 
 
 def gather_rows(M=64, N=64, bM=32, blocks=2):

@@ -10,20 +10,12 @@ import tilelang.language as T
 import torch
 import torch.nn.functional as F
 from attention_forms import guarded_online_softmax, init_softmax, normalize, softmax_weights
+from strict_run import run
 
-import ascend_backend
 from ascend_backend.arch import get_arch
 from ascend_backend.frontend import import_primfunc
 from ascend_backend.ir import Scope
 from ascend_backend.pipeline import passes
-
-
-def run(func, args, arch):
-    k = ascend_backend.compile(func, target={"kind": "ascendc", "arch": arch}, runtime="emulator", strict=True)
-    k(*args)
-    assert all(r.ok for r in k.reports)
-    return k
-
 
 # ------------------------------------------------------------------ masks and indices
 

@@ -7,17 +7,11 @@ import fp8_gemm
 import pytest
 import tilelang.language as T
 import torch
-
-import ascend_backend
+from strict_run import run
 
 E4 = torch.float8_e4m3fn
 
 
-def run(func, args, arch):
-    k = ascend_backend.compile(func, target={"kind": "ascendc", "arch": arch}, runtime="emulator", strict=True)
-    k(*args)
-    assert all(r.ok for r in k.reports)
-    return k
 
 
 def quantize_scale(s: float) -> float:

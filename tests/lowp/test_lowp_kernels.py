@@ -8,6 +8,7 @@ import int8_gemm
 import pytest
 import tilelang.language as T
 import torch
+from strict_run import run
 
 import ascend_backend
 from ascend_backend.errors import UnsupportedError
@@ -19,11 +20,6 @@ def compile_for(func, arch):
     return ascend_backend.compile(func, target={"kind": "ascendc", "arch": arch}, runtime="emulator", strict=True)
 
 
-def run(func, args, arch):
-    k = compile_for(func, arch)
-    k(*args)
-    assert all(r.ok for r in k.reports)
-    return k
 
 
 # ------------------------------------------------------------------ FP8 quantization (dav-3510)
