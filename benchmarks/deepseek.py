@@ -370,31 +370,30 @@ def dsa_specs(quick: bool) -> list[Spec]:
 
 def run(spec: Spec, arch: str) -> Row:
     """The spec's kernel (the fastest of its tile candidates, each at num_stages 2)."""
+    if spec.kind != "attn" and not spec.tiles:
+        return run_one(spec, arch, spec.build, spec.config)
+    rows = []
     if spec.kind == "attn":
-        rows = []
         for cand in spec.candidates:
             config, build = cand[0], cand[1]
             args = cand[2] if len(cand) > 2 else spec.args
             launches = cand[3] if len(cand) > 3 else spec.launches
             unique = cand[4] if len(cand) > 4 else spec.unique
-            r = run_launches(spec, arch, build, args, config, launches, unique)
-            busy = " ".join(f"{p} {v:.0f}%" for p, v in sorted((r.busy or {}).items()) if v >= 1)
-            console.print(f"    [dim]{spec.name} {arch} {r.config}: "
-                          f"{r.skipped or f'{r.time_us:,.1f} us, busy {busy}'} ({r.wall:.0f} s wall)[/dim]")
-            rows.append(r)
-        done = [r for r in rows if not r.skipped]
-        return min(done, key=lambda r: r.total_cycles) if done else rows[0]
-    if not spec.tiles:
-        return run_one(spec, arch, spec.build, spec.config)
-    rows = []
-    for t in spec.tiles:
-        r = run_one(spec, arch, lambda t=t: spec.build(t), f"tile {t[0]}x{t[1]}x{t[2]}, num_stages 2")
-        busy = " ".join(f"{p} {v:.0f}%" for p, v in sorted((r.busy or {}).items()) if v >= 1)
-        console.print(f"    [dim]{spec.name} {arch} {r.config}: "
-                      f"{r.skipped or f'{r.time_us:,.1f} us, busy {busy}'} ({r.wall:.0f} s wall)[/dim]")
-        rows.append(r)
+            rows.append(_shown(spec, arch, run_launches(spec, arch, build, args, config, launches, unique)))
+    else:
+        for t in spec.tiles:
+            rows.append(_shown(spec, arch, run_one(spec, arch, lambda t=t: spec.build(t),
+                                                   f"tile {t[0]}x{t[1]}x{t[2]}, num_stages 2")))
     done = [r for r in rows if not r.skipped]
     return min(done, key=lambda r: r.total_cycles) if done else rows[0]
+
+
+def _shown(spec: Spec, arch: str, r: Row) -> Row:
+    """Print one candidate's figures as it finishes; return it."""
+    busy = " ".join(f"{p} {v:.0f}%" for p, v in sorted((r.busy or {}).items()) if v >= 1)
+    console.print(f"    [dim]{spec.name} {arch} {r.config}: "
+                  f"{r.skipped or f'{r.time_us:,.1f} us, busy {busy}'} ({r.wall:.0f} s wall)[/dim]")
+    return r
 
 
 def run_launches(spec: Spec, arch: str, build, args, config: str, launches: tuple, unique: tuple) -> Row:
