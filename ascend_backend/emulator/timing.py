@@ -324,6 +324,18 @@ def op_cost(arch: str, pipe: int, src: int, dst: int, nbytes: int, elems: int, m
     return int(fixed + math.ceil(nbytes / bw)), 0
 
 
+_L0C_PIPES = (PIPES.index("M"), PIPES.index("FIX"))
+
+
+def _unit_blocks(r: list, pipe: int) -> int:
+    """The 512-byte L0C blocks an M or FIX op record covers (UnitFlag page): an Mmad writes its
+    16x16 output fractals of 4-byte accumulators (``repeats`` of them, 1 KB each); a Fixpipe reads
+    4 bytes of L0C per output element (``elems``)."""
+    if pipe == _L0C_PIPES[0]:
+        return max(1, 2 * r[9])
+    return max(1, math.ceil(4 * r[7] / 512))
+
+
 def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gts: list[int],
                   times: dict[int, list[int]], rates: dict[int, GMRates]
                   ) -> tuple[int, dict[tuple[int, int], int], list[tuple]]:
@@ -337,6 +349,7 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
     for gt in gts:
         times[gt] = [0] * len(threads[gt]["ops"])
     busy: dict[tuple[int, int], int] = {}
+    spans: dict[tuple[int, int], tuple[int, int, int, int]] = {}  # M / FIX ops: (start, end, busy, L0C blocks)
     tl: list[tuple] = []
     gtset = set(gts)
     progress = True
@@ -375,11 +388,20 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
                     c, lat = cl
                     start = max(s, free[pipe])
                     end = start + c
+                    if deps:  # unit flags: stream behind the op that released the L0C blocks
+                        for k in range(0, len(deps), 2):
+                            pr = spans.get((deps[k], deps[k + 1]))
+                            if pr is not None:
+                                p_start, p_end, p_busy, p_blocks = pr
+                                start = max(start, p_start + math.ceil(p_busy / p_blocks))
+                                end = max(start + c, p_end + math.ceil(c / _unit_blocks(r, pipe)))
                     free[pipe] = end
                     done[pipe] = max(done[pipe], end + lat)
                     if pipe == 0:
                         s = end
                     busy[(gt, pipe)] = busy.get((gt, pipe), 0) + c
+                    if pipe in _L0C_PIPES:
+                        spans[(gt, st["i"])] = (start, end, c, _unit_blocks(r, pipe))
                     tl.append((gt, pipe, r[2], start, end, r[3]))
                     t[st["i"]] = end + lat
                 elif kind == 1:  # SetFlag on src pipe: fires when its earlier ops are complete

@@ -120,6 +120,15 @@ void queue_forget(const void* begin, size_t bytes);
 void pipe_reset(const Loc& loc);
 // TBufPool::Reset: wait for the FreeTensor events pending on the queue object [begin, begin + bytes).
 void queue_drain(const void* begin, size_t bytes, const char* what, const Loc& loc);
+// L0C unit flags (UnitFlag page): one bit per 512-byte block of L0C. `mmad`: an Mmad writing
+// `l0c` (else a Fixpipe reading it) with unitFlag `flag` (0, 2 or 3). unit_flag_pre goes right
+// before the op's record (the waits: joins the clocks that released the blocks, notes the
+// producer for the timing model, reports misuse), unit_flag_post right after it (2: bits
+// unchanged; 3: an Mmad sets them to 1, a Fixpipe clears them to 0). Only L0C spans count.
+void unit_flag_pre(bool mmad, uint8_t flag, const Span* l0c, size_t n, const Loc& loc);
+void unit_flag_post(bool mmad, uint8_t flag, const Span* l0c, size_t n, const Loc& loc);
+// SetFixPipeConfig(l0cTensor, isUnitFlag = true): every block's bit to 0.
+void unit_flag_reset(const Loc& loc);
 int64_t block_idx();
 int64_t block_num();
 // A GM address the caller put into GM data (a pointer of a ListTensorDesc) -> the address the

@@ -295,7 +295,10 @@ inline void mmad_impl(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const
     // timing model: output fractals, depth and operand width (docs/emulator-internals.md, Cost)
     emu::Cost c; c.macs = (uint64_t)p.m * p.n * p.k; c.repeats = (uint32_t)(Mb * Nb);
     c.elems = p.k; c.bytes = emu::bytes_of<U>(p.k);
+    // unitFlag (UnitFlag page): wait for the blocks' unit flags to be 0 before writing; 3 sets them after
+    emu::unit_flag_pre(true, p.unitFlag, w.v.data(), w.v.size(), loc);
     emu::ops::record_sets("Mmad", emu::Pipe::M, r, w, c, loc);
+    emu::unit_flag_post(true, p.unitFlag, w.v.data(), w.v.size(), loc);
     const void* pa = fm.emu_ptr();
     const void* pb = filter.emu_ptr();
     emu::DT abt = emu::dt_of<U>();
@@ -353,7 +356,8 @@ template <class D, class S, class DstT>
 inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout fmt, uint32_t m, uint32_t n,
                            uint64_t srcStride, uint64_t dstStride, uint32_t ndNum, uint64_t srcNdBytes,
                            uint64_t dstNdElems, bool relu, QuantMode_t q, uint64_t deq, const emu::Loc& loc,
-                           const LocalTensor<uint64_t>* quantTensor = nullptr, bool channelSplit = false) {
+                           const LocalTensor<uint64_t>* quantTensor = nullptr, bool channelSplit = false,
+                           uint8_t unitFlag = 0) {
     if (src.emu_mem() != emu::Mem::L0C) emu::fail("invalid_param", "Fixpipe: source must be in L0C (CO1)", loc);
     if (quantTensor && quantTensor->emu_mem() != emu::Mem::L1 && quantTensor->emu_mem() != emu::Mem::FB)
         emu::fail("invalid_param", "Fixpipe: the quant tensor (cbufWorkspace) must be in L1 (TPosition::C1)", loc);
@@ -393,7 +397,10 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
     const emu::AtomicMode am = dst.emu_span(0).mem == emu::Mem::GM ? emu::atomic_mode() : emu::AtomicMode{};
     if (am.dtype)
         for (auto& sp : w.v) sp.cls = emu::CLS_ATOMIC;
+    // unitFlag (UnitFlag page): wait for the blocks' unit flags to be 1 before reading; 3 clears them after
+    emu::unit_flag_pre(false, unitFlag, r.v.data(), r.v.size(), loc);
     emu::ops::record_sets("Fixpipe", emu::Pipe::FIX, r, w, c, loc);
+    emu::unit_flag_post(false, unitFlag, r.v.data(), r.v.size(), loc);
     uint8_t* out = reinterpret_cast<uint8_t*>(dst.emu_ptr());
     std::vector<uint8_t> tmp;
     const uint64_t base = dst.emu_span(0).begin;
@@ -446,7 +453,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
                     const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
                                   p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
-                                  p.deqScalar, loc, nullptr, p.isChannelSplit);
+                                  p.deqScalar, loc, nullptr, p.isChannelSplit, p.unitFlag);
 }
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
@@ -454,7 +461,7 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
     emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
                                   p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
-                                  p.deqScalar, loc, nullptr, p.isChannelSplit);
+                                  p.deqScalar, loc, nullptr, p.isChannelSplit, p.unitFlag);
 }
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S,
           std::enable_if_t<std::is_same_v<S, uint64_t>, bool> = true>
@@ -462,7 +469,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
                     const FixpipeParamsV220& p, const emu::Loc& loc = emu::Loc::current()) {
     emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
                                   p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
-                                  p.deqScalar, loc, &cbufWorkspace, p.isChannelSplit);
+                                  p.deqScalar, loc, &cbufWorkspace, p.isChannelSplit, p.unitFlag);
 }
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S,
           std::enable_if_t<std::is_same_v<S, uint64_t>, bool> = true>
@@ -471,7 +478,7 @@ inline void Fixpipe(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
     emu_detail::check_fix_local_dst(dst, config.isToUB, loc);
     emu_detail::fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, p.dstStride,
                                   p.ndNum, (uint64_t)p.srcNdStride * 1024, p.dstNdStride, p.reluEn, p.quantPre,
-                                  p.deqScalar, loc, &cbufWorkspace, p.isChannelSplit);
+                                  p.deqScalar, loc, &cbufWorkspace, p.isChannelSplit, p.unitFlag);
 }
 #endif
 
@@ -508,7 +515,7 @@ inline void fix3510(const DstT& dst, const LocalTensor<U>& src, const FixpipePar
     uint32_t nd; uint64_t sb, de;
     fix3510_nd<U>(p, nd, sb, de, loc);
     fixpipe_common<T>(dst, src, config.format, p.mSize, p.nSize, p.srcStride, fix3510_dst_stride<T>(p, loc), nd, sb, de,
-                      fix3510_relu(p), p.quantPre, p.deqScalar, loc, qt, p.isChannelSplit);
+                      fix3510_relu(p), p.quantPre, p.deqScalar, loc, qt, p.isChannelSplit, p.unitFlag);
 }
 }  // namespace emu_detail
 

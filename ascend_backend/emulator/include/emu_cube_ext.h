@@ -608,10 +608,11 @@ inline void InitConstValue(const LocalTensor<T>& dst, const InitConstValueParams
 // per column) in the Fixpipe buffer; SetFixpipeNz2ndFlag: ndNum / srcNdStride (1024-byte units
 // on dav-c220, C0_SIZE on dav-3510) / dstNdStride (elements) for nz2ndEn.
 template <typename T>
-inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>& quantPre, bool isUnitFlag = false) {
+inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>& quantPre, bool isUnitFlag = false,
+                             const emu::Loc& loc = emu::Loc::current()) {
     static_assert(std::is_same_v<T, uint64_t>, "SetFixPipeConfig: the tensors hold uint64_t words");
     (void)reluPre;
-    (void)isUnitFlag;
+    if (isUnitFlag) emu::unit_flag_reset(loc);
     emu_detail::FixRegs& g = emu_detail::fix_regs();
     g.haveQuantTensor = true;
     g.qmem = quantPre.emu_mem();
@@ -622,10 +623,12 @@ template <typename T, bool setRelu = false>
 inline void SetFixPipeConfig(const LocalTensor<T>& preData, bool isUnitFlag = false,
                              const emu::Loc& loc = emu::Loc::current()) {
     static_assert(!setRelu, "SetFixPipeConfig: setRelu = true (a ReLU tensor) is not supported (page: only quant tensors)");
-    // An L0C tensor with isUnitFlag = true only clears the unitFlag state (mmad_unitflag example:
-    // SetFixPipeConfig<T>(co1Local, true)); the emulator does not model unitFlag, so nothing to do.
-    if (preData.emu_mem() == emu::Mem::L0C) return;
-    (void)isUnitFlag;
+    // An L0C tensor: with isUnitFlag = true every L0C block's unit flag goes to 0 (SetFixPipeConfig
+    // page, isUnitFlag); nothing else is configured.
+    if (preData.emu_mem() == emu::Mem::L0C) {
+        if (isUnitFlag) emu::unit_flag_reset(loc);
+        return;
+    }
     if constexpr (!std::is_same_v<T, uint64_t>) {
         emu::fail("invalid_param", "SetFixPipeConfig: a quant tensor in L1/FB holds uint64_t words", loc);
     } else {
@@ -672,7 +675,7 @@ inline void datacopy_l0c(const DstT& dst, const LocalTensor<U>& src, const DataC
         de = g.dstNdStride;
     }
     fixpipe_common<T>(dst, src, p.nz2ndEn ? CO2Layout::ROW_MAJOR : CO2Layout::NZ, p.mSize, p.nSize, p.srcStride, p.dstStride,
-                      nd, sb, de, p.reluPre == 1, p.quantPre, g.preQuant, loc, qp, p.channelSplit);
+                      nd, sb, de, p.reluPre == 1, p.quantPre, g.preQuant, loc, qp, p.channelSplit, p.unitFlag);
 }
 }  // namespace emu_detail
 

@@ -157,6 +157,16 @@ struct XTok {
         per_block.emplace_back(b, v);
     }
 };
+// One 512-byte block of L0C under unit flags (UnitFlag page): its bit, and the op that last
+// changed it (an Mmad with unitFlag 3 set it, a Fixpipe with unitFlag 3 cleared it): that op's
+// pipe clock (what a later op waiting on the bit is ordered after) and trace index (timing).
+struct UnitBlk {
+    uint8_t bit = 0;
+    bool has_clk = false;   // false: never changed, or cleared by a reset (nothing to order after)
+    bool fresh = false;     // the release is not yet a dependency of an Mmad (timing: record it once)
+    VC clk{};
+    uint32_t idx = 0, line = 0;
+};
 struct MutexSlot {
     bool locked = false, has_unlock = false;
     int8_t lock_pipe = -1, unlock_pipe = -1;
@@ -253,6 +263,9 @@ struct Core {
     uint64_t poll_ops = 0;
     uint64_t ctrl = is_3510() ? (1ull << 60) : 0;  // CTRL special register (defaults per the SetCtrlSpr page)
     std::map<int, MutexSlot> mtx;
+    std::vector<UnitBlk> ublk;   // L0C unit flags (AIC; sized on first use)
+    std::vector<Dep> op_deps;    // dependencies of the next op record (unit flags: the releasing op)
+    uint32_t last_op_idx = 0;    // trace index of the latest op record
     // The op whose effect is being applied (recorded, next API call not yet made): tid << 32 |
     // epoch, 0 when none. Another core comparing data with it waits for the effect (ww_settle).
     std::atomic<uint64_t> busy{0};
@@ -1016,7 +1029,13 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
     OpRec r{op, loc.line(), R_OP, (uint8_t)pipe, (uint8_t)(n_reads ? (int)reads[0].mem : 255),
             (uint8_t)(n_writes ? (int)writes[0].mem : 255), cost.bytes, cost.elems, cost.macs, cost.repeats, 0, 0};
     if (pipe == Pipe::S) r.repeats = dcache_outcome(c, reads, n_reads, writes, n_writes);
-    push_rec(c, r);
+    if (!c->op_deps.empty()) {  // unit flags: the op waits for the op that released its blocks
+        r.dep_off = (uint32_t)c->deps.size();
+        r.dep_n = (uint32_t)c->op_deps.size();
+        c->deps.insert(c->deps.end(), c->op_deps.begin(), c->op_deps.end());
+        c->op_deps.clear();
+    }
+    c->last_op_idx = push_rec(c, r);
     c->busy.store(busy_key((uint8_t)tid, e), std::memory_order_release);
 }
 
@@ -1194,6 +1213,144 @@ void pipe_barrier(int pipe, const Loc& loc) {
     push_rec(c, r);
     if (!pipe_on(c->kind, p)) return;
     if (own_clock_is_completion(p)) c->clk[(int)p][c->slot * kNumPipes + (int)p] = c->cnt[(int)p];
+}
+
+// ---- L0C unit flags (UnitFlag page) -------------------------------------------------
+namespace {
+constexpr uint64_t kUnitBytes = 512;
+// The 512-byte blocks of L0C the spans cover, in order, each once.
+std::vector<uint32_t> unit_blocks(Core* c, const Span* sp, size_t n) {
+    if (c->ublk.empty()) c->ublk.resize(arch_mem_size(Mem::L0C) / kUnitBytes);
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i < n; ++i) {
+        if (sp[i].mem != Mem::L0C || sp[i].end <= sp[i].begin) continue;
+        for (uint64_t b = sp[i].begin / kUnitBytes; b < (sp[i].end + kUnitBytes - 1) / kUnitBytes && b < c->ublk.size(); ++b)
+            out.push_back((uint32_t)b);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+// "bytes [a, b)" of the first run of blocks in `bl` for which pred holds, plus how many blocks hold it.
+template <class P>
+std::string unit_where(const std::vector<uint32_t>& bl, P pred, size_t* count = nullptr) {
+    size_t k = 0;
+    int64_t lo = -1, hi = -1;
+    for (uint32_t b : bl) {
+        if (!pred(b)) continue;
+        ++k;
+        if (lo < 0) lo = b, hi = b + 1;
+        else if ((int64_t)b == hi) hi = b + 1;
+    }
+    if (count) *count = k;
+    if (lo < 0) return "";
+    return "L0C bytes [" + std::to_string(lo * kUnitBytes) + ", " + std::to_string(hi * kUnitBytes) + ")";
+}
+void unit_error(const std::string& msg, const Loc& loc) { add_flag_error("unit_flag", "unitFlag", -1, msg, loc); }
+}  // namespace
+
+void unit_flag_pre(bool mmad, uint8_t flag, const Span* l0c, size_t n, const Loc& loc) {
+    const char* op = mmad ? "Mmad" : "Fixpipe";
+    Core* c = cur_core(loc, op);
+    if (!c) return;
+    if (flag == 1 || flag > 3)
+        fail_op("invalid_param", std::string(op) + ": unitFlag " + std::to_string(flag) +
+                                     " is not a valid value (0 off, 2 keep the unit flags, 3 flip them; 1 is reserved)", op, loc);
+    std::vector<uint32_t> bl = unit_blocks(c, l0c, n);
+    if (bl.empty()) return;
+    auto& u = c->ublk;
+    auto full = [&](uint32_t b) { return u[b].bit == 1; };
+    size_t nfull = 0;
+    const std::string where_full = unit_where(bl, full, &nfull);
+    const uint32_t full_line = nfull ? u[*std::find_if(bl.begin(), bl.end(), full)].line : 0;
+    const Pipe pipe = mmad ? Pipe::M : Pipe::FIX;
+    auto join_block = [&](UnitBlk& k, bool dep) {
+        if (!k.has_clk) return;
+        join(c->clk[(int)pipe], k.clk);
+        if (dep) {
+            bool seen = false;
+            for (auto& d : c->op_deps) seen |= d.idx == k.idx;
+            if (!seen) c->op_deps.push_back({c->gt, k.idx});
+        }
+    };
+    if (mmad) {
+        if (flag == 0) {
+            if (nfull)
+                unit_error("Mmad without unitFlag overwrites " + where_full + ", which the Mmad at line " + std::to_string(full_line) +
+                               " marked full (unitFlag 3) and no Fixpipe with unitFlag has read yet: the result is lost. "
+                               "Give this Mmad unitFlag 2 or 3 too (it then waits for the Fixpipe), or read the blocks first "
+                               "(UnitFlag page: Mmad and Fixpipe enable it together)", loc);
+            return;
+        }
+        if (nfull)
+            unit_error("Mmad with unitFlag " + std::to_string(flag) + " writes " + where_full + ", still marked full by the Mmad at line " +
+                           std::to_string(full_line) + " (unitFlag 3) and not read by a Fixpipe with unitFlag 3 since: on hardware "
+                           "it waits for a Fixpipe issued after it (a hang or the next tile's data in that Fixpipe). Read the "
+                           "accumulator with a Fixpipe with unitFlag 3 first (UnitFlag page)", loc);
+        for (uint32_t b : bl)
+            if (u[b].bit == 0) {
+                join_block(u[b], u[b].fresh);
+                u[b].fresh = false;
+            }
+        return;
+    }
+    // Fixpipe
+    if (flag == 0) {
+        if (nfull) {
+            unit_error("Fixpipe without unitFlag reads " + where_full + ", which the Mmad at line " + std::to_string(full_line) +
+                           " marked with unitFlag 3: the blocks stay marked full and the next Mmad with unitFlag waits "
+                           "forever. Set the Fixpipe's unitFlag to 3 too (UnitFlag page: Mmad and Fixpipe enable it together)", loc);
+            for (uint32_t b : bl) u[b].bit = 0, u[b].has_clk = false;  // reported once
+        }
+        return;
+    }
+    size_t nempty = 0;
+    const std::string where_empty = unit_where(bl, [&](uint32_t b) { return u[b].bit == 0; }, &nempty);
+    if (nempty == bl.size())
+        unit_error("Fixpipe with unitFlag " + std::to_string(flag) + " reads " + where_empty +
+                       " that no Mmad with unitFlag 3 has marked full: on hardware it waits forever (or reads the "
+                       "accumulator when a later Mmad marks it). Give the accumulator's last Mmad unitFlag 3 (the K loop's "
+                       "others 2), or drop the Fixpipe's unitFlag and order it with SetFlag/WaitFlag<M_FIX> (UnitFlag page)", loc);
+    else if (nempty)
+        unit_error("Fixpipe with unitFlag " + std::to_string(flag) + " reads " + where_empty +
+                       " that no Mmad with unitFlag 3 has marked full, beside blocks the Mmad at line " + std::to_string(full_line) +
+                       " marked: the Fixpipe's region is not the Mmad's (UnitFlag page: Mmad and Fixpipe should cover the "
+                       "same data; SetFixPipeConfig(l0c, true) resets the flags)", loc);
+    for (uint32_t b : bl)
+        if (u[b].bit == 1) join_block(u[b], true);
+}
+
+void unit_flag_post(bool mmad, uint8_t flag, const Span* l0c, size_t n, const Loc& loc) {
+    if (flag != 3) return;
+    Core* c = cur_core(loc, mmad ? "Mmad" : "Fixpipe");
+    if (!c) return;
+    std::vector<uint32_t> bl = unit_blocks(c, l0c, n);
+    const Pipe pipe = mmad ? Pipe::M : Pipe::FIX;
+    const VC v = pipe_done_clock(c, pipe);
+    for (uint32_t b : bl) {
+        UnitBlk& k = c->ublk[b];
+        k.bit = mmad ? 1 : 0;
+        k.has_clk = true;
+        k.fresh = true;
+        k.clk = v;
+        k.idx = c->last_op_idx;
+        k.line = loc.line();
+    }
+}
+
+void unit_flag_reset(const Loc& loc) {
+    Core* c = cur_core(loc, "SetFixPipeConfig");
+    if (!c) return;
+    // the reset is issued on FIX after every earlier Fixpipe: an Mmad behind it is ordered after them
+    const VC v = pipe_done_clock(c, Pipe::FIX);
+    for (UnitBlk& k : c->ublk) {
+        if (k.bit == 0 && k.has_clk) continue;
+        k.bit = 0;
+        k.has_clk = true;
+        k.fresh = false;
+        k.clk = v;
+        k.line = loc.line();
+    }
 }
 
 namespace {
@@ -1727,6 +1884,25 @@ void thread_main(Core* c) {
                 std::lock_guard<std::mutex> lk(G->race_mu);
                 G->flag_errors.push_back(j);
             }
+    }
+    if (clean && !c->ublk.empty()) {
+        std::vector<uint32_t> all(c->ublk.size());
+        for (uint32_t b = 0; b < all.size(); ++b) all[b] = b;
+        size_t nfull = 0;
+        const std::string where = unit_where(all, [&](uint32_t b) { return c->ublk[b].bit == 1; }, &nfull);
+        if (nfull) {
+            uint32_t line = 0;
+            for (auto& k : c->ublk)
+                if (k.bit == 1) { line = k.line; break; }
+            std::string j = "{\"kind\":\"unit_flag\",\"event\":\"unitFlag\",\"id\":-1,\"line\":" + std::to_string(line) +
+                            ",\"file\":\"\"," + core_json(c) + ",\"message\":" +
+                            jstr(where + " (" + std::to_string(nfull * kUnitBytes) + " bytes of L0C in all) marked full by the Mmad at line " +
+                                 std::to_string(line) + " (unitFlag 3) are never read by a Fixpipe with unitFlag 3 before the kernel "
+                                 "ends: the next Mmad with unitFlag on them would wait forever (UnitFlag page: the last Fixpipe "
+                                 "takes unitFlag 3)") + "}";
+            std::lock_guard<std::mutex> lk(G->race_mu);
+            G->flag_errors.push_back(j);
+        }
     }
     if (clean)
         for (auto& [id, m] : c->mtx)
