@@ -54,6 +54,9 @@ class Arch:
     # Fixpipe's scalar-scaled conversions to a 16-bit float (随路量化 page), ((accumulator, output),
     # mode) pairs: what passes/fold_scale.py may fold a per-tensor scale into.
     fixpipe_scaled: tuple = ()
+    # Mmad / Fixpipe unitFlag (UnitFlag page; the Mmad page's unitFlag row: Ascend 950 and the A2 /
+    # A3 series): the accumulator's Fixpipe streams out behind the K loop's last Mmad.
+    unit_flag: bool = False
 
     @property
     def macro(self) -> str:
@@ -82,6 +85,7 @@ DAV_C220 = Arch(
     vector_casts=_COMMON_CASTS,
     fixpipe_dtypes=((F32, (F32, F16, BF16, I8)), (I32, (I32, F16, I8))),
     fixpipe_scaled=(((I32, F16), QuantMode.S32_TO_F16),),
+    unit_flag=True,
 )
 
 DAV_3510 = Arch(
@@ -105,6 +109,7 @@ DAV_3510 = Arch(
     fixpipe_dtypes=((F32, (F32, F16, BF16, I8, E4M3)), (I32, (I32, F16, BF16, I8))),
     fixpipe_scaled=(((I32, F16), QuantMode.S32_TO_F16), ((I32, BF16), QuantMode.S32_TO_BF16),
                     ((F32, F16), QuantMode.F32_TO_F16_SCALED), ((F32, BF16), QuantMode.F32_TO_BF16_SCALED)),
+    unit_flag=True,
 )
 
 ARCHES = {a.name: a for a in (DAV_3510, DAV_C220)}

@@ -36,6 +36,8 @@ from .ir import (
     CrossCoreWaitOp,
     Direction,
     FirstIteration,
+    UnitFlagLast,
+    UnitFlagReset,
     FixpipeToGmArch3510,
     FixpipeToGmV220,
     FixpipeToPeerUb,
@@ -371,7 +373,22 @@ def _mmad(op: Mmad) -> dict:
         init = " && ".join(f"({cname(v)} == 0)" for v in op.init.loop_vars)
     else:
         init = "true" if op.init else "false"
-    return {"dst": op.dst, "a": op.a, "b": op.b, "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init}
+    return {"dst": op.dst, "a": op.a, "b": op.b, "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init,
+            **_unit_flag(op)}
+
+
+def _unit_flag(op) -> dict:
+    """The unitFlag line of an Mmad or a Fixpipe (passes/unit_flag.py): its value and its reason."""
+    uf = op.unit_flag
+    if uf is None:
+        return {"unit_flag": None}
+    if isinstance(uf.value, UnitFlagLast):
+        value = f"({cname(uf.value.var)} == {cexpr(uf.value.last)}) ? 3 : 2"
+    else:
+        value = str(uf.value)
+    if uf.when is not None:
+        value = f"({cexpr(uf.when)}) ? {value} : 0"
+    return {"unit_flag": value, "unit_flag_reason": uf.reason}
 
 
 def _fixpipe_to_gm(op) -> dict:
@@ -383,7 +400,8 @@ def _fixpipe_to_gm(op) -> dict:
             "deq": (f"{QUANT_ONE | (QUANT_SIGNED if op.dtype == DType.INT8 else 0):#x}ULL"
                     if op.quant.scaled and op.scale is None else None),
             "scale": cexpr(op.scale) if op.scale is not None else None,
-            "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None}
+            "atomic": f"{ATOMIC[op.atomic]}<{op.dtype.ctype}>" if op.atomic is not None else None,
+            **_unit_flag(op)}
 
 
 def _peer_slot(op) -> str:
@@ -396,13 +414,14 @@ def _peer_slot(op) -> str:
 def _fixpipe_to_peer_ub(op: FixpipeToPeerUb) -> dict:
     slot = _peer_slot(op)
     return {"src": op.src, "dst": f"{op.target}_peer" + (f"[{slot}]" if slot else ""), "half": op.half,
-            "rows": op.rows, "cols": op.cols, "pitch": op.pitch, "sub": op.sub, "ctype": op.dtype.ctype}
+            "rows": op.rows, "cols": op.cols, "pitch": op.pitch, "sub": op.sub, "ctype": op.dtype.ctype,
+            **_unit_flag(op)}
 
 
 def _fixpipe_to_peer_ub_dual(op: FixpipeToPeerUbDual) -> dict:
     slot = _peer_slot(op)
     return {"src": op.src, "dst": f"{op.target}_peer" + (f"[{slot}]" if slot else ""), "rows": op.rows,
-            "cols": op.cols, "pitch": op.pitch, "ctype": op.dtype.ctype}
+            "cols": op.cols, "pitch": op.pitch, "ctype": op.dtype.ctype, **_unit_flag(op)}
 
 
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
@@ -452,6 +471,7 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     FixpipeToPeerUb: _fixpipe_to_peer_ub,
     FixpipeToPeerUbDual: _fixpipe_to_peer_ub_dual,
     CopyUbToPeerL1: _copy_ub_to_peer_l1,
+    UnitFlagReset: lambda op: {"acc": op.acc, "reason": op.reason},
     VecCopy: lambda op: {"dst": _at(op.dst, cexpr(op.dst_offset)), "src": _at(op.src, cexpr(op.src_offset)),
                          "count": op.count},
     VecDuplicate: lambda op: {"dst": op.dst, "value": scalar(op.value), "count": op.count},

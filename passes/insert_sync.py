@@ -46,6 +46,7 @@ from ascend_backend.ir import (
     Launch,
     Loop,
     LoopKind,
+    Mmad,
     Pipe,
     PipeBarrier,
     Print,
@@ -54,10 +55,12 @@ from ascend_backend.ir import (
     Scope,
     SetFlag,
     SyncPhase,
+    UnitFlagReset,
     WaitFlag,
     walk,
 )
 from ascend_backend.ir.nodes import loaded_buffers
+from ascend_backend.passes.unit_flag import mark_unit_flags
 
 MAX_EVENT_ID = 5
 
@@ -116,15 +119,27 @@ def _events(item, skip: frozenset = frozenset()) -> list:
     return []
 
 
+def _unit_flagged(p: _Event, c: _Event) -> frozenset:
+    """The accumulator whose Mmad -> Fixpipe (or Fixpipe -> next Mmad) order between p and c the L0C
+    unit flags keep (both carry unitFlag, passes/unit_flag.py): no flag needed for it."""
+    uf_p, uf_c = getattr(p.op, "unit_flag", None), getattr(c.op, "unit_flag", None)
+    if uf_p is None or uf_c is None or p.pipe == c.pipe:
+        return frozenset()
+    acc = {getattr(x, "dst", None) if isinstance(x, Mmad) else getattr(x, "src", None) for x in (p.op, c.op)}
+    return frozenset(acc) if len(acc) == 1 else frozenset()
+
+
 def _conflict(p: _Event, c: _Event, alias: dict | None = None) -> tuple[str, str] | None:
     """(buffer, hazard) if c must follow p. ``alias``: for each buffer, the others plan_memory gave
     some of its bytes (lifetimes disjoint): c writing such bytes must follow p's accesses to the
-    other buffer (a read of them only follows that write, which orders it already)."""
-    for b in sorted(p.writes & c.reads):
+    other buffer (a read of them only follows that write, which orders it already). An accumulator
+    that unit flags order between p and c is no conflict."""
+    uf = _unit_flagged(p, c)
+    for b in sorted((p.writes & c.reads) - uf):
         return b, "RAW"
-    for b in sorted(p.reads & c.writes):
+    for b in sorted((p.reads & c.writes) - uf):
         return b, "WAR"
-    for b in sorted(p.writes & c.writes):
+    for b in sorted((p.writes & c.writes) - uf):
         return b, "WAW"
     if alias:
         for b in sorted(c.writes):
@@ -154,7 +169,7 @@ class _IdsExhausted(Exception):
 
 class _SyncInserter:
     def __init__(self, kernel: Kernel, arch, trips: set, merge: frozenset = frozenset()) -> None:
-        self.kernel = kernel
+        self.kernel, self.unit_records = mark_unit_flags(kernel, arch)
         self.trips = trips
         self.merge = merge  # event types whose flags in pipelined loops are merged to save ids
         self.vector_barrier = arch.needs_vector_barrier
@@ -182,6 +197,15 @@ class _SyncInserter:
                 s.reason = (f"{f.hazard} on {f.buffer}: '{f.consumer.text}' ({f.dst}) after "
                             f"'{f.producer.text}' ({f.src})" + (", previous iteration" if f.carried else ""))
             records.append(rec)
+        # unit-flag rows follow the flags' (their ops carry the row index)
+        base = len(records)
+        for r in self.unit_records:
+            records.append(dataclasses.replace(r, index=base + r.index))
+        for x in walk(body):
+            uf = x if isinstance(x, UnitFlagReset) else getattr(x, "unit_flag", None)
+            if uf is not None:
+                uf.flag += base
+                uf.reason = f"unit flag, sync table #{uf.flag}: {uf.reason}"
         return self.kernel.replace(body=body, flags=records)
 
     def block(self, items: list, loop: Loop | None) -> list:

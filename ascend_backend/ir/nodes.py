@@ -304,6 +304,30 @@ class FirstIteration:
 
 
 @dataclass(frozen=True)
+class UnitFlagLast:
+    """The unitFlag of an accumulator's Mmad in its K loop (UnitFlag page): 3 on the trip where
+    ``var`` is ``last`` (the last Mmad marks the L0C blocks full for the Fixpipe), 2 on the others."""
+
+    var: Any
+    last: Any
+
+    def __str__(self) -> str:
+        return f"{self.var} == {self.last} ? 3 : 2"
+
+
+@dataclass
+class UnitFlagUse:
+    """How an Mmad or a Fixpipe takes part in unit flags: ``value`` (2, 3 or UnitFlagLast for an
+    Mmad), ``when`` (a Fixpipe: 3 only if this scalar condition holds, the K loop ran at least once;
+    None: always), ``flag`` (its row in Kernel.flags) and ``reason`` (the comment in the code)."""
+
+    value: Any
+    flag: int = -1
+    reason: str = ""
+    when: Any = None
+
+
+@dataclass(frozen=True)
 class RepeatOperand:
     """A source of a mask/repeat vector op that broadcasts: its buffer and its strides, in 32 B
     blocks (``blk`` within a repeat, ``rep`` between repeats), elements per row (``row``) and
@@ -791,6 +815,7 @@ class Mmad(AscOp):
     n: int
     k: Valid
     init: bool | FirstIteration
+    unit_flag: UnitFlagUse | None = None  # insert_sync: unit flags order it against the accumulator's Fixpipe
 
     macro: ClassVar[str] = "mmad"
     pipe: ClassVar[Pipe] = Pipe.M
@@ -818,6 +843,7 @@ class _FixpipeToGm(AscOp):
     src_dtype: DType = DType.FLOAT32  # the accumulator's (float32, or int32 for int8 operands)
     atomic: AtomicOp | None = None
     scale: Expr | None = None  # the scalar a scaled quant mode multiplies by (None: 1.0)
+    unit_flag: UnitFlagUse | None = None  # insert_sync: unit flags order it after the accumulator's Mmads
 
     pipe: ClassVar[Pipe] = Pipe.FIX
 
@@ -844,6 +870,24 @@ class FixpipeToGmArch3510(_FixpipeToGm):
 
 
 @dataclass
+class UnitFlagReset(AscOp):
+    """SetFixPipeConfig(acc, true) after a Fixpipe that read part of the accumulator's blocks under
+    unit flags: every L0C unit flag back to 0 (SetFixPipeConfig page, isUnitFlag), so the next Mmad
+    with unitFlag does not wait for blocks no Fixpipe reads. No data access: the flags order it."""
+
+    acc: str
+    flag: int = -1  # its row in Kernel.flags
+    reason: str = ""
+
+    macro: ClassVar[str] = "unit_flag_reset"
+    pipe: ClassVar[Pipe] = Pipe.FIX
+
+    @property
+    def text(self) -> str:
+        return f"reset the unit flags after a partial read of {self.acc}"
+
+
+@dataclass
 class _FixpipeToPeerUb(AscOp):
     """dav-3510: accumulator ``src`` (``rows`` x ``cols``, ``pitch`` columns in UB) into an AIV's UB
     tile ``target`` (another core's memory: no local write); into its slot ``step`` % slots when
@@ -858,6 +902,7 @@ class _FixpipeToPeerUb(AscOp):
     step: Any = None
     slots: int = 1
     slot_elems: int = 0
+    unit_flag: UnitFlagUse | None = None  # insert_sync: unit flags order it after the accumulator's Mmads
 
     pipe: ClassVar[Pipe] = Pipe.FIX
 
@@ -1387,7 +1432,7 @@ __all__ = [
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
-    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast",
+    "UnitFlagLast", "UnitFlagReset", "UnitFlagUse", "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
     "VecFoldRows", "VecScanRows",

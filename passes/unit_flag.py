@@ -1,0 +1,191 @@
+"""unit_flag: let an accumulator's Fixpipe stream out behind the K loop's last Mmad (UnitFlag page).
+
+Run by insert_sync before it places flags. Where a statement list holds a K loop whose only
+access to an L0C accumulator ``C`` is one Mmad that overwrites ``C`` on the loop's first trip
+(or a single overwriting Mmad outside a loop), followed by the Fixpipe(s) reading ``C`` with
+nothing else touching ``C`` between, the Mmad gets unitFlag 2 (3 on the loop's last trip) and the
+Fixpipe unitFlag 3. L0C then carries one unit flag per 512-byte block: the Fixpipe reads each
+block once the last Mmad wrote it, and a later Mmad with unitFlag writes each block once the
+Fixpipe read it. So insert_sync places no SetFlag/WaitFlag<M_FIX> for that Mmad -> Fixpipe order
+and no FIX -> M flag for the next tile's Mmad (both sides carry unit flags), and the pair gets a
+row of its own in the sync table (event ``unitFlag``).
+
+Conditions, each needed for the flags to balance:
+* every Fixpipe reads exactly the blocks the Mmad writes: its source row stride is the Mmad's
+  padded M. A window with a runtime tail (or smaller than the tile) reads fewer blocks: then
+  ``SetFixPipeConfig(C, true)`` after the last Fixpipe clears the rest (UnitFlag page, the
+  region-mismatch case), so the next Mmad does not wait for blocks nobody reads;
+* Fixpipes reading the same rows cannot share the blocks' release: several Fixpipes are marked only
+  when they read disjoint rows (the two AIV halves of FixpipeToPeerUb);
+* a K loop with a runtime trip count may run no trip: the Fixpipe's unitFlag is then 0 (no Mmad
+  marked anything; nothing to wait for).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ascend_backend.ir import (
+    AscOp,
+    FirstIteration,
+    FixpipeToGmArch3510,
+    FixpipeToGmV220,
+    FixpipeToPeerUb,
+    FixpipeToPeerUbDual,
+    FlagRecord,
+    If,
+    Kernel,
+    Loop,
+    LoopKind,
+    Mmad,
+    UnitFlagLast,
+    UnitFlagReset,
+    UnitFlagUse,
+    static_int,
+    walk,
+)
+
+_FIXPIPES = (FixpipeToGmV220, FixpipeToGmArch3510, FixpipeToPeerUb, FixpipeToPeerUbDual)
+
+
+def _touches(item, buf: str) -> list:
+    """The ops inside ``item`` that read or write ``buf``."""
+    return [x for x in walk([item]) if isinstance(x, AscOp) and (buf in x.reads or buf in x.writes)]
+
+
+def _reads_whole(fix, mm: Mmad) -> bool | None:
+    """Does the Fixpipe read every block the Mmad writes? True: yes; False: a subset (a reset
+    follows it); None: its layout differs (no unit flags)."""
+    m16 = (mm.m + 15) // 16 * 16
+    if isinstance(fix, FixpipeToGmV220 | FixpipeToGmArch3510):
+        if fix.src_stride != m16:
+            return None
+        w = fix.window
+        full = (not w.valid_rows.tail and not w.valid_cols.tail and (w.valid_rows.n + 15) // 16 * 16 == m16
+                and (w.valid_cols.n + 15) // 16 == (mm.n + 15) // 16)
+        return full
+    if fix.rows != m16 or (fix.cols + 15) // 16 != (mm.n + 15) // 16:
+        return None
+    return True
+
+
+class _Marker:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.records: list[FlagRecord] = []
+        self.resets: dict[int, str] = {}  # id(last Fixpipe) -> accumulator to reset after it
+
+    def block(self, items: list) -> list:
+        items = [self.inner(s) for s in items]
+        for j, fix in enumerate(items):
+            if not isinstance(fix, _FIXPIPES) or fix.unit_flag is not None:
+                continue
+            self.chain(items, j)
+        out = []
+        for x in items:
+            out.append(x)
+            if id(x) in self.resets:
+                n = x.unit_flag.flag
+                out.append(UnitFlagReset(acc=self.resets.pop(id(x)), loc=x.loc,
+                                         flag=n, reason="the Fixpipe may read fewer blocks than the Mmad "
+                                                "marked (a tail tile): clear the rest for the next Mmad (SetFixPipeConfig page, isUnitFlag)"))
+        return out
+
+    def inner(self, s):
+        if isinstance(s, Loop):
+            return dataclasses.replace(s, body=self.block(s.body))
+        if isinstance(s, If):
+            return dataclasses.replace(s, then_body=self.block(s.then_body), else_body=self.block(s.else_body))
+        return s
+
+    def chain(self, items: list, j: int) -> None:
+        acc = items[j].src
+        # the Fixpipes of this accumulator from j on (nothing else touching it between them)
+        fixes = [j]
+        for k in range(j + 1, len(items)):
+            ops = _touches(items[k], acc)
+            if not ops:
+                continue
+            if isinstance(items[k], _FIXPIPES) and items[k].src == acc:
+                fixes.append(k)
+                continue
+            break
+        # what wrote it last: a K loop of one Mmad, or one Mmad
+        i = next((i for i in range(j - 1, -1, -1) if _touches(items[i], acc)), None)
+        if i is None:
+            return
+        src = items[i]
+        loop = None
+        if isinstance(src, Loop):
+            if src.kind is LoopKind.WHILE or src.skewed or src.var is None:
+                return
+            inside = _touches(src, acc)
+            if len(inside) != 1 or not isinstance(inside[0], Mmad) or inside[0] not in src.body:
+                return
+            mm = inside[0]
+            if not (isinstance(mm.init, FirstIteration) and tuple(mm.init.loop_vars) == (src.var,)):
+                return
+            loop = src
+        elif isinstance(src, Mmad) and src.init is True:
+            mm = src
+        else:
+            return
+        if mm.dst != acc:
+            return
+        fx = [items[k] for k in fixes]
+        whole = [_reads_whole(f, mm) for f in fx]
+        if any(w is None for w in whole):
+            return
+        if len(fx) > 1 and not (all(isinstance(f, FixpipeToPeerUb) for f in fx)
+                                and len({f.sub for f in fx}) == len(fx)):
+            return  # Fixpipes reading the same blocks: not handled
+        if isinstance(fx[0], FixpipeToPeerUb):
+            if any(f.half % 16 for f in fx):
+                return  # halves sharing a fractal's blocks
+            partial = sum(f.half for f in fx) < fx[0].rows
+        else:
+            partial = not whole[0]
+        if loop is not None and static_int(loop.extent) == 0:
+            return
+        n = len(self.records)
+        fix_text = fx[-1].text if len(fx) == 1 else f"{len(fx)} Fixpipes {acc} -> {fx[0].target}"
+        if loop is not None:
+            last = static_int(loop.start) + static_int(loop.extent) - 1 \
+                if static_int(loop.start) is not None and static_int(loop.extent) is not None \
+                else loop.start + loop.extent - 1
+            value = UnitFlagLast(loop.var, last)
+            ran = None if static_int(loop.extent) is not None else loop.extent > 0
+            m_reason = (f"3 on the K loop's last trip marks {acc}'s blocks full for "
+                        f"'{fix_text}' (2 on the others keeps them writable), instead of SetFlag/WaitFlag<M_FIX>")
+        else:
+            value, ran = 3, None
+            m_reason = (f"3 marks {acc}'s blocks full for '{fix_text}', instead of "
+                        f"SetFlag/WaitFlag<M_FIX>")
+        f_reason = (f"reads each block of {acc} once '{mm.text}' marked it (instead of "
+                    f"SetFlag/WaitFlag<M_FIX>) and clears it, so the next Mmad with unitFlag writes behind this "
+                    f"read (instead of SetFlag/WaitFlag<FIX_M>)")
+        new_mm = dataclasses.replace(mm, unit_flag=UnitFlagUse(value, n, m_reason))
+        if loop is not None:
+            items[i] = dataclasses.replace(loop, body=[new_mm if x is mm else x for x in loop.body])
+        else:
+            items[i] = new_mm
+        for k in fixes:
+            items[k] = dataclasses.replace(items[k], unit_flag=UnitFlagUse(3, n, f_reason, ran))
+        if partial:
+            self.resets[id(items[fixes[-1]])] = acc
+        kind = "unit flag RAW (Mmad 2, last 3; Fixpipe 3), WAR of the next Mmad"
+        if partial:
+            kind += "; reset after a partial read"
+        self.records.append(FlagRecord(index=n, event="unitFlag", event_id="2/3", producer=mm.text,
+                                       consumer=fix_text, buffer=acc, kind=kind, producer_loc=mm.loc,
+                                       consumer_loc=fx[0].loc))
+
+
+def mark_unit_flags(kernel: Kernel, arch) -> tuple[Kernel, list[FlagRecord]]:
+    """Mark the accumulators' Mmad -> Fixpipe chains with unit flags (see the module docstring).
+    Returns the kernel and its unit-flag sync-table rows (indices from 0, as the ops' flag)."""
+    if not arch.unit_flag:
+        return kernel, []
+    m = _Marker(kernel)
+    body = m.block(kernel.body)
+    return kernel.replace(body=body), m.records
