@@ -7,9 +7,22 @@ either a blind spot in the checker or a flag the compiler never needed; both are
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
-from .ir import CrossCoreSetOp, CrossCoreWaitOp, Kernel, PipeBarrier, Program, SetFlag, WaitFlag, map_body, walk
+from .ir import (
+    CrossCoreSetOp,
+    CrossCoreWaitOp,
+    Kernel,
+    Mmad,
+    PipeBarrier,
+    Program,
+    SetFlag,
+    UnitFlagReset,
+    WaitFlag,
+    map_body,
+    walk,
+)
 
 
 @dataclass
@@ -30,10 +43,30 @@ def _without(body: list, drop) -> list:
     return map_body(body, lambda s: [] if drop(s) else [s])
 
 
+def _without_unit_flag(body: list, n: int, mmad: bool, fixpipe: bool) -> list:
+    """``body`` with the unitFlag of sync-table row ``n`` taken off its Mmads and/or its Fixpipes
+    (and its unit-flag reset, when both lose it)."""
+    def strip(s):
+        if isinstance(s, UnitFlagReset) and s.flag == n:
+            return [] if mmad and fixpipe else [s]
+        uf = getattr(s, "unit_flag", None)
+        if uf is not None and uf.flag == n and (mmad if isinstance(s, Mmad) else fixpipe):
+            return [dataclasses.replace(s, unit_flag=None)]
+        return [s]
+
+    return map_body(body, strip)
+
+
 def mutants(kernel: Kernel):
-    """(description, mutated kernel) for every flag and every barrier of ``kernel``."""
+    """(description, mutated kernel) for every flag and every barrier of ``kernel``; a unit-flag row
+    (event ``unitFlag``) is dropped on both sides, on the Mmads only and on the Fixpipes only."""
     for f in kernel.flags:
         desc = f"flag #{f.index} {f.event}({f.event_id}) on {f.buffer}: {f.producer} -> {f.consumer}"
+        if f.event == "unitFlag":
+            for what, mm, fx in (("dropped", True, True), ("dropped on the Mmads", True, False),
+                                 ("dropped on the Fixpipes", False, True)):
+                yield f"{desc} ({what})", kernel.replace(body=_without_unit_flag(kernel.body, f.index, mm, fx))
+            continue
         yield desc, kernel.replace(body=_without(kernel.body, lambda s, n=f.index: isinstance(s, SetFlag | WaitFlag)
                                                  and s.flag == n))
     barriers = [s for s in walk(kernel.body) if isinstance(s, PipeBarrier)]

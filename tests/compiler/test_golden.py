@@ -55,16 +55,18 @@ def test_gemm_c220_k_loop_is_primed_and_drained():
         CHECK: SetFlag<HardEvent::MTE1_M>(0);
         CHECK: WaitFlag<HardEvent::MTE1_M>(0);
         CHECK: mp.cmatrixInitVal = (k == 0);
+        # unit flags (UnitFlag page) order the accumulator's Fixpipe after the K loop's last Mmad
+        CHECK-NEXT: mp.unitFlag = (k == 3) ? 3 : 2;  // unit flag, sync table #
         CHECK-NEXT: Mmad(C_local, A_shared_l0a, B_shared_l0b, mp);
         CHECK: SetFlag<HardEvent::M_MTE1>(0);
         CHECK: WaitFlag<HardEvent::MTE1_MTE2>(0);  // drain
         CHECK: WaitFlag<HardEvent::MTE1_MTE2>(1);  // drain
         CHECK: WaitFlag<HardEvent::M_MTE1>(0);  // drain
-        CHECK: SetFlag<HardEvent::M_FIX>(0);  // RAW on C_local
-        CHECK: WaitFlag<HardEvent::M_FIX>(0);
+        CHECK-NOT: M_FIX
         CHECK: FixpipeParamsV220 fp;
         CHECK: fp.quantPre = QuantMode_t::F322F16;
-        CHECK: Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[(by * 128) * 256 + (bx * 128)], C_local, fp);
+        CHECK: fp.unitFlag = 3;  // unit flag, sync table #
+        CHECK-NEXT: Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[(by * 128) * 256 + (bx * 128)], C_local, fp);
         CHECK-NOT: PIPE_ALL
     """)
 
@@ -178,7 +180,8 @@ def test_gemm_pipelined_prologue_steady_state_epilogue():
         CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(3);  // drain
         CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(0);  // drain
         CHECK-NEXT: WaitFlag<HardEvent::M_MTE1>(1);  // drain
-        CHECK-NEXT: SetFlag<HardEvent::M_FIX>(0);
+        CHECK-NEXT: {  // gemm.py:33
+        CHECK: fp.unitFlag = 3;
         CHECK-NOT: PIPE_ALL
     """)
 
@@ -189,10 +192,12 @@ def test_sync_table_names_producer_consumer_buffer():
     carried = [r for r in rows if r["kind"].startswith("loop-carried")]
     assert {(r["event"], r["buffer"]) for r in carried} == {("MTE1_MTE2", "A_shared"), ("MTE1_MTE2", "B_shared"),
                                                               ("M_MTE1", "A_shared_l0a")}
-    fix = [r for r in rows if r["event"] == "M_FIX"]
+    # the accumulator's Mmad -> Fixpipe order is the unit flags' (passes/unit_flag.py): a row of its own
+    assert not [r for r in rows if r["event"] == "M_FIX"]
+    fix = [r for r in rows if r["event"] == "unitFlag"]
     assert len(fix) == 1 and fix[0]["producer"].startswith("Mmad") and fix[0]["consumer"].startswith("Fixpipe")
     assert fix[0]["producer_at"].endswith("gemm.py:32") and fix[0]["consumer_at"].endswith("gemm.py:33")
-    assert all(0 <= r["id"] <= 5 for r in rows)
+    assert all(0 <= r["id"] <= 5 for r in rows if r["event"] != "unitFlag")
 
 
 def test_memory_map_lists_every_on_chip_buffer():

@@ -7,7 +7,7 @@ import pytest
 from filecheck import filecheck
 
 from ascend_backend.errors import InternalCompilerError, MemoryBudgetError, UnsupportedError
-from ascend_backend.ir import Core, Route, Scope
+from ascend_backend.ir import Core, Route, Scope, walk
 from ascend_backend.ir.builder import ProgramBuilder
 from ascend_backend.ir.printer import print_program
 from ascend_backend.ir.verify import verify_program
@@ -469,8 +469,11 @@ def test_route_keeps_dropping_free_for_a_derived_round_trip():
 
 def test_insert_sync_round_trip_needs_a_tile_derived_from_the_received_one():
     # On the AIC the Fixpipe of o and the next Mmad into o need FIX -> M: the v the AIC waits for in
-    # between was not computed from o, so its arrival says nothing about the Fixpipe.
-    filecheck(after(handover_then_partial(), "insert_sync"), """
+    # between was not computed from o, so its arrival says nothing about the Fixpipe. (With unit flags
+    # off: on, they order that pair instead, test_insert_sync_unit_flags_replace_m_fix_and_fix_m.)
+    p = handover_then_partial()
+    p = p.replace(arch=dataclasses.replace(p.arch, unit_flag=False))
+    filecheck(after(p, "insert_sync"), """
         CHECK: == AIC ==
         CHECK: Fixpipe o -> ws_o (float32)  reads(o)
         CHECK-NEXT: WAR on o: 'Mmad o = a_l0a x v_l0b' (M) after 'Fixpipe o -> ws_o (float32)' (FIX)
@@ -478,6 +481,23 @@ def test_insert_sync_round_trip_needs_a_tile_derived_from_the_received_one():
         CHECK-SAME: WAR on o: 'Mmad o = a_l0a x v_l0b' (M) after 'Fixpipe o -> ws_o (float32)' (FIX)
         CHECK-NEXT: Mmad o = a_l0a x v_l0b  reads
     """)
+
+
+def test_insert_sync_unit_flags_replace_m_fix_and_fix_m():
+    # The same kernel with unit flags (both arches have them): o's Mmad gets unitFlag 3 and its
+    # Fixpipe 3, no M_FIX / FIX_M flag orders them, the sync table has a unitFlag row naming both.
+    p = upto(handover_then_partial(), "insert_sync")
+    aic = p.launch.kernels[Core.AIC]
+    ops = [x for x in walk(aic.body) if getattr(x, "unit_flag", None) is not None]
+    assert {type(x).__name__ for x in ops} == {"Mmad", "FixpipeToGmV220"}
+    assert all(x.unit_flag.value == 3 and "sync table #" in x.unit_flag.reason for x in ops)
+    rows = [f for f in aic.flags if f.event == "unitFlag"]
+    assert len(rows) == 1 and rows[0].buffer == "o" and rows[0].index == ops[0].unit_flag.flag
+    # no flag orders the marked pair either way (Mmad -> Fixpipe, Fixpipe -> the next trip's Mmad);
+    # the other ops on o (a product added into it, another Fixpipe) keep theirs
+    pair = {ops[0].text, ops[1].text}
+    assert not [f for f in aic.flags if f.event != "unitFlag" and {f.producer, f.consumer} == pair]
+    assert [f for f in aic.flags if f.event in ("M_FIX", "FIX_M") and f.buffer == "o"]
 
 
 # ------------------------------------------------------------------ split_rows
