@@ -40,6 +40,7 @@ EARLY_TOUCH_3510 = """
     CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(3);  // AIV 0's UB tile d is free
     CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(19);  // AIV 1's UB tile d is free
     CHECK: fp.dualDstCtl = 1;
+    CHECK-NEXT: fp.unitFlag = 3;  // unit flag, sync table #
     CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(d_peer, d, fp);
     CHECK: CrossCoreSetFlag<4, PIPE_FIX>(1);
     CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(17);

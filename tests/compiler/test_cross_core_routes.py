@@ -42,6 +42,7 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK-NEXT: fp.nSize = 64;
         CHECK-NEXT: fp.mSize = 64;
         CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: fp.unitFlag = 3;  // unit flag, sync table #
         CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_s_part_peer[((k) % 2) * 2048], acc_s, fp);
         CHECK-NEXT: }
         CHECK-NOT: Fixpipe<
@@ -58,6 +59,7 @@ def test_flash_attention_3510_p_tile_goes_ub_to_l1_with_mode_4():
         CHECK: LoadData(acc_s_cast_l0a, acc_s_cast, LoadData2DParamsV2{
         CHECK: Mmad(acc_o, acc_s_cast_l0a, V_shared_l0b, mp);
         CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: fp.unitFlag = 3;  // unit flag, sync table #
         CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(acc_o_part_peer[((k_b) % 2) * 2048], acc_o, fp);
         CHECK-NEXT: }
         CHECK-NOT: Fixpipe<
@@ -110,10 +112,12 @@ def test_without_the_dual_mode_each_aiv_half_has_its_fixpipe_and_runs_clean(monk
     filecheck(k.kernel_source, """
         CHECK-NOT: dualDstCtl
         CHECK: fp.subBlockId = false;
+        CHECK-NEXT: fp.unitFlag = 3;  // unit flag, sync table #
         CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(
         CHECK-NEXT: }
         CHECK-NEXT: CrossCoreSetFlag<4, PIPE_FIX>(0);
         CHECK: fp.subBlockId = true;
+        CHECK-NEXT: fp.unitFlag = 3;  // unit flag, sync table #
         CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(
         CHECK: CrossCoreSetFlag<4, PIPE_FIX>(16);
     """)
@@ -149,6 +153,7 @@ def test_free_flags_3510_on_chip_per_aiv():
         CHECK: CrossCoreWaitFlag<4, PIPE_FIX>(1);  // AIV 0's UB tile c is free
         CHECK-NEXT: CrossCoreWaitFlag<4, PIPE_FIX>(17);  // AIV 1's UB tile c is free
         CHECK: fp.dualDstCtl = 1;
+        CHECK-NEXT: fp.unitFlag = 3;  // unit flag, sync table #
         CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(c_peer, c, fp);
         CHECK-NEXT: }
         CHECK: CrossCoreSetFlag<4, PIPE_FIX>(0);
