@@ -36,8 +36,6 @@ from .ir import (
     CrossCoreWaitOp,
     Direction,
     FirstIteration,
-    UnitFlagLast,
-    UnitFlagReset,
     FixpipeToGmArch3510,
     FixpipeToGmV220,
     FixpipeToPeerUb,
@@ -64,6 +62,8 @@ from .ir import (
     ScalarStore,
     Scope,
     SetFlag,
+    UnitFlagLast,
+    UnitFlagReset,
     Valid,
     VecBinary,
     VecBinaryBcast,
@@ -91,6 +91,7 @@ from .ir import (
     VecWholeReduce,
     WaitFlag,
     static_int,
+    walk,
 )
 
 # The TPosition each memory is declared with.
@@ -668,6 +669,11 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
         half = rs.rows if rs.rows is not None else "rows/2"
         block_index.append(f"const int32_t {v} = GetSubBlockIdx();  // this AIV's half of the rows: [{v} * {half}, "
                            f"+{half})")
+    if any(getattr(x, "unit_flag", None) is not None for x in walk(kernel.body)):
+        # every Fixpipe the compiler emits converts NZ to ND: under unit flags the page asks the Mmad
+        # to produce N first, so it finishes blocks in the order the Fixpipe reads them
+        block_index.append("SetMMRowMajor();  // unit flags: the Mmads walk N first, the order the Fixpipe's NZ2ND "
+                           "reads L0C (UnitFlag page)")
     body: list = []
     token = LOAD.set(lambda e: scalar_access(kernel, e.buffer, list(e.indices))[1])
     try:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ascend_backend.passes.unit_flag import mark_unit_flags
+
 from ascend_backend.errors import InternalCompilerError
 from ascend_backend.ir import (
     AscOp,
@@ -60,7 +62,6 @@ from ascend_backend.ir import (
     walk,
 )
 from ascend_backend.ir.nodes import loaded_buffers
-from ascend_backend.passes.unit_flag import mark_unit_flags
 
 MAX_EVENT_ID = 5
 

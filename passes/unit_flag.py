@@ -86,9 +86,9 @@ class _Marker:
             out.append(x)
             if id(x) in self.resets:
                 n = x.unit_flag.flag
-                out.append(UnitFlagReset(acc=self.resets.pop(id(x)), loc=x.loc,
-                                         flag=n, reason="the Fixpipe may read fewer blocks than the Mmad "
-                                                "marked (a tail tile): clear the rest for the next Mmad (SetFixPipeConfig page, isUnitFlag)"))
+                why = ("the Fixpipe may read fewer blocks than the Mmad marked (a tail tile): clear the rest "
+                       "for the next Mmad (SetFixPipeConfig page, isUnitFlag)")
+                out.append(UnitFlagReset(acc=self.resets.pop(id(x)), loc=x.loc, flag=n, reason=why))
         return out
 
     def inner(self, s):

@@ -2408,7 +2408,12 @@ class Interp:
             reads.append((c, fc))
         elif init is None:
             maybe.append((c, fc))
+        uf = _unit_flag(ps[0]) if ps else 0
+        if uf != 0:
+            self.m.unit_wait("M")
         self._record("M", name, line, reads, [(c, fc)], maybe)
+        if uf not in (0, 2):
+            self.m.unit_release("M", "FIX")
         return None
 
     def op_fixpipe(self, name: str, args: list, line: int):
@@ -2442,7 +2447,12 @@ class Interp:
                 else:
                     fpd = None
                 writes = [(dst, fpd, 0), (dst, fpd, 1)]
+        uf = _unit_flag(ps[0]) if ps else 0
+        if uf != 0:
+            self.m.unit_wait("FIX")
         self._record("FIX", name, line, [(src, fps)] + [(t, None) for t in ts[2:]], writes)
+        if uf not in (0, 2):
+            self.m.unit_release("FIX", "M")
         return None
 
     def op_vector(self, name: str, targs: list, args: list, line: int):
@@ -2565,6 +2575,16 @@ def _enum_name(v) -> str:
         return v.name
     return "?"
 
+
+
+def _unit_flag(params) -> int | None:
+    """A params struct's unitFlag (Mmad / Fixpipe, UnitFlag page): 0, 2 or 3; None when it is not
+    known here (e.g. ``(k == last) ? 3 : 2``): taken as on, possibly 3."""
+    v = params.get("unitFlag")
+    if v is None:
+        return 0
+    iv = as_int(v)
+    return iv if iv is not None else None
 
 def _ints(p: StructVal | None, names: list[str], bounds: dict | None = None) -> dict:
     """Integer fields of a parameter struct (a bounded unknown, such as a tail tile's

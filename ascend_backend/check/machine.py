@@ -80,6 +80,7 @@ class Machine:
     loop_depth: int = 0
     ops: int = 0
     mutexes: dict = field(default_factory=dict)  # MutexID -> {held pipe, line, captured accesses}
+    unit_released: dict = field(default_factory=dict)  # pipe (M / FIX) -> L0C accesses unit flags release to it
     read_lines: set = field(default_factory=set)  # lines of local reads checked for a prior write
     causal: dict | None = None  # event prefix -> own cross-core set indices that release that wait
     xcaptured: dict = field(default_factory=dict)  # cross-core set index -> accesses complete on its pipe
@@ -306,6 +307,17 @@ class Machine:
             del held[pipe]
             for a in self._complete_on(pipe):
                 st["captured"][id(a)] = a
+
+    def unit_wait(self, pipe: str) -> None:
+        """An Mmad (M) or Fixpipe (FIX) with unitFlag 2/3 (UnitFlag page): it waits for the L0C unit
+        flags the other side's last unitFlag-3 op released, so that op's L0C accesses (and the
+        earlier ones of its pipe) are ordered before it."""
+        for a in self.unit_released.get(pipe, ()):
+            a.done_for.add(pipe)
+
+    def unit_release(self, pipe: str, other: str) -> None:
+        """After an op with unitFlag 3 on ``pipe``: its pipe's L0C accesses so far are released to ``other``."""
+        self.unit_released[other] = [a for a in self._complete_on(pipe) if a.region.root and a.region.root[0] == "L0C"]
 
     def barrier(self, pipe: str) -> None:
         for bucket in self.buckets.values():

@@ -752,3 +752,52 @@ def test_ring_indexed_in_an_inlined_method_by_an_unknown_loop():
     bad = drop(RING_IN_A_METHOD, *WAR_FLAG)
     got = found(bad, auto_sync=False)
     assert ("missing-sync", line_of(bad, "load"), "error") in got
+
+
+UNIT_FLAGS = src("""
+    #include "kernel_operator.h"
+    using namespace AscendC;
+    extern "C" __global__ __aicore__ void uf(GM_ADDR ab, GM_ADDR y)
+    {
+        KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+        GlobalTensor<half> abGm;
+        abGm.SetGlobalBuffer((__gm__ half*)ab, 4096);
+        GlobalTensor<float> yGm;
+        yGm.SetGlobalBuffer((__gm__ float*)y, 8192);
+        LocalTensor<float> c(TPosition::CO1, 0, 4096);
+        LocalTensor<half> a1(TPosition::A1, 0, 4096);
+        LocalTensor<half> a2(TPosition::A2, 0, 4096);
+        LocalTensor<half> b2(TPosition::B2, 0, 4096);
+        DataCopy(a1, abGm, 4096);
+        SetFlag<HardEvent::MTE2_MTE1>(0);
+        WaitFlag<HardEvent::MTE2_MTE1>(0);
+        LoadData(a2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+        LoadData(b2, a1, LoadData2DParams{0, 16, 1, 0, 0, false, 0});
+        SetFlag<HardEvent::MTE1_M>(0);
+        WaitFlag<HardEvent::MTE1_M>(0);
+        for (int32_t t = 0; t < 2; ++t) {
+            for (int32_t k = 0; k < 4; ++k) {
+                MmadParams mp{64, 64, 64, 0, false, k == 0};
+                mp.unitFlag = (k == 3) ? 3 : 2;                                 // @mmuf
+                Mmad(c, a2, b2, mp);
+            }
+            FixpipeParamsV220 fp{64, 64, 64, 64, false};
+            fp.unitFlag = 3;                                                    // @fixuf
+            Fixpipe(yGm[t * 4096], c, fp);
+        }
+    }
+""")
+
+
+def test_unit_flags_order_mmad_fixpipe_and_the_next_mmad():
+    # UnitFlag page: the Fixpipe waits for the blocks the last Mmad (unitFlag 3) marked; the next
+    # tile's Mmads (unitFlag 2) wait for the Fixpipe (3) to have read them. No flag needed.
+    assert not {x for x in found(UNIT_FLAGS, arch="dav-c220", auto_sync=False) if x[2] == "error"}
+
+
+@pytest.mark.parametrize("tag, line_tag", [("fixuf", "fixuf"), ("mmuf", "mmuf")])
+def test_unit_flag_dropped_is_a_missing_sync(tag, line_tag):
+    # the Fixpipe without it: M -> FIX unordered; the Mmads without it: FIX -> M (next tile) and the
+    # Fixpipe's wait finds nothing marked, so M -> FIX too
+    bad = drop(UNIT_FLAGS, tag)
+    assert "missing-sync" in checks(bad, arch="dav-c220", auto_sync=False)
