@@ -496,6 +496,17 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                     v = _Flag(x.pipe, y.pipe, a, b, False, x, y, "", "round trip")
                     v.virtual = True
                     placed.append(v)
+    # Unit flags order an accumulator's Mmad before its Fixpipe, and that Fixpipe before a later Mmad
+    # with unitFlag into it, as a flag would (the waiting op starts after the releasing op's pipe
+    # reached it): record them for the coverage checks too.
+    uf_evs = [[e for e in ev if getattr(e.op, "unit_flag", None) is not None] for ev in evs]
+    for a in range(n):
+        for b in range(a + 1, n):
+            pairs = {(x.pipe, y.pipe): (x, y) for x in uf_evs[a] for y in uf_evs[b] if _unit_flagged(x, y)}
+            for (sp, dp), (x, y) in pairs.items():
+                v = _Flag(sp, dp, a, b, False, x.op, y.op, "", "unit flags")
+                v.virtual = True
+                placed.append(v)
     for j in range(n):
         for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j), j).items(), key=lambda kv: -kv[1][0]):
             if sp == dp:

@@ -1,13 +1,14 @@
 """unit_flag: let an accumulator's Fixpipe stream out behind the K loop's last Mmad (UnitFlag page).
 
 Run by insert_sync before it places flags. Where a statement list holds a K loop whose only
-access to an L0C accumulator ``C`` is one Mmad that overwrites ``C`` on the loop's first trip
-(or a single overwriting Mmad outside a loop), followed by the Fixpipe(s) reading ``C`` with
-nothing else touching ``C`` between, the Mmad gets unitFlag 2 (3 on the loop's last trip) and the
-Fixpipe unitFlag 3. L0C then carries one unit flag per 512-byte block: the Fixpipe reads each
-block once the last Mmad wrote it, and a later Mmad with unitFlag writes each block once the
-Fixpipe read it. So insert_sync places no SetFlag/WaitFlag<M_FIX> for that Mmad -> Fixpipe order
-and no FIX -> M flag for the next tile's Mmad (both sides carry unit flags), and the pair gets a
+accesses to an L0C accumulator ``C`` are Mmads at its top level, the first overwriting ``C`` on
+the loop's first trip and the others accumulating (or a single overwriting Mmad outside a loop),
+followed by the Fixpipe(s) reading ``C`` with nothing else touching ``C`` between, the last of
+those Mmads gets unitFlag 2 (3 on the loop's last trip), the others 2, and the Fixpipe 3. L0C
+then carries one unit flag per 512-byte block: the Fixpipe reads each block once the last Mmad
+wrote it, and a later Mmad with unitFlag writes each block once the Fixpipe read it. So
+insert_sync places no SetFlag/WaitFlag<M_FIX> for that Mmad -> Fixpipe order and no FIX -> M
+flag for the next tile's Mmad (both sides carry unit flags), and the pair gets a
 row of its own in the sync table (event ``unitFlag``).
 
 Conditions, each needed for the flags to balance:
@@ -119,17 +120,23 @@ class _Marker:
         if isinstance(src, Loop):
             if src.kind is LoopKind.WHILE or src.skewed or src.var is None:
                 return
+            # the K loop's Mmads into acc, all at its top level: the first overwrites on the first
+            # trip, the others accumulate (a K step split over ping/pong L0 buffers)
             inside = _touches(src, acc)
-            if len(inside) != 1 or not isinstance(inside[0], Mmad) or inside[0] not in src.body:
+            if not inside or not all(isinstance(x, Mmad) and x.dst == acc and any(x is y for y in src.body)
+                                     and (x.m, x.n) == (inside[0].m, inside[0].n) for x in inside):
                 return
-            mm = inside[0]
-            if not (isinstance(mm.init, FirstIteration) and tuple(mm.init.loop_vars) == (src.var,)):
+            first = inside[0].init
+            if not (isinstance(first, FirstIteration) and tuple(first.loop_vars) == (src.var,)) \
+                    or any(x.init is not False for x in inside[1:]):
                 return
+            mms = inside
             loop = src
         elif isinstance(src, Mmad) and src.init is True:
-            mm = src
+            mms = [src]
         else:
             return
+        mm = mms[-1]  # the last Mmad of the chain (on the loop's last trip)
         if mm.dst != acc:
             return
         fx = [items[k] for k in fixes]
@@ -164,11 +171,14 @@ class _Marker:
         f_reason = (f"reads each block of {acc} once '{mm.text}' marked it (instead of "
                     f"SetFlag/WaitFlag<M_FIX>) and clears it, so the next Mmad with unitFlag writes behind this "
                     f"read (instead of SetFlag/WaitFlag<FIX_M>)")
-        new_mm = dataclasses.replace(mm, unit_flag=UnitFlagUse(value, n, m_reason))
+        other_reason = (f"2: writes {acc} once its blocks are free (the K loop's last Mmad gives 3), instead of "
+                        f"SetFlag/WaitFlag<FIX_M>")
+        new = {id(x): dataclasses.replace(x, unit_flag=UnitFlagUse(value, n, m_reason) if x is mm
+                                          else UnitFlagUse(2, n, other_reason)) for x in mms}
         if loop is not None:
-            items[i] = dataclasses.replace(loop, body=[new_mm if x is mm else x for x in loop.body])
+            items[i] = dataclasses.replace(loop, body=[new.get(id(x), x) for x in loop.body])
         else:
-            items[i] = new_mm
+            items[i] = new[id(mm)]
         for k in fixes:
             items[k] = dataclasses.replace(items[k], unit_flag=UnitFlagUse(3, n, f_reason, ran))
         if partial:

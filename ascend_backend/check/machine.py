@@ -316,8 +316,10 @@ class Machine:
             a.done_for.add(pipe)
 
     def unit_release(self, pipe: str, other: str) -> None:
-        """After an op with unitFlag 3 on ``pipe``: its pipe's L0C accesses so far are released to ``other``."""
-        self.unit_released[other] = [a for a in self._complete_on(pipe) if a.region.root and a.region.root[0] == "L0C"]
+        """After an op with unitFlag 3 on ``pipe``: what its pipe has done so far is released to ``other``
+        (the waiting op starts after this one, which comes after its pipe's earlier work; the
+        emulator orders it the same way)."""
+        self.unit_released[other] = self._complete_on(pipe)
 
     def barrier(self, pipe: str) -> None:
         for bucket in self.buckets.values():
