@@ -57,12 +57,14 @@ def _touches(item, buf: str) -> list:
 def _reads_whole(fix, mm: Mmad) -> bool | None:
     """Does the Fixpipe read every block the Mmad writes? True: yes; False: a subset (a reset
     follows it); None: its layout differs (no unit flags)."""
+    # a unit flag covers 512 B of L0C: 8 rows of a 16-column block of 4-byte accumulators; the Mmad
+    # writes whole 16 x 16 fractals, the Fixpipe reads the rows it moves
     m16 = (mm.m + 15) // 16 * 16
     if isinstance(fix, FixpipeToGmV220 | FixpipeToGmArch3510):
         if fix.src_stride != m16:
             return None
         w = fix.window
-        full = (not w.valid_rows.tail and not w.valid_cols.tail and (w.valid_rows.n + 15) // 16 * 16 == m16
+        full = (not w.valid_rows.tail and not w.valid_cols.tail and (w.valid_rows.n + 7) // 8 * 8 == m16
                 and (w.valid_cols.n + 15) // 16 == (mm.n + 15) // 16)
         return full
     if fix.rows != m16 or (fix.cols + 15) // 16 != (mm.n + 15) // 16:
@@ -147,8 +149,8 @@ class _Marker:
                                 and len({f.sub for f in fx}) == len(fx)):
             return  # Fixpipes reading the same blocks: not handled
         if isinstance(fx[0], FixpipeToPeerUb):
-            if any(f.half % 16 for f in fx):
-                return  # halves sharing a fractal's blocks
+            if any(f.half % 8 for f in fx):
+                return  # halves sharing a block
             partial = sum(f.half for f in fx) < fx[0].rows
         else:
             partial = not whole[0]
