@@ -80,6 +80,7 @@ from ascend_backend.ir import (
     VecBrcb,
     VecCopy,
     VecFusedMulAddBcast,
+    VecMulAddDstBcast,
     VecScanRows,
     VecUnary,
     VecWholeReduce,
@@ -255,9 +256,13 @@ class TileLowerer:
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
-        body = resolve_cross_core_pipes(_fuse_rescale(self.lower_body(_elide_staging_copies(self.kernel.body,
-                                                                                               self.buffers))))
-        return self.kernel.replace(body=body, buffers=self.buffers)
+        body = self.lower_body(_elide_staging_copies(self.kernel.body, self.buffers))
+        body = resolve_cross_core_pipes(_fuse_rescale(_fuse_mul_add_dst(body, self.buffers)))
+        # vector temporaries a fusion left unused take no memory
+        used = {b for s in walk(body) if isinstance(s, AscOp) for b in (*s.reads, *s.writes)}
+        buffers = {n: b for n, b in self.buffers.items()
+                   if not (b.kind is BufferKind.TEMP and b.scope is Scope.UB and n not in used)}
+        return self.kernel.replace(body=body, buffers=buffers)
 
     def lower_body(self, body: list) -> list:
         out: list = []
@@ -1055,6 +1060,33 @@ def _fuse_rescale(body: list) -> list:
             pending[s.dst] = len(out)
         out.append(s)
     return [x for x in out if x is not None]
+
+
+def _fuse_mul_add_dst(body: list, buffers: dict) -> list:
+    """``t = x * r[row]`` (a broadcast Mul into a vector temporary) directly followed, in the same
+    statement, by ``y = y + t`` over the same whole tile: one MulAddDst (y = x * r + y, documented
+    for half/float; two roundings, as the pair it replaces). A vector pass and the temporary fewer,
+    e.g. a block-scaled GEMM's per-step promotion of its partial product."""
+    out: list = []
+    for s in body:
+        if isinstance(s, Loop):
+            s = dataclasses.replace(s, body=_fuse_mul_add_dst(s.body, buffers))
+        elif isinstance(s, If):
+            s = dataclasses.replace(s, then_body=_fuse_mul_add_dst(s.then_body, buffers),
+                                    else_body=_fuse_mul_add_dst(s.else_body, buffers))
+        mul = out[-1] if out else None
+        if (isinstance(s, VecBinaryOp) and s.op is VecBinary.ADD and s.dst == s.src0 and type(mul) is VecBinaryBcast
+                and mul.op is VecBinary.MUL and mul.dst == s.src1 and s.loc == mul.loc
+                and buffers[mul.dst].kind is BufferKind.TEMP and s.dst not in (mul.s0.buffer, mul.s1.buffer)
+                and s.count == mul.rows * mul.cols and buffers[s.dst].dtype == buffers[mul.dst].dtype
+                and (buffers[s.dst].pitch or buffers[s.dst].cols) == (buffers[mul.dst].pitch or buffers[mul.dst].cols)
+                and buffers[s.dst].dtype in (DType.FLOAT16, DType.FLOAT32)):
+            out[-1] = VecMulAddDstBcast(op=VecBinary.MUL, dst=s.dst, s0=mul.s0, s1=mul.s1, rows=mul.rows,
+                                        cols=mul.cols, lanes=mul.lanes, dst_row=mul.dst_row, dst_rep=mul.dst_rep,
+                                        chunks=mul.chunks, what=f"{mul.what}, {s.dst}", loc=s.loc)
+            continue
+        out.append(s)
+    return out
 
 
 def _fold_fill_reduce(body: list, buffers: dict) -> list:

@@ -1070,6 +1070,16 @@ class VecFusedMulAddBcast(VecBinaryBcast):
 
 
 @dataclass
+class VecMulAddDstBcast(VecBinaryBcast):
+    """MulAddDst in VecBinaryBcast's form: dst = s0 * s1 + dst (the product rounded, then the sum,
+    as the Mul and Add it replaces), e.g. a block-scaled GEMM's promotion acc = acc + part * scale[row]
+    (``op`` is unused)."""
+
+    reads = property(lambda self: _one_of(self.s0.buffer, self.s1.buffer, self.dst))
+    text = property(lambda self: f"MulAddDst {self.what} -> {self.dst}")
+
+
+@dataclass
 class VecWholeReduce(_VecOp):
     """dst[r] = reduce(src row r's first ``mask`` elements), ``repeat`` rows ``src_rep`` blocks apart."""
 
@@ -1387,7 +1397,7 @@ __all__ = [
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
-    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast",
+    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast", "VecMulAddDstBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
     "VecFoldRows", "VecScanRows",
