@@ -13,6 +13,10 @@ in order, so a second copy would never be used at the same time. If s slots do n
 of stages that fits; with ``fit_stages``
 (the driver's last retry) the buffers get that many slots instead (num_stages is a pipelining
 hint: the results are the same), and a warning names the loop.
+Tiles that cross between the cores on chip get a second slot where their memory has room: in a
+skewed loop each crossing tile (its "free" flag dropped: the round trip orders the slots), and in a
+loop that is not skewed each Cube -> Vector tile that goes one way (its "free" flag, a counter,
+primed and drained twice), so the producer runs a step ahead of the consumer.
 """
 
 from __future__ import annotations

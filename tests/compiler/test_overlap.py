@@ -54,32 +54,12 @@ def test_memory_map_of_a_skewed_flash_attention_names_what_shares():
     assert k.program.launch.kernels[Core.AIV].memory_used
 
 
-def _block_scaled_case():
-    import sys
-    from pathlib import Path
-
-    import torch
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-    import fp8_gemm
-
-    from ascend_backend.testing import Case
-
-    M, N, K = 128, 128, 512
-    g = torch.Generator().manual_seed(3)
-    aq, sa, bq, sb = fp8_gemm.quantize_blocks(torch.randn(M, K, generator=g), torch.randn(N, K, generator=g))
-    c = torch.zeros(M, N, dtype=torch.bfloat16)
-    return Case(func=fp8_gemm.matmul_fp8_block_scale(M, N, K, 128, 128), inputs=[aq, bq, sa, sb, c], outputs=[4],
-                reference=lambda a, b, sa_, sb_, _c: [fp8_gemm.reference_block_scale(a, b, sa_, sb_)],
-                atol=1e-2, rtol=1e-2)
-
-
 def test_one_way_crossing_in_a_pipelined_loop_takes_two_slots():
     # The block-scaled FP8 GEMM's partial product crosses Cube -> Vector every K step and nothing
     # comes back: its UB tile gets a second slot (the "free" flag, a counter, primed twice) and its
     # L0C accumulator rotates, so the Mmad and Fixpipe of step k + 1 need not wait for the AIVs to
     # finish step k. The promotion acc += part * scale[row] is one MulAddDst, with no temporary.
-    kernel, report, errors = run_case(_block_scaled_case(), "dav-3510")
+    kernel, report, errors = run_case(kernels.block_scaled_fp8_case(), "dav-3510")
     (t,) = kernel.program.launch.transfers
     assert not t.skewed and t.route is Route.ON_CHIP and t.slots == 2 and t.free is not None
     src = kernel.kernel_source
