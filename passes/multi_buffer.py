@@ -199,8 +199,10 @@ def _one_way_slots(launch: Launch, kernels: dict, t, arch) -> dict:
     name = t.target
     loops = [s for s in walk(aiv.body) if isinstance(s, Loop) and s.kind is LoopKind.PIPELINED and s.num_stages > 1
              and name in _touched(s.body)]
-    aic_loops = [s for s in walk(aic.body) if isinstance(s, Loop) and s.kind is LoopKind.PIPELINED
-                 and any(isinstance(x, FixpipeToPeerUb | FixpipeToPeerUbDual) and x.target == name for x in walk(s.body))]
+    def fixpipes_into(s) -> bool:
+        return any(isinstance(x, FixpipeToPeerUb | FixpipeToPeerUbDual) and x.target == name for x in walk(s.body))
+
+    aic_loops = [s for s in walk(aic.body) if isinstance(s, Loop) and s.kind is LoopKind.PIPELINED and fixpipes_into(s)]
     if len(loops) != 1 or len(aic_loops) != 1 or id(loops[0].var) != id(aic_loops[0].var):
         return kernels
     buffers = aiv.copy_buffers()
