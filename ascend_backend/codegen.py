@@ -339,7 +339,7 @@ def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
 
 def _load_data_2d(op: LoadData2D) -> dict:
     kv = valid_k(op.k)
-    src = _at(op.src, str(op.src_offset))
+    src = _at(op.src, cexpr(op.src_offset))
     fr = 16 * op.c0  # elements per fractal
     if op.operand == "A":
         # one fractal row of A per call: ZZ in L0A
@@ -361,7 +361,7 @@ def _steps(x) -> str:
 
 
 def _load_data_2d_v2(op: LoadData2DV2) -> dict:
-    return {"dst": op.dst, "src": _at(op.src, str(op.src_offset)), "m_step": _steps(op.m_step),
+    return {"dst": op.dst, "src": _at(op.src, cexpr(op.src_offset)), "m_step": _steps(op.m_step),
             "k_step": _steps(op.k_step), "src_stride": op.src_stride, "dst_stride": op.dst_stride,
             "trans": "true" if op.trans else "false", "note": op.note}
 
