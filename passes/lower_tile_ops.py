@@ -277,12 +277,15 @@ def _multiple_of(an, e, unit: int) -> bool:
     return ms.coeff % unit == 0 and ms.base % unit == 0
 
 
-def _aligned_alternative(start: int, extent: int, size: int, unit: int) -> tuple[int, int] | None:
-    """The nearest window on ``unit`` boundaries covering [start, start + extent), if it fits."""
+def _aligned_alternatives(start: int, extent: int, size: int, unit: int) -> list[tuple[int, int]]:
+    """Windows on ``unit`` boundaries near [start, start + extent) inside ``size``: the same
+    extent at the aligned starts either side, or (an unaligned extent) the aligned cover."""
+    if extent % unit:
+        lo = start - start % unit
+        hi = (start + extent + unit - 1) // unit * unit
+        return [(lo, hi - lo)] if hi <= size else []
     lo = start - start % unit
-    hi = (start + extent + unit - 1) // unit * unit
-    return (lo, hi - lo) if hi <= size else None
-
+    return [(b, extent) for b in dict.fromkeys((lo, lo + unit)) if b + extent <= size]
 
 
 # Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
@@ -920,18 +923,17 @@ class TileLowerer:
             aligned = b % u == 0 if isinstance(b, int) else _multiple_of(an, b, u)
             if not aligned or e % u:
                 what = f"starts at {dims[d][:-1]} {_expr_text(b)}" if not aligned else f"has {e} {dims[d]}"
-                unit_why = ("16 rows: one fractal is 16 rows" if d == 0 else
-                            f"{c0} columns: a fractal row is 32 bytes ({c0} {buf.dtype} elements)")
-                good = _aligned_alternative(b, e, n, u) if isinstance(b, int) else None
-                alt = ""
-                if good is not None:
+                unit_why = f"{u} {dims[d]}" + ("" if d == 0 else f" ({c0} {buf.dtype} elements are 32 bytes)")
+                alts = []
+                for good in (_aligned_alternatives(b, e, n, u) if isinstance(b, int) else ()):
                     gb, ge = list(base), list(ext)
                     gb[d], ge[d] = good
-                    alt = f" (e.g. {_slice_text(name, gb, ge)})"
+                    alts.append(_slice_text(name, gb, ge))
+                alt = f" (e.g. {' or '.join(alts)})" if alts else ""
                 raise AlignmentError(
                     f"gemm operand {which}: the window {_slice_text(name, base, ext)} of '{name}' {what}; the Cube "
-                    f"core loads whole fractals from L1, so a window's {dims[d]} start and extent must be "
-                    f"multiples of {unit_why}", loc=s.loc,
+                    f"core loads whole 16 x {c0} fractals from L1, so a window's start and extent must be multiples "
+                    f"of {unit_why}", loc=s.loc,
                     hint=f"align the window's {dims[d]} to multiples of {u}{alt}, or T.copy the window into a tile of "
                     "its own and multiply that tile")
         if ext[k_dim] % c0:
