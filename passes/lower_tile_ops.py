@@ -5,7 +5,8 @@ Establishes: the bodies hold only Loops, Ifs, scalar stores and Ascend ops (``As
 subclasses: one class per template macro, each declaring its pipe and the buffers it reads and
 writes). Copies become DataCopy / DataCopyPad (GM <-> UB, with tails), Nd2Nz (GM -> L1) and Fixpipe
 (L0C -> GM, with the cast); a gemm becomes LoadData into L0A/L0B (buffers created here, in the
-arch's fractal layouts) and Mmad, stepped through K in chunks when the operand tiles do not fit
+arch's fractal layouts; an operand may be a window of its L1 tile on fractal boundaries: an element
+offset with the tile's strides) and Mmad, stepped through K in chunks when the operand tiles do not fit
 L0A/L0B twice (ping/pong buffers inside a pipelined loop with num_stages > 1); fills, reduces and
 T.Parallel bodies become vector ops (see lower_parallel). Where the arches differ the lowering
 picks distinct op kinds (LoadData2D / LoadData2DV2, FixpipeToGmV220 / FixpipeToGmArch3510).
