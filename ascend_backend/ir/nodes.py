@@ -732,7 +732,7 @@ class LoadData2D(AscOp):
     operand: str
     dst: str
     src: str
-    src_offset: int
+    src_offset: Expr  # elements: an int, or a PrimExpr for a window at a loop variable's offset
     mn: int
     k: Valid
     trans: bool
@@ -758,7 +758,7 @@ class LoadData2DV2(AscOp):
 
     dst: str
     src: str
-    src_offset: int
+    src_offset: Expr  # elements: an int, or a PrimExpr for a window at a loop variable's offset
     m_step: int | KFractals
     k_step: int | KFractals
     src_stride: int
