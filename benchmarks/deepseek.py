@@ -383,7 +383,7 @@ def dsa_specs(quick: bool) -> list[Spec]:
         unique=(L2Reads(2 * SKV * 576 + 2 * SQ * H * 576 + 4 * SQ * K,
                         2 * SKV * 576 + ASSUMPTIONS["dav-3510"]["groups"] * (2 * H * 576 + 4 * K)),),
         candidates=[(f"block_I {bi}", lambda bi=bi: dsa.sparse_mla_fwd(SQ, SKV, H, 512, 64, K, bi))
-                    for bi in ([32] if quick else [32, 64])])
+                    for bi in ([32] if quick else [32, 64, 128])])
     IH, ID = 64, 128  # DeepSeek-V3.2's indexer: 64 heads of dim 128 (bf16 here; fp8 in DeepSeek's)
     indexer = Spec(
         name="DSA lightning indexer (bf16)", shape=f"s_q {SQ} s_kv {SKV} h{IH} d{ID}", kind="attn",
