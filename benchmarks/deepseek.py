@@ -329,7 +329,7 @@ def mla_spec(quick: bool) -> Spec:
     B, H, S, page = (8, 128, 1024, 64) if quick else (64, 128, 4096, 64)
     block_H = 64
     macs, gm = mla_decode_work(B, H, S)
-    tried = [(1, True)] if quick else [(1, False), (1, True), (2, True)]
+    tried = [(1, True, 64)] if quick else [(1, False, 64), (1, True, 64), (2, True, 64), (1, True, 128)]
     pages = S // page
     bf = BF16
     unique = 2 * B * S * 576 + 2 * B * H * 576 + 4 * B * pages + 4 * B
@@ -342,14 +342,14 @@ def mla_spec(quick: bool) -> Spec:
                 torch.zeros(B, H, 512, dtype=bf)]
 
     cands = []
-    for ns, inner in tried:
+    for ns, inner, bn in tried:
         reads = L2Reads(unique, 2 * min(B, running_seqs) * S * 576 if inner else None)
         launches, per_launch = ((0, "split"), (1, "combine")), (reads, None)
         if ns == 1:
             launches, per_launch = ((0, "split"),), (reads,)
-        cands.append((f"block_H {block_H}, block_N 64, {ns} split{'s' if ns > 1 else ''}"
+        cands.append((f"block_H {block_H}, block_N {bn}, {ns} split{'s' if ns > 1 else ''}"
                       + (", head blocks first" if inner else ", batch first"),
-                      lambda ns=ns, inner=inner: mla_decode.mla_decode_paged(B, H, S, 512, 64, 64, block_H, ns, page,
+                      lambda ns=ns, inner=inner, bn=bn: mla_decode.mla_decode_paged(B, H, S, 512, 64, bn, block_H, ns, page,
                                                                              heads_inner=inner),
                       lambda ns=ns: args(ns), launches, per_launch))
     return Spec(
