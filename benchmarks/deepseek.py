@@ -349,8 +349,8 @@ def mla_spec(quick: bool) -> Spec:
             launches, per_launch = ((0, "split"),), (reads,)
         cands.append((f"block_H {block_H}, block_N {bn}, {ns} split{'s' if ns > 1 else ''}"
                       + (", head blocks first" if inner else ", batch first"),
-                      lambda ns=ns, inner=inner, bn=bn: mla_decode.mla_decode_paged(B, H, S, 512, 64, bn, block_H, ns, page,
-                                                                             heads_inner=inner),
+                      lambda ns=ns, inner=inner, bn=bn: mla_decode.mla_decode_paged(
+                          B, H, S, 512, 64, bn, block_H, ns, page, heads_inner=inner),
                       lambda ns=ns: args(ns), launches, per_launch))
     return Spec(
         name="MLA decode", shape=f"b{B} h{H} s{S} d512+64 page{page}", kind="attn",
