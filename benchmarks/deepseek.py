@@ -12,7 +12,8 @@ Kernels (examples/), at the shapes DeepSeek published where they fit:
   seq 4096; timed as DeepSeek did: the dQ/dK/dV launch and the final BF16 cast(s), without the
   Delta preprocessing launch;
 - mla_decode.py: batch 64, 128 query heads on one latent head (512 + rope 64), paged KV (64-token
-  pages), every sequence 4096 tokens; the split launch and the combine launch;
+  pages), every sequence 4096 tokens; the fastest of its forms (one split writing the output, or
+  splits and a combine launch; batch or head blocks first in the grid; 64 or 128 tokens a step);
 - dsa.py: sparse MLA forward over top-k 2048 of 8192 keys for 4096 query tokens (64 heads per
   token), and the lightning indexer's scores (64 heads of dim 128, bf16); not top-k selection
   (2048 rounds of row maxima over 8192 scores per token: too slow to emulate at this size).
@@ -30,7 +31,8 @@ lengths and full top-k sets), so this equals the model's list schedule of all bl
 of several launches (GQA backward, MLA decode) is the sum of its timed launches' modelled times:
 they run one after the other on the stream, and each launch's first wave is emulated on its own.
 GM reads blend L2 hits and HBM by the whole launch's miss fraction (distinct bytes the launch
-reads / bytes all its blocks read, as benchmarks/gemm.py); the casts and the small follow-up
+reads / bytes all its blocks read, as benchmarks/gemm.py; an attention launch whose re-reads come
+soon also passes their reuse distance, see L2Reads); the casts and the small follow-up
 launches (the dQ cast, the MLA combine) are charged as all misses (the model has no L2 reuse
 across launches).
 
