@@ -12,7 +12,8 @@ Kernels (examples/), at the shapes DeepSeek published where they fit:
   seq 4096; timed as DeepSeek did: the dQ/dK/dV launch and the final BF16 cast(s), without the
   Delta preprocessing launch;
 - mla_decode.py: batch 64, 128 query heads on one latent head (512 + rope 64), paged KV (64-token
-  pages), every sequence 4096 tokens; the split launch and the combine launch;
+  pages), every sequence 4096 tokens; the fastest of its forms (one split writing the output, or
+  splits and a combine launch; batch or head blocks first in the grid; 64 or 128 tokens a step);
 - dsa.py: sparse MLA forward over top-k 2048 of 8192 keys for 4096 query tokens (64 heads per
   token), and the lightning indexer's scores (64 heads of dim 128, bf16); not top-k selection
   (2048 rounds of row maxima over 8192 scores per token: too slow to emulate at this size).
@@ -30,7 +31,8 @@ lengths and full top-k sets), so this equals the model's list schedule of all bl
 of several launches (GQA backward, MLA decode) is the sum of its timed launches' modelled times:
 they run one after the other on the stream, and each launch's first wave is emulated on its own.
 GM reads blend L2 hits and HBM by the whole launch's miss fraction (distinct bytes the launch
-reads / bytes all its blocks read, as benchmarks/gemm.py); the casts and the small follow-up
+reads / bytes all its blocks read, as benchmarks/gemm.py; an attention launch whose re-reads come
+soon also passes their reuse distance, see L2Reads); the casts and the small follow-up
 launches (the dQ cast, the MLA combine) are charged as all misses (the model has no L2 reuse
 across launches).
 
@@ -102,11 +104,21 @@ class Spec:
     target: str = ""  # "bw80" | "peak85" | "peak40" | "roof50" | ""
     config: str = ""
     tiles: list | None = None  # GEMM tile candidates (block_M, block_N, block_K); the fastest is reported
-    # "attn": the launches timed (their modelled times add up), a name for each, and the distinct
-    # GM bytes each reads over the whole launch (its L2 miss fraction; None: every read misses)
+    # "attn": the launches timed (their modelled times add up), a name for each, and what each
+    # reads from GM over the whole launch (its L2 miss fraction; None: every read misses)
     launches: tuple = ()
-    unique: tuple = ()
+    unique: tuple = ()  # of L2Reads | None
     candidates: list | None = None  # "attn": (config text, build) pairs; the fastest is reported
+
+
+@dataclass(frozen=True)
+class L2Reads:
+    """What a launch reads from GM, for its L2 miss fraction (timing.l2_miss_fraction): the
+    distinct bytes, and the reuse distance of what it reads again (the distinct bytes read between
+    two reads of one byte; None: all of the launch's distinct bytes, i.e. everything is read once
+    before anything is read again)."""
+    unique: int
+    reuse: int | None = None
 
 
 @dataclass
@@ -295,7 +307,7 @@ def gqa_spec(quick: bool) -> Spec:
 
     cands = []
     for m, n, hs, defer in tried:
-        launches, unique = ((1, "dQ/dK/dV"), (2, "dQ cast")), (read, None)
+        launches, unique = ((1, "dQ/dK/dV"), (2, "dQ cast")), (L2Reads(read), None)
         if hs > 1:
             launches, unique = (*launches, (3, "dK/dV cast")), (*unique, None)
         cands.append((f"block {m}x{n}" + (f", heads split over {hs} blocks" if hs > 1 else "")
@@ -310,12 +322,20 @@ def gqa_spec(quick: bool) -> Spec:
 
 def mla_spec(quick: bool) -> Spec:
     """MLA decode: 128 query heads on one latent head (dv 512 + rope 64), paged KV (64-token pages),
-    every sequence 4096 tokens long."""
+    every sequence 4096 tokens long. Candidates: the number of splits along the sequence (one:
+    the split launch writes the output, no combine launch) and the grid order. Both head blocks of
+    a sequence read all its pages. Batch first (TileLang's order), they are ``batch`` blocks
+    apart: every page is read again after the whole cache has been (reuse distance = the cache, 302
+    MB, beyond L2). Heads first, they run at once: a page is read again within what the running
+    blocks read (at most their sequences' pages, 66 MB at 28 blocks; well inside L2)."""
     B, H, S, page = (8, 128, 1024, 64) if quick else (64, 128, 4096, 64)
+    block_H = 64
     macs, gm = mla_decode_work(B, H, S)
-    splits = [1] if quick else [1, 2, 4]
+    tried = [(1, True, 64)] if quick else [(1, False, 64), (1, True, 64), (2, True, 64), (1, True, 128)]
     pages = S // page
     bf = BF16
+    unique = 2 * B * S * 576 + 2 * B * H * 576 + 4 * B * pages + 4 * B
+    running_seqs = max(1, ASSUMPTIONS["dav-3510"]["groups"] // (H // block_H))
 
     def args(ns: int) -> list:
         return [torch.zeros(B, H, 512, dtype=bf), torch.zeros(B, H, 64, dtype=bf), torch.zeros(B * S, 512, dtype=bf),
@@ -323,14 +343,21 @@ def mla_spec(quick: bool) -> Spec:
                 torch.full((B,), S, dtype=torch.int32), torch.zeros(B, ns, H), torch.zeros(B, ns, H, 512),
                 torch.zeros(B, H, 512, dtype=bf)]
 
+    cands = []
+    for ns, inner, bn in tried:
+        reads = L2Reads(unique, 2 * min(B, running_seqs) * S * 576 if inner else None)
+        launches, per_launch = ((0, "split"), (1, "combine")), (reads, None)
+        if ns == 1:
+            launches, per_launch = ((0, "split"),), (reads,)
+        cands.append((f"block_H {block_H}, block_N {bn}, {ns} split{'s' if ns > 1 else ''}"
+                      + (", head blocks first" if inner else ", batch first"),
+                      lambda ns=ns, inner=inner, bn=bn: mla_decode.mla_decode_paged(
+                          B, H, S, 512, 64, bn, block_H, ns, page, heads_inner=inner),
+                      lambda ns=ns: args(ns), launches, per_launch))
     return Spec(
-        name="MLA decode (split + combine)", shape=f"b{B} h{H} s{S} d512+64 page{page}", kind="attn",
+        name="MLA decode", shape=f"b{B} h{H} s{S} d512+64 page{page}", kind="attn",
         archs=("dav-3510",), build=None, macs=macs, gm_bytes=gm, op_bits=16, target="roof50",
-        args=None, launches=((0, "split"), (1, "combine")),
-        unique=(2 * B * S * 576 + 2 * B * H * 576 + 4 * B * pages + 4 * B, None),
-        candidates=[(f"block_H 64, block_N 64, {ns} split{'s' if ns > 1 else ''}",
-                     lambda ns=ns: mla_decode.mla_decode_paged(B, H, S, 512, 64, 64, 64, ns, page),
-                     lambda ns=ns: args(ns)) for ns in splits])
+        args=None, candidates=cands)
 
 
 def dsa_specs(quick: bool) -> list[Spec]:
@@ -352,9 +379,13 @@ def dsa_specs(quick: bool) -> list[Spec]:
     sparse = Spec(
         name="DSA sparse MLA forward", shape=f"s_q {SQ} s_kv {SKV} h{H} top-k {K} d512+64", kind="attn",
         archs=("dav-3510",), build=None, macs=macs, gm_bytes=gm, op_bits=16, target="roof50", args=args,
-        launches=((0, "sparse MLA"),), unique=(2 * SKV * 576 + 2 * SQ * H * 576 + 4 * SQ * K,),
+        # Every query token reads its top-k rows of the one K/V sequence again: between two reads
+        # of a row, at most the K/V rows and the running blocks' queries and indices are read.
+        launches=((0, "sparse MLA"),),
+        unique=(L2Reads(2 * SKV * 576 + 2 * SQ * H * 576 + 4 * SQ * K,
+                        2 * SKV * 576 + ASSUMPTIONS["dav-3510"]["groups"] * (2 * H * 576 + 4 * K)),),
         candidates=[(f"block_I {bi}", lambda bi=bi: dsa.sparse_mla_fwd(SQ, SKV, H, 512, 64, K, bi))
-                    for bi in ([32] if quick else [32, 64])])
+                    for bi in ([32] if quick else [32, 64, 128])])
     IH, ID = 64, 128  # DeepSeek-V3.2's indexer: 64 heads of dim 128 (bf16 here; fp8 in DeepSeek's)
     indexer = Spec(
         name="DSA lightning indexer (bf16)", shape=f"s_q {SQ} s_kv {SKV} h{IH} d{ID}", kind="attn",
@@ -362,7 +393,7 @@ def dsa_specs(quick: bool) -> list[Spec]:
         gm_bytes=2 * SQ * IH * ID + 2 * SKV * ID + 4 * SQ * IH + 4 * SQ * SKV, op_bits=16,
         args=lambda: [torch.zeros(SQ, IH, ID, dtype=bf), torch.zeros(SKV, ID, dtype=bf), torch.zeros(SQ, IH),
                       torch.zeros(SQ, SKV)],
-        launches=((0, "indexer"),), unique=(2 * SQ * IH * ID + 2 * SKV * ID + 4 * SQ * IH,),
+        launches=((0, "indexer"),), unique=(L2Reads(2 * SQ * IH * ID + 2 * SKV * ID + 4 * SQ * IH),),
         candidates=[(f"block_N {bn}", lambda bn=bn: dsa.lightning_indexer(SQ, SKV, IH, ID, bn))
                     for bn in ([64] if quick else [64, 128])])
     return [sparse, indexer]
@@ -419,7 +450,7 @@ def run_launches(spec: Spec, arch: str, build, args, config: str, launches: tupl
         waves = math.ceil(grid / cores)
         rep = run_source(k.kernel_source, k.program.entry_name(n), entry, first, arch=arch, strict=False,
                          checks=False, auto_sync=False, kernel_type=ktype)
-        miss = l2_miss_fraction(arch, rep.gm_reads["bytes"] / first * grid, uniq) if uniq else 1.0
+        miss = l2_miss_fraction(arch, rep.gm_reads["bytes"] / first * grid, uniq.unique, uniq.reuse) if uniq else 1.0
         t = rep.timing_with(miss)
         if t.get("truncated_trace"):
             raise RuntimeError(f"{spec.name}: the emulator's trace was truncated; raise TL_ASCEND_EMU_TRACE_CAP")

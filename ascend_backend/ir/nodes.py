@@ -756,7 +756,7 @@ class LoadData2D(AscOp):
     operand: str
     dst: str
     src: str
-    src_offset: int
+    src_offset: Expr  # elements: an int, or a PrimExpr for a window at a loop variable's offset
     mn: int
     k: Valid
     trans: bool
@@ -782,7 +782,7 @@ class LoadData2DV2(AscOp):
 
     dst: str
     src: str
-    src_offset: int
+    src_offset: Expr  # elements: an int, or a PrimExpr for a window at a loop variable's offset
     m_step: int | KFractals
     k_step: int | KFractals
     src_stride: int
@@ -1115,6 +1115,16 @@ class VecFusedMulAddBcast(VecBinaryBcast):
 
 
 @dataclass
+class VecMulAddDstBcast(VecBinaryBcast):
+    """MulAddDst in VecBinaryBcast's form: dst = s0 * s1 + dst (the product rounded, then the sum,
+    as the Mul and Add it replaces), e.g. a block-scaled GEMM's promotion acc = acc + part * scale[row]
+    (``op`` is unused)."""
+
+    reads = property(lambda self: _one_of(self.s0.buffer, self.s1.buffer, self.dst))
+    text = property(lambda self: f"MulAddDst {self.what} -> {self.dst}")
+
+
+@dataclass
 class VecWholeReduce(_VecOp):
     """dst[r] = reduce(src row r's first ``mask`` elements), ``repeat`` rows ``src_rep`` blocks apart."""
 
@@ -1433,7 +1443,7 @@ __all__ = [
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
     "UnitFlagLast", "UnitFlagReset", "UnitFlagUse",
-    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast",
+    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast", "VecMulAddDstBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
     "VecFoldRows", "VecScanRows",

@@ -368,16 +368,14 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
     if (fmt == CO2Layout::NZ && n % (channelSplit ? 8 : 16) != 0)
         emu::fail("invalid_param", std::string("Fixpipe: nSize must be a multiple of ") + (channelSplit ? "8 with channelSplit" : "16 without NZ2ND"), loc);
     if (fmt != CO2Layout::NZ && dstStride == 0) emu::fail("invalid_param", "Fixpipe: dstStride must not be 0", loc);
-    emu::ops::SpanSet r, w, u;
-    const uint64_t m16 = (m + 15) / 16 * 16, nblk = (n + 15) / 16;
+    emu::ops::SpanSet r, w;
+    // reads: the first m rows (16 elements each) of every 16-column block; not the block's padded
+    // rows (half of a dual-destination transfer starts 8 rows into its blocks and reads 8 rows)
+    const uint64_t nblk = (n + 15) / 16;
     for (uint32_t t = 0; t < ndNum; ++t) {
         uint64_t sb = t * srcNdBytes;
-        for (uint64_t j = 0; j < nblk; ++j) {
-            r.add(src, sb + j * srcStride * 16 * sizeof(S), sb + (j * srcStride + m16) * 16 * sizeof(S));
-            // the unit flags' blocks (512 B = 8 rows of a column block): the rows it reads, exactly
-            // (the halves of a dual-destination transfer share fractals, not blocks)
-            u.add(src, sb + j * srcStride * 16 * sizeof(S), sb + (j * srcStride + m) * 16 * sizeof(S));
-        }
+        for (uint64_t j = 0; j < nblk; ++j)
+            r.add(src, sb + j * srcStride * 16 * sizeof(S), sb + (j * srcStride + m) * 16 * sizeof(S));
     }
     for (uint32_t t = 0; t < ndNum; ++t) {
         uint64_t db = t * dstNdElems * sizeof(D);
@@ -402,9 +400,10 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
     if (am.dtype)
         for (auto& sp : w.v) sp.cls = emu::CLS_ATOMIC;
     // unitFlag (UnitFlag page): wait for the blocks' unit flags to be 1 before reading; 3 clears them after
-    emu::unit_flag_pre(false, unitFlag, u.v.data(), u.v.size(), loc);
+    // (its L0C reads are the rows it moves, so a unit flag's 512 B block = 8 rows of a column block)
+    emu::unit_flag_pre(false, unitFlag, r.v.data(), r.v.size(), loc);
     emu::ops::record_sets("Fixpipe", emu::Pipe::FIX, r, w, c, loc);
-    emu::unit_flag_post(false, unitFlag, u.v.data(), u.v.size(), loc);
+    emu::unit_flag_post(false, unitFlag, r.v.data(), r.v.size(), loc);
     uint8_t* out = reinterpret_cast<uint8_t*>(dst.emu_ptr());
     std::vector<uint8_t> tmp;
     const uint64_t base = dst.emu_span(0).begin;
