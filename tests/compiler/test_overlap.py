@@ -59,14 +59,20 @@ def test_one_way_crossing_in_a_pipelined_loop_takes_two_slots():
     # comes back: its UB tile gets a second slot (the "free" flag, a counter, primed twice) and its
     # L0C accumulator rotates, so the Mmad and Fixpipe of step k + 1 need not wait for the AIVs to
     # finish step k. The promotion acc += part * scale[row] is one MulAddDst, with no temporary.
+    # The Mmad -> Fixpipe order and the slot's reuse by the Mmad two steps on run on unit flags (no
+    # M_FIX / FIX_M flag: passes/unit_flag.py).
     kernel, report, errors = run_case(kernels.block_scaled_fp8_case(), "dav-3510")
     (t,) = kernel.program.launch.transfers
     assert not t.skewed and t.route is Route.ON_CHIP and t.slots == 2 and t.free is not None
     src = kernel.kernel_source
     filecheck(src, """
         CHECK: C_local: L0C 128x128xfloat32 NZ slots=2
-        CHECK: WaitFlag<HardEvent::FIX_M>(k % 2)
-        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(C_local_peer[((k) % 2) * 8192], C_local, fp);
+        CHECK-NOT: FIX_M
+        CHECK: mp.unitFlag = 3;  // unit flag
+        CHECK-NEXT: Mmad(C_local, A_shared_l0a, B_shared_l0b, mp);
+        CHECK-NOT: M_FIX
+        CHECK: fp.unitFlag = 3;  // unit flag
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(C_local_peer[((k) % 2) * 8192], C_local, fp);
         CHECK: C_local: UB 64x128xfloat32 ND slots=2
         CHECK: CrossCoreSetFlag<4, PIPE_V>(1);  // prime: this AIV's UB tile of C_local starts free
         CHECK-NEXT: CrossCoreSetFlag<4, PIPE_V>(1);  // prime: this AIV's UB tile of C_local starts free
