@@ -225,6 +225,25 @@ class _SyncInserter:
                     out.append(ds)
         return out, primes
 
+    def drained(self, item, src: Pipe, dst: Pipe, consumers: list) -> bool:
+        """Does the drain after loop ``item`` (the Waits of its loop-carried flags) order its ``src``
+        ops before the ``dst`` ops of ``consumers`` that follow the loop? A drained flag's last Set
+        covers every ``src`` op of the loop up to its producer in the last trip; what ``src`` runs
+        after that Set must not conflict with the consumers."""
+        if not isinstance(item, Loop) or item.skewed:
+            return False
+        cons = [c for c in consumers if c.pipe is dst]
+        for f in self.loop_primes.get(id(item), []):
+            if f.src != src or f.dst != dst:
+                continue
+            at = [n for n, x in enumerate(item.body) if isinstance(x, SetFlag) and any(x is y for y in f.syncs)]
+            if len(at) != 1:
+                continue
+            after = [e for x in item.body[at[0] + 1:] for e in _events(x, self.skip) if e.pipe is src]
+            if not any(_conflict(e, c, self.alias) for e in after for c in cons):
+                return True
+        return False
+
     def skewed(self, lp: Loop) -> tuple[Loop, list]:
         """Sync a skewed loop (``Loop.skewed``): each part as the body of a loop over the steps (its own
         flags, carried ones by step), then what orders one part against the other. Through a buffer
@@ -247,9 +266,20 @@ class _SyncInserter:
 
         outer_skip = self.carry_skip
         self.carry_skip = frozenset((touched(a_items) & touched(b_items)) - per_step)
+        n0 = len(self.flags)
         a_synced, primes = self.block_level(a_items, loop_a)
+        n1 = len(self.flags)
         b_synced, primes_b = self.block_level(b_items, loop_b)
         self.carry_skip = outer_skip
+        in_order = {"a": [f for f in self.flags[n0:n1] if not f.carried],
+                    "b": [f for f in self.flags[n1:] if not f.carried]}
+
+        def ordered_in(part: str, sp: Pipe, dp: Pipe, i: int) -> bool:
+            # A flag of the part itself from its item i (or later) on sp to dp already orders the
+            # step's op before every dp op of that trip, so before the other part's later trips.
+            return any(f.src == sp and f.dst == dp and f.i >= i for f in in_order[part])
+
+        primes_a = primes
         primes = primes + primes_b
         slots = max(lp.num_stages, 2)
 
@@ -291,12 +321,18 @@ class _SyncInserter:
         sets_b: dict = {}
         waits_a: dict = {}
         around: dict = {"wait_a": [], "set_a": [], "wait_b": [], "set_b": []}
+        # A flag around the parts from part B to part A (set after part B, waited before the next
+        # trip's part A) orders every op of a trip before every op of the next trip on its pipe pair:
+        # any other flag of that pair from one trip to a later one adds nothing.
+        trip_pairs = {k for k in cross(events(b_items, False), events(a_items, False), False) if k[0] != k[1]}
         for step in (True, False):
             ev_a, ev_b = events(a_items, step), events(b_items, step)
             for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_a, ev_b, step).items():
                 if sp == dp:
                     if sp is Pipe.V and self.vector_barrier:
                         barrier["b" if step else "B"] |= needs_barrier(a_synced, a_items[i], b_synced, b_items[j])
+                    continue
+                if step and ((sp, dp) in trip_pairs or ordered_in("a", sp, dp, i)):
                     continue
                 if step:
                     f = _Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard + ", the same step one trip later",
@@ -313,6 +349,8 @@ class _SyncInserter:
                     if sp is Pipe.V and self.vector_barrier:
                         barrier["a" if step else "A"] |= needs_barrier(b_synced, b_items[i], a_synced, a_items[j])
                     continue
+                if step and ((sp, dp) in trip_pairs or ordered_in("b", sp, dp, i)):
+                    continue
                 if step:
                     f = _Flag(sp, dp, i, j, True, p.op, c.op, buf, hazard + f", the slot {slots} steps on",
                               slots=slots, slot_var=b_loop.var, wait_var=lp.var)
@@ -324,6 +362,27 @@ class _SyncInserter:
                     around["wait_a"].append(f)
                 self.flags.append(f)
                 primes.append(f)
+
+        # A part's own loop-carried flag is implied by a flag of its pipe pair between trips: one
+        # around the parts, or, for part A, one from part B's step k (a later trip than part A's
+        # step k) to part A's step k + s, waited no later than the part's flag (s fewer steps on, or
+        # as many and before the same or an earlier item).
+        steps_on = [g for gs in waits_a.values() for g in gs]
+
+        def implied(f: _Flag) -> bool:
+            if (f.src, f.dst) in trip_pairs:
+                return True
+            return any(f in primes_a and g.src == f.src and g.dst == f.dst
+                       and (g.slots < f.slots or (g.slots == f.slots and g.j <= f.j)) for g in steps_on)
+
+        dropped = [f for f in primes_a + primes_b if implied(f)]
+        if dropped:
+            gone = {id(x) for f in dropped for x in f.syncs}
+            a_synced = [x for x in a_synced if id(x) not in gone]
+            b_synced = [x for x in b_synced if id(x) not in gone]
+            for f in dropped:
+                self.flags.remove(f)
+                primes.remove(f)
 
         def vbarrier() -> PipeBarrier:
             return PipeBarrier(pipe=Pipe.V, reason="dependent vector ops: the vector pipe does not order them on "
@@ -475,7 +534,7 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
         for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j), j).items(), key=lambda kv: -kv[1][0]):
             if sp == dp:
                 continue
-            if covered(sp, i, dp, j):
+            if covered(sp, i, dp, j) or self.drained(items[i], sp, dp, evs[j]):
                 continue
             f = slotted(_Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard))
             placed.append(f)
@@ -514,7 +573,8 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                                                                    or any(b > i for b in barriers)):
                         barriers.add(j)
                     continue
-                if (dp is not Pipe.V or not self.vector_barrier) and covered(sp, i, dp, n):
+                if (dp is not Pipe.V or not self.vector_barrier) and (covered(sp, i, dp, n)
+                                                                      or self.drained(items[i], sp, dp, evs[j])):
                     continue  # ordered within the iteration already; dp keeps its order into the next one
                 need = rotating.get(buf, 1)
                 if need > 1 and _static(loop.extent) is not None and _static(loop.extent) <= need:
@@ -527,6 +587,13 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 primes.append(f)
                 sets[i].append(f)
                 waits[j].append(f)
+    if stages > 1:
+        # A flag of this iteration needs a slot per stage only while its producer pipe can set it
+        # again (next iteration) before the consumer pipe waited for it: one id is enough when the
+        # flags already order that Wait before the next Set.
+        for f in placed:
+            if f.slots > 1 and not f.carried and not f.virtual and _wait_before_next_set(f, placed):
+                f.slots, f.slot_var = 1, None
     placed = [f for f in placed if not getattr(f, "virtual", False)]
     if stages > 1 and self.merge:
         # In a pipelined loop every flag costs one event id per slot: where the ids 0-5 run out,
@@ -549,6 +616,34 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
             f.syncs.append(s)
             out.append(s)
     return out, primes
+
+
+def _wait_before_next_set(f: _Flag, placed: list) -> bool:
+    """Does flag ``f``'s Wait in iteration k happen before its Set in iteration k + 1, through
+    program order on each pipe and the flags ``placed`` at this level? A point is (pipe, iteration,
+    p): on that pipe, just before item p (p = len: the end of the iteration). A Set after item a on
+    that pipe is later when a >= p; its Wait is before item j of the same iteration (in order) or
+    of iteration + slots (carried). f's Set in iteration 1 follows every point of f.src in
+    iteration 0 and those before or at its producer item in iteration 1."""
+    start = (f.dst, 0, f.j)
+    seen = {start}
+    frontier = [start]
+    while frontier:
+        pipe, it, p = frontier.pop()
+        if pipe == f.src and (it == 0 or p <= f.i):
+            return True
+        nxt = [(pipe, it + 1, 0)] if it == 0 else []
+        for g in placed:
+            if g is f or g.src != pipe or g.i < p:
+                continue
+            it2 = it + (g.slots if g.carried else 0)
+            if it2 <= 1:
+                nxt.append((g.dst, it2, g.j))
+        for s in nxt:
+            if s not in seen:
+                seen.add(s)
+                frontier.append(s)
+    return False
 
 
 def _static(extent) -> int | None:
