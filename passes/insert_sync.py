@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ascend_backend.errors import InternalCompilerError
+from ascend_backend.errors import EventIdError, InternalCompilerError
 from ascend_backend.ir import (
     AscOp,
     CopyGmToUb,
@@ -88,6 +88,13 @@ class _Flag:
     wait_var: object = None  # the Wait's slot variable when it differs (the two parts of a skewed loop)
     base: int = 0  # first event id
     virtual: bool = False  # a cross-core round trip: used for coverage, never emitted
+    covers: list = field(default_factory=list)  # a merged flag: the flags it stands for
+
+    def reason(self) -> str:
+        if self.covers:
+            return "; ".join(dict.fromkeys(f.reason() for f in self.covers))
+        return (f"{self.hazard} on {self.buffer}: '{self.consumer.text}' ({self.dst}) after "
+                f"'{self.producer.text}' ({self.src})" + (", previous iteration" if self.carried else ""))
 
     @property
     def event(self) -> Event:
@@ -148,8 +155,10 @@ def _aliases(kernel: Kernel) -> dict:
 
 
 class _IdsExhausted(Exception):
-    def __init__(self, event: str) -> None:
+    def __init__(self, event: str, loop: Loop | None = None, live: tuple = ()) -> None:
         self.event = event
+        self.loop = loop  # the innermost pipelined loop around the flag that found no id
+        self.live = live  # the flags holding the event's ids there
 
 
 class _SyncInserter:
@@ -177,10 +186,10 @@ class _SyncInserter:
             rec = FlagRecord(index=n, event=str(f.event), event_id=ev_id,
                              producer=f.producer.text, consumer=f.consumer.text, buffer=f.buffer,
                              kind=f"{kind} {f.hazard}", producer_loc=f.producer.loc, consumer_loc=f.consumer.loc)
+            reason = f.reason()
             for s in f.syncs:
                 s.flag = n
-                s.reason = (f"{f.hazard} on {f.buffer}: '{f.consumer.text}' ({f.dst}) after "
-                            f"'{f.producer.text}' ({f.src})" + (", previous iteration" if f.carried else ""))
+                s.reason = reason
             records.append(rec)
         return self.kernel.replace(body=body, flags=records)
 
@@ -425,22 +434,25 @@ class _SyncInserter:
     def _allocate_ids(self, body: list) -> None:
         # Linear positions of syncs; a flag lives from its first to its last sync.
         pos: dict[int, int] = {}
+        owner: dict[int, Loop] = {}  # sync -> the innermost pipelined loop around it (for the error)
         counter = [0]
 
-        def visit(items):
+        def visit(items, pipelined):
             for s in items:
                 counter[0] += 1
                 if isinstance(s, SetFlag | WaitFlag):
                     pos[id(s)] = counter[0]
+                    if pipelined is not None:
+                        owner[id(s)] = pipelined
                 if isinstance(s, Loop):
-                    visit(s.body)
+                    visit(s.body, s if s.num_stages > 1 else pipelined)
                     counter[0] += 1
                 if isinstance(s, If):
-                    visit(s.then_body)
-                    visit(s.else_body)
+                    visit(s.then_body, pipelined)
+                    visit(s.else_body, pipelined)
                     counter[0] += 1
 
-        visit(body)
+        visit(body, None)
         spans = []
         for f in self.flags:
             ps = [pos[id(s)] for s in f.syncs if id(s) in pos]
@@ -450,14 +462,16 @@ class _SyncInserter:
         busy: dict[str, list] = {}
         for start, end, f in sorted(spans, key=lambda t: t[0]):
             live = busy.setdefault(str(f.event), [])
-            live[:] = [(e, k) for e, k in live if e >= start]
-            used = {k for _, k in live}
+            live[:] = [(e, k, g) for e, k, g in live if e >= start]
+            used = {k for _, k, _ in live}
             bases = [b for b in range(MAX_EVENT_ID + 2 - f.slots) if not used & set(range(b, b + f.slots))]
             if not bases:
-                raise _IdsExhausted(str(f.event))
+                loop = next((owner[id(x)] for x in f.syncs if id(x) in owner), None)
+                holders = list({id(g): g for _, _, g in live}.values())
+                raise _IdsExhausted(str(f.event), loop, (*holders, f))
             base = bases[0]
             f.base = base
-            live.extend((end, k) for k in range(base, base + f.slots))
+            live.extend((end, k, f) for k in range(base, base + f.slots))
             for s in f.syncs:
                 if f.slots == 1:
                     s.event_id = EventId(base)
@@ -589,11 +603,14 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 waits[j].append(f)
     if stages > 1:
         # A flag of this iteration needs a slot per stage only while its producer pipe can set it
-        # again (next iteration) before the consumer pipe waited for it: one id is enough when the
-        # flags already order that Wait before the next Set.
+        # again (d iterations on) before the consumer pipe waited for it: d ids are enough when the
+        # flags already order the Wait of iteration k before the Set of iteration k + d.
         for f in placed:
-            if f.slots > 1 and not f.carried and not f.virtual and _wait_before_next_set(f, placed):
-                f.slots, f.slot_var = 1, None
+            if f.slots > 1 and not f.carried and not f.virtual:
+                need = next((d for d in range(1, f.slots) if _wait_before_set(f, placed, d)), f.slots)
+                if need < f.slots:
+                    f.slots = need
+                    f.slot_var = f.slot_var if need > 1 else None
     placed = [f for f in placed if not getattr(f, "virtual", False)]
     if stages > 1 and self.merge:
         # In a pipelined loop every flag costs one event id per slot: where the ids 0-5 run out,
@@ -618,26 +635,26 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
     return out, primes
 
 
-def _wait_before_next_set(f: _Flag, placed: list) -> bool:
-    """Does flag ``f``'s Wait in iteration k happen before its Set in iteration k + 1, through
-    program order on each pipe and the flags ``placed`` at this level? A point is (pipe, iteration,
-    p): on that pipe, just before item p (p = len: the end of the iteration). A Set after item a on
-    that pipe is later when a >= p; its Wait is before item j of the same iteration (in order) or
-    of iteration + slots (carried). f's Set in iteration 1 follows every point of f.src in
-    iteration 0 and those before or at its producer item in iteration 1."""
+def _wait_before_set(f: _Flag, placed: list, d: int) -> bool:
+    """Does flag ``f``'s Wait in iteration 0 happen before its Set in iteration d, through program
+    order on each pipe and the flags ``placed`` at this level? A point is (pipe, iteration, p): on
+    that pipe, just before item p. A Set after item a on that pipe is later when a >= p; its Wait
+    is before item j of the same iteration (in order) or of iteration + slots (carried). f's Set in
+    iteration d follows every point of f.src in earlier iterations and those up to its producer
+    item in iteration d."""
     start = (f.dst, 0, f.j)
     seen = {start}
     frontier = [start]
     while frontier:
         pipe, it, p = frontier.pop()
-        if pipe == f.src and (it == 0 or p <= f.i):
+        if pipe == f.src and (it < d or p <= f.i):
             return True
-        nxt = [(pipe, it + 1, 0)] if it == 0 else []
+        nxt = [(pipe, it + 1, 0)] if it < d else []
         for g in placed:
             if g is f or g.src != pipe or g.i < p:
                 continue
             it2 = it + (g.slots if g.carried else 0)
-            if it2 <= 1:
+            if it2 <= d:
                 nxt.append((g.dst, it2, g.j))
         for s in nxt:
             if s not in seen:
@@ -714,7 +731,8 @@ def _merge(placed: list, sets: dict, waits: dict, primes: list, events: frozense
         first_c = min(fs, key=lambda f: f.j)
         last_p = max(fs, key=lambda f: f.i)
         m = dataclasses.replace(fs[0], i=i, j=j, producer=last_p.producer, consumer=first_c.consumer,
-                                buffer=", ".join(dict.fromkeys(f.buffer for f in fs)), syncs=[])
+                                buffer=", ".join(dict.fromkeys(f.buffer for f in fs)), syncs=[],
+                                covers=[c for f in fs for c in (f.covers or [f])])
         for f in fs:
             sets[f.i].remove(f)
             waits[f.j].remove(f)
@@ -792,11 +810,30 @@ def sync_kernel(kernel: Kernel, arch, trips: set) -> Kernel:
             return _SyncInserter(kernel, arch, trips, merge).run()
         except _IdsExhausted as e:
             if e.event in merge:
-                err = SkewIdsExhausted if any(isinstance(s, Loop) and s.skewed for s in walk(kernel.body)) \
-                    else InternalCompilerError
-                raise err(f"more than {MAX_EVENT_ID + 1} event ids of {e.event} needed at once",
-                          stage="insert_sync") from None
+                what = f"more than {MAX_EVENT_ID + 1} event ids of {e.event} needed at once"
+                if any(isinstance(s, Loop) and s.skewed for s in walk(kernel.body)):
+                    raise SkewIdsExhausted(what, stage="insert_sync") from None
+                if e.loop is None:
+                    raise InternalCompilerError(what, stage="insert_sync") from None
+                raise _user_error(e) from None
             merge = merge | {e.event}
+
+
+def _user_error(e: _IdsExhausted) -> EventIdError:
+    """Out of ids in a pipelined loop even with its flags merged: the loop's stages are what the
+    user controls (each stage takes one id per flag that spans iterations)."""
+    n = e.loop.num_stages
+    need = sum(f.slots for f in e.live)
+    why = "; ".join(dict.fromkeys(f"{f.hazard} on {f.buffer} ({f.slots} id{'s' if f.slots > 1 else ''})"
+                                  for f in e.live))
+    per_stage = sum(1 for f in e.live if f.slots == n)
+    fits = (MAX_EVENT_ID + 1 - (need - per_stage * n)) // per_stage if per_stage else 0
+    hint = (f"lower num_stages to {fits} or fewer: each stage takes one {e.event} id per flag that spans "
+            f"iterations" if 2 <= fits < n else
+            "use T.serial for this loop, or fewer buffers that pass between these pipes in it")
+    return EventIdError(f"T.Pipelined with num_stages={n} needs {need} event ids of {e.event} at once, and a "
+                        f"core has {MAX_EVENT_ID + 1} (0-{MAX_EVENT_ID}) for them: {why}",
+                        loc=e.loop.loc, hint=hint)
 
 
 def sync_launch(launch: Launch, arch) -> Launch:
