@@ -15,7 +15,10 @@ pair, or by a chain of such pairs already placed. Rules:
 * PipeBarrier<PIPE_V> orders dependent vector ops on archs whose vector pipe does not keep them
   in order (dav-c220); no PIPE_ALL is ever emitted.
 * Event ids are allocated per event type within 0-5 so that flags alive at the same time never
-  share an id.
+  share an id. In a pipelined loop a flag gets one id per iteration its pipes can run apart
+  (proved from the placed flags), flags other flags imply are not placed (drains of inner loops,
+  the flags between the parts of a skewed loop), and only then are flags merged; a loop that
+  still needs more is an EventIdError for the user.
 * An ``If`` is one item, like a loop without a next iteration: its branches are synced inside.
 * A cross-core round trip on the AIC (it sets "ready" for a tile, the AIVs derive the next
   crossing tile from it and only then set "ready" for that one, which the AIC waits for) orders
