@@ -80,6 +80,7 @@ from .ir import (
     VecFusedMulAddBcast,
     VecIndex,
     VecMaskLogic,
+    VecMulAddDstBcast,
     VecScalar,
     VecScalarOp,
     VecScanRows,
@@ -339,7 +340,7 @@ def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
 
 def _load_data_2d(op: LoadData2D) -> dict:
     kv = valid_k(op.k)
-    src = _at(op.src, str(op.src_offset))
+    src = _at(op.src, cexpr(op.src_offset))
     fr = 16 * op.c0  # elements per fractal
     if op.operand == "A":
         # one fractal row of A per call: ZZ in L0A
@@ -349,8 +350,10 @@ def _load_data_2d(op: LoadData2D) -> dict:
                 "trans": "true" if op.trans else "false",
                 "note": "A stored K x M: transpose each fractal into ZZ" if op.trans else
                 "one fractal row of A per call: ZZ in L0A"}
+    # one C0-column block of B stored N x K per call: the next one is the stored tile's rows on
+    # (a window of N rows keeps the tile's stride)
     return {"dst": op.dst, "src": src, "count": f"{kv} / {op.c0}", "dst_step": str(op.mn * op.c0),
-            "src_step": f"{op.mn // 16} * {fr}" if op.trans else str(fr), "repeat": str(op.mn // 16),
+            "src_step": f"{op.src_rows // 16} * {fr}" if op.trans else str(fr), "repeat": str(op.mn // 16),
             "src_stride": "1" if op.trans else str(op.src_rows // 16), "trans": "false" if op.trans else "true",
             "note": "B stored N x K: its NZ fractals are already ZN" if op.trans else
             "one fractal row of B per call, each fractal transposed: ZN in L0B"}
@@ -361,7 +364,7 @@ def _steps(x) -> str:
 
 
 def _load_data_2d_v2(op: LoadData2DV2) -> dict:
-    return {"dst": op.dst, "src": _at(op.src, str(op.src_offset)), "m_step": _steps(op.m_step),
+    return {"dst": op.dst, "src": _at(op.src, cexpr(op.src_offset)), "m_step": _steps(op.m_step),
             "k_step": _steps(op.k_step), "src_stride": op.src_stride, "dst_stride": op.dst_stride,
             "trans": "true" if op.trans else "false", "note": op.note}
 
@@ -472,6 +475,9 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     VecFusedMulAddBcast: lambda op: {"op": "FusedMulAdd", "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
                                      "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,
                                      "chunks": op.chunks},
+    VecMulAddDstBcast: lambda op: {"op": "MulAddDst", "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
+                                   "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,
+                                   "chunks": op.chunks},
     VecBinaryBcastRows: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0),
                                     "s1": _repeat(op.s1), "rows": op.rows, "lanes": op.lanes, "dst_row": op.dst_row,
                                     "full": op.cols // op.lanes, "tail": op.cols % op.lanes},

@@ -102,11 +102,21 @@ class Spec:
     target: str = ""  # "bw80" | "peak85" | "peak40" | "roof50" | ""
     config: str = ""
     tiles: list | None = None  # GEMM tile candidates (block_M, block_N, block_K); the fastest is reported
-    # "attn": the launches timed (their modelled times add up), a name for each, and the distinct
-    # GM bytes each reads over the whole launch (its L2 miss fraction; None: every read misses)
+    # "attn": the launches timed (their modelled times add up), a name for each, and what each
+    # reads from GM over the whole launch (its L2 miss fraction; None: every read misses)
     launches: tuple = ()
-    unique: tuple = ()
+    unique: tuple = ()  # of L2Reads | None
     candidates: list | None = None  # "attn": (config text, build) pairs; the fastest is reported
+
+
+@dataclass(frozen=True)
+class L2Reads:
+    """What a launch reads from GM, for its L2 miss fraction (timing.l2_miss_fraction): the
+    distinct bytes, and the reuse distance of what it reads again (the distinct bytes read between
+    two reads of one byte; None: all of the launch's distinct bytes, i.e. everything is read once
+    before anything is read again)."""
+    unique: int
+    reuse: int | None = None
 
 
 @dataclass
@@ -296,7 +306,7 @@ def gqa_spec(quick: bool, stages: int = 2) -> Spec:
 
     cands = []
     for m, n, hs, defer in tried:
-        launches, unique = ((1, "dQ/dK/dV"), (2, "dQ cast")), (read, None)
+        launches, unique = ((1, "dQ/dK/dV"), (2, "dQ cast")), (L2Reads(read), None)
         if hs > 1:
             launches, unique = (*launches, (3, "dK/dV cast")), (*unique, None)
         cands.append((f"block {m}x{n}" + (f", heads split over {hs} blocks" if hs > 1 else "")
@@ -311,12 +321,20 @@ def gqa_spec(quick: bool, stages: int = 2) -> Spec:
 
 def mla_spec(quick: bool, stages: int = 2) -> Spec:
     """MLA decode: 128 query heads on one latent head (dv 512 + rope 64), paged KV (64-token pages),
-    every sequence 4096 tokens long."""
+    every sequence 4096 tokens long. Candidates: the number of splits along the sequence (one:
+    the split launch writes the output, no combine launch) and the grid order. Both head blocks of
+    a sequence read all its pages. Batch first (TileLang's order), they are ``batch`` blocks
+    apart: every page is read again after the whole cache has been (reuse distance = the cache, 302
+    MB, beyond L2). Heads first, they run at once: a page is read again within what the running
+    blocks read (at most their sequences' pages, 66 MB at 28 blocks; well inside L2)."""
     B, H, S, page = (8, 128, 1024, 64) if quick else (64, 128, 4096, 64)
+    block_H = 64
     macs, gm = mla_decode_work(B, H, S)
-    splits = [1] if quick else [1, 2, 4]
+    tried = [(1, True)] if quick else [(1, False), (1, True), (2, True)]
     pages = S // page
     bf = BF16
+    unique = 2 * B * S * 576 + 2 * B * H * 576 + 4 * B * pages + 4 * B
+    running_seqs = max(1, ASSUMPTIONS["dav-3510"]["groups"] // (H // block_H))
 
     def args(ns: int) -> list:
         return [torch.zeros(B, H, 512, dtype=bf), torch.zeros(B, H, 64, dtype=bf), torch.zeros(B * S, 512, dtype=bf),
@@ -324,15 +342,22 @@ def mla_spec(quick: bool, stages: int = 2) -> Spec:
                 torch.full((B,), S, dtype=torch.int32), torch.zeros(B, ns, H), torch.zeros(B, ns, H, 512),
                 torch.zeros(B, H, 512, dtype=bf)]
 
+    cands = []
+    for ns, inner in tried:
+        reads = L2Reads(unique, 2 * min(B, running_seqs) * S * 576 if inner else None)
+        launches, per_launch = ((0, "split"), (1, "combine")), (reads, None)
+        if ns == 1:
+            launches, per_launch = ((0, "split"),), (reads,)
+        cands.append((f"block_H {block_H}, block_N 64, {ns} split{'s' if ns > 1 else ''}"
+                      + (", head blocks first" if inner else ", batch first")
+                      + (f", num_stages {stages}" if stages != 2 else ""),
+                      lambda ns=ns, inner=inner: mla_decode.mla_decode_paged(B, H, S, 512, 64, 64, block_H, ns, page,
+                                                                             stages, heads_inner=inner),
+                      lambda ns=ns: args(ns), launches, per_launch))
     return Spec(
-        name="MLA decode (split + combine)", shape=f"b{B} h{H} s{S} d512+64 page{page}", kind="attn",
+        name="MLA decode", shape=f"b{B} h{H} s{S} d512+64 page{page}", kind="attn",
         archs=("dav-3510",), build=None, macs=macs, gm_bytes=gm, op_bits=16, target="roof50",
-        args=None, launches=((0, "split"), (1, "combine")),
-        unique=(2 * B * S * 576 + 2 * B * H * 576 + 4 * B * pages + 4 * B, None),
-        candidates=[(f"block_H 64, block_N 64, {ns} split{'s' if ns > 1 else ''}"
-                     + (f", num_stages {stages}" if stages != 2 else ""),
-                     lambda ns=ns: mla_decode.mla_decode_paged(B, H, S, 512, 64, 64, 64, ns, page, stages),
-                     lambda ns=ns: args(ns)) for ns in splits])
+        args=None, candidates=cands)
 
 
 def dsa_specs(quick: bool) -> list[Spec]:
@@ -354,7 +379,11 @@ def dsa_specs(quick: bool) -> list[Spec]:
     sparse = Spec(
         name="DSA sparse MLA forward", shape=f"s_q {SQ} s_kv {SKV} h{H} top-k {K} d512+64", kind="attn",
         archs=("dav-3510",), build=None, macs=macs, gm_bytes=gm, op_bits=16, target="roof50", args=args,
-        launches=((0, "sparse MLA"),), unique=(2 * SKV * 576 + 2 * SQ * H * 576 + 4 * SQ * K,),
+        # Every query token reads its top-k rows of the one K/V sequence again: between two reads
+        # of a row, at most the K/V rows and the running blocks' queries and indices are read.
+        launches=((0, "sparse MLA"),),
+        unique=(L2Reads(2 * SKV * 576 + 2 * SQ * H * 576 + 4 * SQ * K,
+                        2 * SKV * 576 + ASSUMPTIONS["dav-3510"]["groups"] * (2 * H * 576 + 4 * K)),),
         candidates=[(f"block_I {bi}", lambda bi=bi: dsa.sparse_mla_fwd(SQ, SKV, H, 512, 64, K, bi))
                     for bi in ([32] if quick else [32, 64])])
     IH, ID = 64, 128  # DeepSeek-V3.2's indexer: 64 heads of dim 128 (bf16 here; fp8 in DeepSeek's)
@@ -364,7 +393,7 @@ def dsa_specs(quick: bool) -> list[Spec]:
         gm_bytes=2 * SQ * IH * ID + 2 * SKV * ID + 4 * SQ * IH + 4 * SQ * SKV, op_bits=16,
         args=lambda: [torch.zeros(SQ, IH, ID, dtype=bf), torch.zeros(SKV, ID, dtype=bf), torch.zeros(SQ, IH),
                       torch.zeros(SQ, SKV)],
-        launches=((0, "indexer"),), unique=(2 * SQ * IH * ID + 2 * SKV * ID + 4 * SQ * IH,),
+        launches=((0, "indexer"),), unique=(L2Reads(2 * SQ * IH * ID + 2 * SKV * ID + 4 * SQ * IH),),
         candidates=[(f"block_N {bn}", lambda bn=bn: dsa.lightning_indexer(SQ, SKV, IH, ID, bn))
                     for bn in ([64] if quick else [64, 128])])
     return [sparse, indexer]
@@ -421,7 +450,7 @@ def run_launches(spec: Spec, arch: str, build, args, config: str, launches: tupl
         waves = math.ceil(grid / cores)
         rep = run_source(k.kernel_source, k.program.entry_name(n), entry, first, arch=arch, strict=False,
                          checks=False, auto_sync=False, kernel_type=ktype)
-        miss = l2_miss_fraction(arch, rep.gm_reads["bytes"] / first * grid, uniq) if uniq else 1.0
+        miss = l2_miss_fraction(arch, rep.gm_reads["bytes"] / first * grid, uniq.unique, uniq.reuse) if uniq else 1.0
         t = rep.timing_with(miss)
         if t.get("truncated_trace"):
             raise RuntimeError(f"{spec.name}: the emulator's trace was truncated; raise TL_ASCEND_EMU_TRACE_CAP")

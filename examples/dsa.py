@@ -66,9 +66,15 @@ def topk_select(seq_q=64, seq_kv=256, topk=32, block_M=8):
 
 
 def sparse_mla_fwd(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, block_I=32, num_stages=2,
-                   dtype="bfloat16"):
+                   dtype="bfloat16", one_dma=True):
     """Query token t's ``heads`` heads attend to the keys ``Indices[t, :]`` (-1: none) of one latent
-    K/V head (K = [KV | K_pe] over dv + dpe, V = KV[:, :dv])."""
+    K/V head (K = [KV | K_pe] over dv + dpe, V = KV[:, :dv]).
+
+    ``one_dma``: each selected key's row is one DMA into a [block_I, dv + dpe] tile, QK^T one gemm
+    over all dv + dpe columns and PV one over the window of its first dv columns. Otherwise the
+    latent and RoPE parts go to two tiles (two DMAs per key, two QK^T gemms)."""
+    if one_dma:
+        return _sparse_mla_one_dma(seq_q, seq_kv, heads, dv, dpe, topk, block_I, num_stages, dtype)
     dqk = dv + dpe
     scale = dqk ** -0.5 * 1.44269504  # log2(e)
     accum = "float32"
@@ -137,6 +143,69 @@ def sparse_mla_fwd(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, bloc
     return sparse_mla
 
 
+def _sparse_mla_one_dma(seq_q, seq_kv, heads, dv, dpe, topk, block_I, num_stages, dtype):
+    dqk = dv + dpe
+    scale = dqk ** -0.5 * 1.44269504  # log2(e)
+    accum = "float32"
+    assert topk % block_I == 0
+
+    @T.prim_func
+    def sparse_mla(Q: T.Tensor([seq_q, heads, dqk], dtype), KV: T.Tensor([seq_kv, dqk], dtype),
+                   Indices: T.Tensor([seq_q, topk], "int32"), Output: T.Tensor([seq_q, heads, dv], dtype),
+                   Lse: T.Tensor([seq_q, heads], accum)):
+        with T.Kernel(seq_q) as t:
+            Q_shared = T.alloc_shared([heads, dqk], dtype)
+            KV_shared = T.alloc_shared([block_I, dqk], dtype)  # [KV | K_pe] of block_I keys
+            valid = T.alloc_fragment([block_I], accum)
+            acc_s = T.alloc_fragment([heads, block_I], accum)
+            acc_s_cast = T.alloc_fragment([heads, block_I], dtype)
+            acc_o = T.alloc_fragment([heads, dv], accum)
+            out = T.alloc_fragment([heads, dv], dtype)
+            m = T.alloc_fragment([heads], accum)
+            m_prev = T.alloc_fragment([heads], accum)
+            alpha = T.alloc_fragment([heads], accum)
+            ssum = T.alloc_fragment([heads], accum)
+            lsum = T.alloc_fragment([heads], accum)
+            T.copy(Q[t, 0, 0], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(lsum, 0)
+            T.fill(m, -T.infinity(accum))
+            # The key's row, read from GM once into a local (a Python name would re-read GM at each use).
+            row = T.alloc_var("int32")
+            for blk in T.Pipelined(topk // block_I, num_stages=num_stages):
+                # Gather: row i of the tile is key Indices[t, blk * block_I + i] (-1 reads row 0, masked).
+                for i in T.serial(block_I):
+                    row = T.max(Indices[t, blk * block_I + i], 0)
+                    T.copy(KV[row, 0:dqk], KV_shared[i, :])
+                for i in T.Parallel(block_I):
+                    valid[i] = T.if_then_else(Indices[t, blk * block_I + i] >= 0, 0, -T.infinity(accum))
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, clear_accum=True)
+                for h, i in T.Parallel(heads, block_I):
+                    acc_s[h, i] = acc_s[h, i] + valid[i]
+                T.copy(m, m_prev)
+                T.reduce_max(acc_s, m, dim=1, clear=False)
+                for h in T.Parallel(heads):
+                    alpha[h] = T.exp2(m_prev[h] * scale - m[h] * scale)
+                for h, i in T.Parallel(heads, block_I):
+                    acc_s[h, i] = T.exp2(acc_s[h, i] * scale - m[h] * scale)
+                T.reduce_sum(acc_s, ssum, dim=1)
+                for h in T.Parallel(heads):
+                    lsum[h] = lsum[h] * alpha[h] + ssum[h]
+                T.copy(acc_s, acc_s_cast)
+                for h, d in T.Parallel(heads, dv):
+                    acc_o[h, d] *= alpha[h]
+                T.gemm(acc_s_cast, KV_shared[:, 0:dv], acc_o)  # V: the first dv columns of the keys' rows
+            for h, d in T.Parallel(heads, dv):
+                acc_o[h, d] /= lsum[h]
+            for h in T.Parallel(heads):
+                lsum[h] = T.log2(lsum[h]) + m[h] * scale
+            T.copy(acc_o, out)
+            T.copy(out, Output[t, 0, 0])
+            T.copy(lsum, Lse[t, 0])
+
+    return sparse_mla
+
+
 def indexer_reference(q, k, w, seq_kv):
     import torch
 
@@ -175,7 +244,8 @@ def sparse_mla_reference(q, kv, indices, dv):
     return out, lse
 
 
-def sparse_mla_case(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, block_I=32, seed=0, dtype="bfloat16"):
+def sparse_mla_case(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, block_I=32, seed=0, dtype="bfloat16",
+                    one_dma=True):
     import torch
 
     from ascend_backend.testing import Case
@@ -198,7 +268,7 @@ def sparse_mla_case(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, blo
         o_ref, lse_ref = sparse_mla_reference(q, kv, idx, dv)
         return [o_ref.to(tdt), lse_ref]
 
-    return Case(func=sparse_mla_fwd(seq_q, seq_kv, heads, dv, dpe, topk, block_I, dtype=dtype),
+    return Case(func=sparse_mla_fwd(seq_q, seq_kv, heads, dv, dpe, topk, block_I, dtype=dtype, one_dma=one_dma),
                 inputs=[q, kv, indices, out, lse], outputs=[3, 4], reference=reference, atol=2e-2, rtol=2e-2)
 
 

@@ -5,7 +5,8 @@ Establishes: the bodies hold only Loops, Ifs, scalar stores and Ascend ops (``As
 subclasses: one class per template macro, each declaring its pipe and the buffers it reads and
 writes). Copies become DataCopy / DataCopyPad (GM <-> UB, with tails), Nd2Nz (GM -> L1) and Fixpipe
 (L0C -> GM, with the cast); a gemm becomes LoadData into L0A/L0B (buffers created here, in the
-arch's fractal layouts) and Mmad, stepped through K in chunks when the operand tiles do not fit
+arch's fractal layouts; an operand may be a window of its L1 tile on fractal boundaries: an element
+offset with the tile's strides) and Mmad, stepped through K in chunks when the operand tiles do not fit
 L0A/L0B twice (ping/pong buffers inside a pipelined loop with num_stages > 1); fills, reduces and
 T.Parallel bodies become vector ops (see lower_parallel). Where the arches differ the lowering
 picks distinct op kinds (LoadData2D / LoadData2DV2, FixpipeToGmV220 / FixpipeToGmArch3510).
@@ -17,7 +18,9 @@ take is rejected with the dimension named. Cross-core flags whose pipe the route
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+import tvm
 from tvm import tirx
 
 from ascend_backend.bounds import Fit, Ranges, fit
@@ -80,6 +83,7 @@ from ascend_backend.ir import (
     VecBrcb,
     VecCopy,
     VecFusedMulAddBcast,
+    VecMulAddDstBcast,
     VecScanRows,
     VecUnary,
     VecWholeReduce,
@@ -230,6 +234,62 @@ def _cut_rows(w: GmWindow, hi) -> GmWindow:
     return dataclasses.replace(w, valid_rows=cut)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Window:
+    """A gemm operand's window of its L1 tile (start row/column: ints, or PrimExprs of loop
+    variables; extents: ints), with what its element offsets need from the stored tile."""
+
+    r0: Any
+    c0: Any
+    rows: int
+    cols: int
+    parent_rows: int
+    c0_elems: int
+    whole: bool
+    name: str
+
+    def offset(self, dr: int, dc: int):
+        """Element offset of the window's element (dr, dc) in the NZ tile, both on fractal
+        boundaries: column blocks are parent_rows x C0 elements, rows C0 elements apart."""
+        off = (self.c0 + dc) * self.parent_rows + (self.r0 + dr) * self.c0_elems
+        return static_int(off) if static_int(off) is not None else tvm.arith.Analyzer().simplify(off)
+
+    @property
+    def text(self) -> str:
+        """``[r0:r1, c0:c1]`` for a window, empty for the whole tile."""
+        return "" if self.whole else _slice_text("", [self.r0, self.c0], [self.rows, self.cols])
+
+
+def _expr_text(e) -> str:
+    return str(e) if isinstance(e, int) else str(e).replace("T.int32(", "(")
+
+
+def _slice_text(name: str, base: list, ext: list) -> str:
+    def one(b, e):
+        b_i, e_i = static_int(b), static_int(e)
+        if b_i is not None and e_i is not None:
+            return f"{b_i}:{b_i + e_i}"
+        return f"{_expr_text(b)}:{_expr_text(b)} + {_expr_text(e)}"
+    return f"{name}[{', '.join(one(b, e) for b, e in zip(base, ext, strict=True))}]"
+
+
+def _multiple_of(an, e, unit: int) -> bool:
+    """Whether the analyzer proves ``e`` a multiple of ``unit`` for every value of its variables."""
+    ms = an.modular_set(e)
+    return ms.coeff % unit == 0 and ms.base % unit == 0
+
+
+def _aligned_alternatives(start: int, extent: int, size: int, unit: int) -> list[tuple[int, int]]:
+    """Windows on ``unit`` boundaries near [start, start + extent) inside ``size``: the same
+    extent at the aligned starts either side, or (an unaligned extent) the aligned cover."""
+    if extent % unit:
+        lo = start - start % unit
+        hi = (start + extent + unit - 1) // unit * unit
+        return [(lo, hi - lo)] if hi <= size else []
+    lo = start - start % unit
+    return [(b, extent) for b in dict.fromkeys((lo, lo + unit)) if b + extent <= size]
+
+
 # Suffixes of the two L0 buffers a K-stepped gemm alternates between (multi_buffer leaves them alone).
 PINGPONG = ("_ping", "_pong")
 
@@ -255,9 +315,13 @@ class TileLowerer:
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
-        body = resolve_cross_core_pipes(_fuse_rescale(self.lower_body(_elide_staging_copies(self.kernel.body,
-                                                                                               self.buffers))))
-        return self.kernel.replace(body=body, buffers=self.buffers)
+        body = self.lower_body(_elide_staging_copies(self.kernel.body, self.buffers))
+        body = resolve_cross_core_pipes(_fuse_rescale(_fuse_mul_add_dst(body, self.buffers)))
+        # vector temporaries a fusion left unused take no memory
+        used = {b for s in walk(body) if isinstance(s, AscOp) for b in (*s.reads, *s.writes)}
+        buffers = {n: b for n, b in self.buffers.items()
+                   if not (b.kind is BufferKind.TEMP and b.scope is Scope.UB and n not in used)}
+        return self.kernel.replace(body=body, buffers=buffers)
 
     def lower_body(self, body: list) -> list:
         out: list = []
@@ -792,20 +856,23 @@ class TileLowerer:
         if A.scope is not Scope.L1 or B.scope is not Scope.L1 or C.scope is not Scope.L0C:
             raise InternalCompilerError("gemm operands not in L1/L0C", stage="lower_tile_ops")
         self._check_cube_dtypes(A, B, C, tA, tB, s)
-        M, K = (A.cols, A.rows) if tA else (A.rows, A.cols)
-        Kb, N = (B.cols, B.rows) if tB else (B.rows, B.cols)
+        wa = self._window(s.a, A, s, "A", k_dim=0 if tA else 1)
+        wb = self._window(s.b, B, s, "B", k_dim=1 if tB else 0)
+        self._check_whole_acc(s.c, C, s)
+        M, K = (wa.cols, wa.rows) if tA else (wa.rows, wa.cols)
+        Kb, N = (wb.cols, wb.rows) if tB else (wb.rows, wb.cols)
         if K != Kb or (M, N) != tuple(C.shape):
-            raise UnsupportedError(f"gemm shapes do not agree: A gives MxK={M}x{K}, B gives KxN={Kb}x{N}, C is "
-                                   f"{C.shape[0]}x{C.shape[1]}", loc=s.loc)
+            raise UnsupportedError(f"gemm shapes do not agree: A{wa.text} gives MxK={M}x{K}, B{wb.text} gives "
+                                   f"KxN={Kb}x{N}, C is {C.shape[0]}x{C.shape[1]}", loc=s.loc)
         # The valid K of this step: the tail of the last copy into A along K.
-        kv = self._valid_k(A, tA, s)
+        kv = self._valid_k(A, tA, wa, s)
         init = self._init(C, s.clear_accum)
         ks = self._k_step(A, B, M, N, K, kv)
         self._lowered.add(id(s))
         if ks == K:
             l0a = self._l0(A, Scope.L0A, (M, K))
             l0b = self._l0(B, Scope.L0B, (K, N))
-            return self._gemm_step(A, B, C, l0a, l0b, tA, tB, M, N, K, kv, 0, init, s)
+            return self._gemm_step(A, B, C, l0a, l0b, tA, tB, M, N, K, kv, 0, init, s, wa, wb)
         # The operand tiles exceed what L0A/L0B hold twice over: step through K in chunks of ks.
         # Inside a T.Pipelined loop with num_stages > 1 the chunks alternate between two L0
         # buffers (ping/pong), so the LoadData of one chunk overlaps the Mmad of the previous one
@@ -817,8 +884,81 @@ class TileLowerer:
         ops: list = []
         for c in range(K // ks):
             ops += self._gemm_step(A, B, C, l0as[c % len(names)], l0bs[c % len(names)], tA, tB, M, N, ks, Valid(ks),
-                                   c * ks, init if c == 0 else False, s)
+                                   c * ks, init if c == 0 else False, s, wa, wb)
         return ops
+
+    def _window(self, region: Region, buf: Buffer, s: TileGemm, which: str, k_dim: int) -> _Window:
+        """The window ``region`` of the L1 tile ``buf`` a gemm operand takes, checked: in the NZ
+        layout every C0-column block of the stored tile is contiguous (rows x C0 elements), so a
+        window starting at a multiple of 16 rows and C0 columns (C0: 32 bytes) is the element
+        offset ``c * rows + r * C0`` of whole 16 x C0 fractals, read with the tile's own strides.
+        Its extents are whole fractals too (rows multiples of 16, columns of C0), and along K
+        (``k_dim``) a multiple of the K step of L0 (C0). Offsets may be loop variables when they
+        are provably aligned and inside the tile."""
+        if len(region.base) != 2 or len(buf.shape) != 2:
+            raise UnsupportedError(f"gemm operand {which} '{buf.name}' must be a 2-D tile (or a 2-D window of one)",
+                                   loc=s.loc)
+        c0 = 32 // buf.elem_bytes
+        ext = [static_int(e) for e in region.extents]
+        base = [static_int(e) for e in region.base]
+        an = self.ranges().analyzer() if None in base else None
+        if an is not None:
+            base = [b if b is not None else an.simplify(e) for b, e in zip(base, region.base, strict=True)]
+            base = [static_int(b) if static_int(b) is not None else b for b in base]
+        dims = ("rows", "columns")
+        units = (16, c0)
+        name = buf.name
+        for d in range(2):
+            b, e, n, u = base[d], ext[d], buf.shape[d], units[d]
+            if isinstance(b, int):
+                if b < 0 or b + e > n:
+                    raise UnsupportedError(
+                        f"gemm operand {which}: the window {_slice_text(name, base, ext)} reaches past the "
+                        f"{dims[d]} of '{name}' ({buf.shape[0]} x {buf.shape[1]})", loc=s.loc,
+                        hint=f"keep the window inside the tile: {dims[d]} 0 .. {n}")
+            else:
+                bound = an.const_int_bound(b)
+                lo, hi = bound.min_value, bound.max_value
+                if lo < 0 or hi + e > n:
+                    raise UnsupportedError(
+                        f"gemm operand {which}: the window {_slice_text(name, base, ext)} of '{name}' "
+                        f"({buf.shape[0]} x {buf.shape[1]}) starts at {dims[d][:-1]} '{_expr_text(b)}', which the "
+                        f"compiler cannot bound within 0 .. {n - e}", loc=s.loc,
+                        hint="use a loop variable with a constant range (T.serial / T.unroll) in the offset, or a "
+                        "constant offset")
+            aligned = b % u == 0 if isinstance(b, int) else _multiple_of(an, b, u)
+            if not aligned or e % u:
+                what = f"starts at {dims[d][:-1]} {_expr_text(b)}" if not aligned else f"has {e} {dims[d]}"
+                unit_why = f"{u} {dims[d]}" + ("" if d == 0 else f" ({c0} {buf.dtype} elements are 32 bytes)")
+                alts = []
+                for good in (_aligned_alternatives(b, e, n, u) if isinstance(b, int) else ()):
+                    gb, ge = list(base), list(ext)
+                    gb[d], ge[d] = good
+                    alts.append(_slice_text(name, gb, ge))
+                alt = f" (e.g. {' or '.join(alts)})" if alts else ""
+                raise AlignmentError(
+                    f"gemm operand {which}: the window {_slice_text(name, base, ext)} of '{name}' {what}; the Cube "
+                    f"core loads whole 16 x {c0} fractals from L1, so a window's start and extent must be multiples "
+                    f"of {unit_why}", loc=s.loc,
+                    hint=f"align the window's {dims[d]} to multiples of {u}{alt}, or T.copy the window into a tile of "
+                    "its own and multiply that tile")
+        if ext[k_dim] % c0:
+            raise AlignmentError(
+                f"gemm operand {which}: K = {ext[k_dim]} ({dims[k_dim]} of {_slice_text(name, base, ext)}) is not a "
+                f"multiple of {c0}; the Cube core steps through K in fractals of {c0} {buf.dtype} elements",
+                loc=s.loc, hint=f"use a K that is a multiple of {c0}")
+        return _Window(r0=base[0], c0=base[1], rows=ext[0], cols=ext[1], parent_rows=buf.rows, c0_elems=c0,
+                       whole=base == [0, 0] and tuple(ext) == tuple(buf.shape), name=name)
+
+    @staticmethod
+    def _check_whole_acc(region: Region, C: Buffer, s: TileGemm) -> None:
+        if any(static_int(b) != 0 for b in region.base) or tuple(static_int(e) for e in region.extents) != \
+                tuple(C.shape):
+            window = _slice_text(C.name, list(region.base), list(region.extents))
+            raise UnsupportedError(
+                f"gemm accumulator '{C.name}' is taken as the window {window}; the accumulator of a gemm is a whole "
+                "L0C tile", loc=s.loc,
+                hint="allocate a fragment of the window's shape for the product and pass it whole")
 
     def _check_cube_dtypes(self, A: Buffer, B: Buffer, C: Buffer, tA: bool, tB: bool, s: TileGemm) -> None:
         """The operand and accumulator dtypes must be a combination the arch's Mmad takes
@@ -894,9 +1034,11 @@ class TileLowerer:
             if id(g) in self._lowered:
                 continue
             ga, gb = self.buffers[g.a.buffer], self.buffers[g.b.buffer]
-            gm = ga.cols if g.trans_a else ga.rows
-            gk = ga.rows if g.trans_a else ga.cols
-            gn = gb.rows if g.trans_b else gb.cols
+            ea = [static_int(e) for e in g.a.extents][-2:]   # the operands' windows (whole tiles mostly)
+            eb = [static_int(e) for e in g.b.extents][-2:]
+            gm = ea[1] if g.trans_a else ea[0]
+            gk = ea[0] if g.trans_a else ea[1]
+            gn = eb[0] if g.trans_b else eb[1]
             k_least, copies = (16, 2) if gk > 16 and gk % 16 == 0 else (gk, 1)
             for scope, buf, mn in ((Scope.L0A, ga, gm), (Scope.L0B, gb, gn)):
                 if buf.name in (a, b) or (buf.name, scope) in made:
@@ -908,16 +1050,20 @@ class TileLowerer:
         return res[Scope.L0A], res[Scope.L0B]
 
     def _gemm_step(self, A: Buffer, B: Buffer, C: Buffer, l0a: Buffer, l0b: Buffer, tA: bool, tB: bool, M: int,
-                   N: int, K: int, kv: Valid, k0: int, init, s: TileGemm) -> list:
-        """LoadData A and B rows k0..k0+K of their L1 tiles into L0A/L0B, then one Mmad."""
+                   N: int, K: int, kv: Valid, k0: int, init, s: TileGemm, wa: _Window, wb: _Window) -> list:
+        """LoadData A and B rows k0..k0+K of their windows of the L1 tiles into L0A/L0B, then one
+        Mmad."""
         # Element offset of K row k0 inside the NZ tiles in L1: a stored [rows, cols] tile keeps
         # each C0-column block contiguous (rows x C0 elements; C0 = 16 for 2-byte types, 32 for
         # 1-byte ones), so a step along the columns moves k0 * rows elements and a step along the
-        # rows k0 * C0.
+        # rows k0 * C0; a window adds the offset of its first fractal (the strides stay the tile's).
         c0 = 32 // A.elem_bytes
-        a_off = k0 * c0 if tA else k0 * A.rows
-        b_off = k0 * B.rows if tB else k0 * c0
-        part = f" K {k0}..{k0 + K}" if k0 or K != (A.rows if tA else A.cols) else ""
+        a_off = wa.offset(k0 if tA else 0, 0 if tA else k0)
+        b_off = wb.offset(0 if tB else k0, k0 if tB else 0)
+        chunk = f" K {k0}..{k0 + K}" if k0 or K != (wa.rows if tA else wa.cols) else ""
+        part = chunk if wa.whole and wb.whole else None
+        part_a = part if part is not None else wa.text + chunk
+        part_b = part if part is not None else wb.text + chunk
         if self.arch.load_data_v2:
             # LoadData2DParamsV2: the L1 region is mStep row blocks (16 rows) x kStep column blocks
             # (32 bytes: C0 elements) of the stored tile; ifTranspose stores the transposed region
@@ -926,28 +1072,28 @@ class TileLowerer:
             rows_k, cols_k = KFractals(kv, 16), KFractals(kv, c0)
             load_a = (LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=rows_k, k_step=M // c0,
                                    src_stride=A.rows // 16, dst_stride=M // 16, trans=True,
-                                   note="A stored K x M, transposed into NZ", part=part, operand_transposed=True,
+                                   note="A stored K x M, transposed into NZ", part=part_a, operand_transposed=True,
                                    loc=s.loc) if tA else
                       LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=M // 16, k_step=cols_k,
                                    src_stride=A.rows // 16, dst_stride=M // 16, trans=False,
-                                   note="A stored M x K, NZ into NZ", part=part, loc=s.loc))
+                                   note="A stored M x K, NZ into NZ", part=part_a, loc=s.loc))
             load_b = (LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=N // 16, k_step=cols_k,
                                    src_stride=B.rows // 16, dst_stride=N // 16, trans=False,
-                                   note="B stored N x K: its NZ fractals are already ZN", part=part,
+                                   note="B stored N x K: its NZ fractals are already ZN", part=part_b,
                                    operand_transposed=True, loc=s.loc) if tB
                       else LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=rows_k, k_step=N // c0,
                                         src_stride=B.rows // 16, dst_stride=N // 16, trans=True,
-                                        note="B stored K x N, each fractal transposed into ZN", part=part, loc=s.loc))
+                                        note="B stored K x N, each fractal transposed into ZN", part=part_b, loc=s.loc))
         else:
             load_a = LoadData2D(operand="A", dst=l0a.name, src=A.name, src_offset=a_off, mn=M, k=kv, trans=tA,
-                                src_rows=A.rows, part=part, c0=c0, loc=s.loc)
+                                src_rows=A.rows, part=part_a, c0=c0, loc=s.loc)
             load_b = LoadData2D(operand="B", dst=l0b.name, src=B.name, src_offset=b_off, mn=N, k=kv, trans=tB,
-                                src_rows=B.rows, part=part, c0=c0, loc=s.loc)
+                                src_rows=B.rows, part=part_b, c0=c0, loc=s.loc)
         mmad = Mmad(dst=C.name, a=l0a.name, b=l0b.name, m=M, n=N, k=kv, init=init, loc=s.loc)
         return [load_a, load_b, mmad]
 
-    def _valid_k(self, A: Buffer, tA: bool, s: TileGemm) -> Valid:
-        K = A.rows if tA else A.cols
+    def _valid_k(self, A: Buffer, tA: bool, wa: _Window, s: TileGemm) -> Valid:
+        K = wa.rows if tA else wa.cols
         info = self.valid_extents.get(A.name)
         if info is None:
             return Valid(K)
@@ -955,6 +1101,11 @@ class TileLowerer:
         kv = vr if tA else vc
         if not kv.tail:
             return Valid(K)
+        if not wa.whole and K != (A.rows if tA else A.cols):
+            raise UnsupportedError(
+                f"gemm operand A is the K window {wa.text} of '{A.name}', whose last copy from GM may stop short "
+                "of its K (a runtime tail): the window and the tail would have to be combined at run time",
+                loc=s.loc, hint="take all of the tile's K in the gemm, or pick a block_K that divides K")
         gk = gshape[-2] if tA else gshape[-1]
         if static_int(gk) is None:
             raise UnsupportedError(
@@ -1055,6 +1206,33 @@ def _fuse_rescale(body: list) -> list:
             pending[s.dst] = len(out)
         out.append(s)
     return [x for x in out if x is not None]
+
+
+def _fuse_mul_add_dst(body: list, buffers: dict) -> list:
+    """``t = x * r[row]`` (a broadcast Mul into a vector temporary) directly followed, in the same
+    statement, by ``y = y + t`` over the same whole tile: one MulAddDst (y = x * r + y, documented
+    for half/float; two roundings, as the pair it replaces). A vector pass and the temporary fewer,
+    e.g. a block-scaled GEMM's per-step promotion of its partial product."""
+    out: list = []
+    for s in body:
+        if isinstance(s, Loop):
+            s = dataclasses.replace(s, body=_fuse_mul_add_dst(s.body, buffers))
+        elif isinstance(s, If):
+            s = dataclasses.replace(s, then_body=_fuse_mul_add_dst(s.then_body, buffers),
+                                    else_body=_fuse_mul_add_dst(s.else_body, buffers))
+        mul = out[-1] if out else None
+        if (isinstance(s, VecBinaryOp) and s.op is VecBinary.ADD and s.dst == s.src0 and type(mul) is VecBinaryBcast
+                and mul.op is VecBinary.MUL and mul.dst == s.src1 and s.loc == mul.loc
+                and buffers[mul.dst].kind is BufferKind.TEMP and s.dst not in (mul.s0.buffer, mul.s1.buffer)
+                and s.count == mul.rows * mul.cols and buffers[s.dst].dtype == buffers[mul.dst].dtype
+                and (buffers[s.dst].pitch or buffers[s.dst].cols) == (buffers[mul.dst].pitch or buffers[mul.dst].cols)
+                and buffers[s.dst].dtype in (DType.FLOAT16, DType.FLOAT32)):
+            out[-1] = VecMulAddDstBcast(op=VecBinary.MUL, dst=s.dst, s0=mul.s0, s1=mul.s1, rows=mul.rows,
+                                        cols=mul.cols, lanes=mul.lanes, dst_row=mul.dst_row, dst_rep=mul.dst_rep,
+                                        chunks=mul.chunks, what=f"{mul.what}, {s.dst}", loc=s.loc)
+            continue
+        out.append(s)
+    return out
 
 
 def _fold_fill_reduce(body: list, buffers: dict) -> list:

@@ -13,6 +13,10 @@ in order, so a second copy would never be used at the same time. If s slots do n
 of stages that fits; with ``fit_stages``
 (the driver's last retry) the buffers get that many slots instead (num_stages is a pipelining
 hint: the results are the same), and a warning names the loop.
+Tiles that cross between the cores on chip get a second slot where their memory has room: in a
+skewed loop each crossing tile (its "free" flag dropped: the round trip orders the slots), and in a
+loop that is not skewed each Cube -> Vector tile that goes one way (its "free" flag, a counter,
+primed and drained twice), so the producer runs a step ahead of the consumer.
 """
 
 from __future__ import annotations
@@ -139,6 +143,11 @@ def _crossing_slots(launch: Launch, arch) -> Launch:
     transfers = list(launch.transfers)
     kernels = dict(launch.kernels)
     for n, t in enumerate(transfers):
+        if t.on_chip and not t.skewed and t.free is not None and t.direction is Direction.C2V:
+            kernels = _one_way_slots(launch, kernels, t, arch)
+            if kernels[Core.AIV].buffers[t.target].slots == 2:
+                transfers[n] = dataclasses.replace(t, slots=2)
+            continue
         if not (t.skewed and t.on_chip and t.free is not None):
             continue
         owner = Core.AIV if t.direction is Direction.C2V else Core.AIC
@@ -178,6 +187,64 @@ def _crossing_slots(launch: Launch, arch) -> Launch:
         kernels[owner] = kernels[owner].replace(body=map_body(kernels[owner].body, lambda s: [] if drop(s) else [s]))
         transfers[n] = dataclasses.replace(t, free=None, slots=2)
     return launch.replace(kernels=kernels, transfers=transfers)
+
+
+def _one_way_slots(launch: Launch, kernels: dict, t, arch) -> dict:
+    """A Cube -> Vector tile crossing on chip inside a pipelined loop that is not skewed (it goes one
+    way: nothing comes back to bound how far the Cube runs ahead): give the AIVs' UB tile a second
+    slot where UB has room, so the Cube's Fixpipe of step k + 1 need not wait for the Vectors to
+    finish step k. The "free" flag stays (a counter): the AIVs set it once more up front, so the
+    Cube may fill both slots before the first is freed, and the Cube's drain waits once more."""
+    aiv, aic = kernels[Core.AIV], kernels[Core.AIC]
+    name = t.target
+    loops = [s for s in walk(aiv.body) if isinstance(s, Loop) and s.kind is LoopKind.PIPELINED and s.num_stages > 1
+             and name in _touched(s.body)]
+    def fixpipes_into(s) -> bool:
+        return any(isinstance(x, FixpipeToPeerUb | FixpipeToPeerUbDual) and x.target == name for x in walk(s.body))
+
+    aic_loops = [s for s in walk(aic.body) if isinstance(s, Loop) and s.kind is LoopKind.PIPELINED and fixpipes_into(s)]
+    if len(loops) != 1 or len(aic_loops) != 1 or id(loops[0].var) != id(aic_loops[0].var):
+        return kernels
+    buffers = aiv.copy_buffers()
+    b = buffers[name]
+    if b.slots != 1:
+        return kernels
+    b.slots = 2
+    if _over(arch, b.scope, [x for x in buffers.values() if x.scope == b.scope], lifetimes(aiv),
+             launch.fixed_tiles(Core.AIV)):
+        return kernels
+
+    def outer(body: list, fn) -> list:
+        # the prime (AIV) and drain (AIC) of the free flag: the top-level cross-core ops of this transfer
+        out = []
+        for s in body:
+            out.extend(fn(s) if isinstance(s, CrossCoreSetOp | CrossCoreWaitOp) else [s])
+        return out
+
+    doubled = []
+
+    def twice(s):
+        if s.flag == t.free and s.transfer == t.index:
+            doubled.append(s)
+            return [s, dataclasses.replace(s)]
+        return [s]
+
+    def peer(s):
+        if isinstance(s, FixpipeToPeerUb | FixpipeToPeerUbDual) and s.target == name:
+            return [dataclasses.replace(s, slots=2, slot_elems=b.slot_elems)]
+        return [s]
+
+    aiv_body = outer(aiv.body, twice)
+    aic_body = outer(map_body(aic.body, peer), twice)
+    primes = sum(isinstance(s, CrossCoreSetOp) for s in doubled)
+    drains = sum(isinstance(s, CrossCoreWaitOp) for s in doubled)
+    if (primes, drains) != (1, 2):
+        return kernels  # the prime / drain are not where route puts them (top level): leave one slot
+    loops[0].slots[name] = 2
+    out = dict(kernels)
+    out[Core.AIV] = aiv.replace(buffers=buffers, body=aiv_body)
+    out[Core.AIC] = aic.replace(body=aic_body)
+    return out
 
 
 def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: bool = False) -> None:

@@ -411,3 +411,25 @@ def tight_ub_case():
     a = torch.randn(16, 1024, generator=torch.Generator().manual_seed(2))
     return Case(tight_ub(), [a, torch.empty(16, 1024), torch.empty(16, 1024)], [1, 2],
                 lambda a, c, d: [a * 2.0, a + 1.0], atol=1e-6, rtol=1e-6)
+
+
+def block_scaled_fp8_case():
+    """examples/fp8_gemm.py's block-scaled FP8 GEMM (dav-3510): its partial product crosses Cube ->
+    Vector every K step, one way (two slots, a primed-twice "free" flag)."""
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import fp8_gemm
+
+    from ascend_backend.testing import Case
+
+    M, N, K = 128, 128, 512
+    g = torch.Generator().manual_seed(3)
+    aq, sa, bq, sb = fp8_gemm.quantize_blocks(torch.randn(M, K, generator=g), torch.randn(N, K, generator=g))
+    c = torch.zeros(M, N, dtype=torch.bfloat16)
+    return Case(func=fp8_gemm.matmul_fp8_block_scale(M, N, K, 128, 128), inputs=[aq, bq, sa, sb, c], outputs=[4],
+                reference=lambda a, b, sa_, sb_, _c: [fp8_gemm.reference_block_scale(a, b, sa_, sb_)],
+                atol=1e-2, rtol=1e-2)

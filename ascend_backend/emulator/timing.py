@@ -156,14 +156,20 @@ def gm_bytes_per_cycle(arch: str, active_cores: int | None = None) -> float:
     return min(a["core_hbm_read_bpc"], share)
 
 
-def l2_miss_fraction(arch: str, read_bytes: float, unique_read_bytes: float) -> float:
-    """Fraction of GM reads that miss L2: the first read of every byte misses (compulsory), every
-    later read hits while the distinct bytes fit in L2; beyond that the hits shrink in
-    proportion (a crude capacity term). No reads recorded: 1.0."""
+def l2_miss_fraction(arch: str, read_bytes: float, unique_read_bytes: float,
+                     reuse_bytes: float | None = None) -> float:
+    """Fraction of GM reads that miss L2: the first read of every byte misses (compulsory); a
+    later read hits when the distinct bytes read since the byte's previous read (its reuse
+    distance, ``reuse_bytes``) fit in L2, as in an LRU cache; beyond that the hits shrink in
+    proportion (a crude capacity term). ``reuse_bytes`` defaults to all the distinct bytes of the
+    launch: a launch that reads everything once before reading it again. A kernel whose re-reads
+    come soon (blocks running at once that read the same pages, K/V rows every query token picks
+    again) passes the smaller distance. No reads recorded: 1.0."""
     if read_bytes <= 0:
         return 1.0
     first = min(1.0, max(0.0, unique_read_bytes / read_bytes))
-    fit = min(1.0, ASSUMPTIONS[arch]["l2_bytes"] / unique_read_bytes) if unique_read_bytes > 0 else 1.0
+    reuse = unique_read_bytes if reuse_bytes is None else reuse_bytes
+    fit = min(1.0, ASSUMPTIONS[arch]["l2_bytes"] / reuse) if reuse > 0 else 1.0
     return 1.0 - (1.0 - first) * fit
 
 

@@ -75,6 +75,10 @@ class Handle:
         zero = tirx.IntImm("int32", 0)
         return Region(self.name, (zero,) * len(self.buffer.shape), tuple(self.buffer.shape))
 
+    def region(self, *start, extents: tuple) -> Region:
+        """A window of the tile as a tile op's operand (``T.gemm(a[16:48, 0:32], ...)``)."""
+        return Region(self.name, tuple(_imm(i) for i in start), tuple(extents))
+
 
 @dataclass
 class _At:
@@ -193,9 +197,12 @@ class ProgramBuilder:
     def fill(self, dst: Handle, value) -> None:
         self._emit(TileFill(dst=dst.full(), value=value))
 
-    def gemm(self, a: Handle, b: Handle, c: Handle, trans_a: bool = False, trans_b: bool = False,
+    def gemm(self, a: Handle | Region, b: Handle | Region, c: Handle, trans_a: bool = False, trans_b: bool = False,
              clear: bool = False) -> None:
-        self._emit(TileGemm(a=a.full(), b=b.full(), c=c.full(), trans_a=trans_a, trans_b=trans_b, clear_accum=clear))
+        """``a`` and ``b`` are whole tiles (handles) or windows of them (``Handle.region``)."""
+        def whole(x):
+            return x if isinstance(x, Region) else x.full()
+        self._emit(TileGemm(a=whole(a), b=whole(b), c=c.full(), trans_a=trans_a, trans_b=trans_b, clear_accum=clear))
 
     def reduce(self, kind: str, src: Handle, dst: Handle, dim: int = 1, clear: bool = True) -> None:
         self._emit(TileReduce(src=src.full(), dst=dst.full(), kind=ReduceKind(kind), dim=dim, clear=clear))

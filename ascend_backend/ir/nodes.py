@@ -732,7 +732,7 @@ class LoadData2D(AscOp):
     operand: str
     dst: str
     src: str
-    src_offset: int
+    src_offset: Expr  # elements: an int, or a PrimExpr for a window at a loop variable's offset
     mn: int
     k: Valid
     trans: bool
@@ -758,7 +758,7 @@ class LoadData2DV2(AscOp):
 
     dst: str
     src: str
-    src_offset: int
+    src_offset: Expr  # elements: an int, or a PrimExpr for a window at a loop variable's offset
     m_step: int | KFractals
     k_step: int | KFractals
     src_stride: int
@@ -1067,6 +1067,16 @@ class VecFusedMulAddBcast(VecBinaryBcast):
 
     reads = property(lambda self: _one_of(self.s0.buffer, self.s1.buffer, self.dst))
     text = property(lambda self: f"FusedMulAdd {self.what} -> {self.dst}")
+
+
+@dataclass
+class VecMulAddDstBcast(VecBinaryBcast):
+    """MulAddDst in VecBinaryBcast's form: dst = s0 * s1 + dst (the product rounded, then the sum,
+    as the Mul and Add it replaces), e.g. a block-scaled GEMM's promotion acc = acc + part * scale[row]
+    (``op`` is unused)."""
+
+    reads = property(lambda self: _one_of(self.s0.buffer, self.s1.buffer, self.dst))
+    text = property(lambda self: f"MulAddDst {self.what} -> {self.dst}")
 
 
 @dataclass
@@ -1387,7 +1397,7 @@ __all__ = [
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
-    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast",
+    "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast", "VecMulAddDstBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
     "VecFoldRows", "VecScanRows",

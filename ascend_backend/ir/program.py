@@ -141,9 +141,13 @@ class Launch:
     def fixed_tiles(self, core: Core) -> set:
         """Tiles of ``core`` that keep one fixed address (multi_buffer leaves them alone): the AIVs'
         UB tiles the AIC writes into; on the AIC, its L1 tiles the AIVs write into and the
-        accumulators it Fixpipes into the AIVs' UB (read in place)."""
-        c2v = set(self.peer_targets(Direction.C2V))
-        return c2v if core is Core.AIV else c2v | set(self.peer_targets(Direction.V2C))
+        accumulators it Fixpipes into the AIVs' UB inside a skewed loop. (An accumulator that
+        crosses in a loop that is not skewed may rotate through two L0C slots: only the AIC's own
+        pipes touch it. In a skewed loop insert_sync's ordering of its reuse assumes one slot.)"""
+        if core is Core.AIV:
+            return set(self.peer_targets(Direction.C2V))
+        skewed = {t.target for t in self.transfers if t.on_chip and t.direction is Direction.C2V and t.skewed}
+        return skewed | set(self.peer_targets(Direction.V2C))
 
 
 @dataclass

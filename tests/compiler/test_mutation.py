@@ -96,7 +96,7 @@ KNOWN_REDUNDANT = {
                                        ("dav-3510", "flash_attention"), ("dav-c220", "gemm_tiles"),
                                        ("dav-3510", "gemm_tiles"), ("dav-3510", "scaled_a"),
                                        ("dav-3510", "flash_attention_causal"), ("dav-c220", "flash_attention_causal"),
-                                       ("dav-3510", "two_way_free")])
+                                       ("dav-3510", "two_way_free"), ("dav-3510", "block_scaled_fp8")])
 def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
     import attention
     import gemm_epilogue
@@ -108,6 +108,8 @@ def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
         case = gemm_epilogue.example()
     elif name == "two_way_free":
         case = kernels.two_way_case()
+    elif name == "block_scaled_fp8":
+        case = kernels.block_scaled_fp8_case()
     else:
         # causal: 3 and 4 steps per block, so a slot is reused (2 steps would never reuse one)
         seq_kv = 256 if name.endswith("causal") else 128
@@ -116,7 +118,7 @@ def test_mix_kernel_flags_including_cross_core(arch, name, capsys):
     with capsys.disabled():
         print(f"\n[mutation] {name}: {res.line()}")
     assert any(k.startswith("cross-core") for k in res.how), "no cross-core flag was mutated"
-    if name in ("gemm_tiles", "scaled_a", "two_way_free"):
+    if name in ("gemm_tiles", "scaled_a", "two_way_free", "block_scaled_fp8"):
         assert any(k.startswith("cross-core") and "(free," in k for k in res.how), "no 'free' flag was mutated"
     known = KNOWN_REDUNDANT.get((arch, name), set())
     unneeded = {":".join(u.split(":")[:2]) for u in res.unneeded}  # "core: flag #n ... on buffer"

@@ -4,6 +4,7 @@ flags are mutation-tested in test_mutation.py (slow tier)."""
 
 import kernels
 import pytest
+from filecheck import filecheck
 
 import ascend_backend
 from ascend_backend.ir import Core, Route
@@ -51,3 +52,25 @@ def test_memory_map_of_a_skewed_flash_attention_names_what_shares():
     assert all(not rows[f"AIV:{t.target}"]["shares"] for t in k.program.launch.transfers
                if t.direction.value == "cube->vector")  # tiles the Cube writes in place share nothing
     assert k.program.launch.kernels[Core.AIV].memory_used
+
+
+def test_one_way_crossing_in_a_pipelined_loop_takes_two_slots():
+    # The block-scaled FP8 GEMM's partial product crosses Cube -> Vector every K step and nothing
+    # comes back: its UB tile gets a second slot (the "free" flag, a counter, primed twice) and its
+    # L0C accumulator rotates, so the Mmad and Fixpipe of step k + 1 need not wait for the AIVs to
+    # finish step k. The promotion acc += part * scale[row] is one MulAddDst, with no temporary.
+    kernel, report, errors = run_case(kernels.block_scaled_fp8_case(), "dav-3510")
+    (t,) = kernel.program.launch.transfers
+    assert not t.skewed and t.route is Route.ON_CHIP and t.slots == 2 and t.free is not None
+    src = kernel.kernel_source
+    filecheck(src, """
+        CHECK: C_local: L0C 128x128xfloat32 NZ slots=2
+        CHECK: WaitFlag<HardEvent::FIX_M>(k % 2)
+        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR_UB>(C_local_peer[((k) % 2) * 8192], C_local, fp);
+        CHECK: C_local: UB 64x128xfloat32 ND slots=2
+        CHECK: CrossCoreSetFlag<4, PIPE_V>(1);  // prime: this AIV's UB tile of C_local starts free
+        CHECK-NEXT: CrossCoreSetFlag<4, PIPE_V>(1);  // prime: this AIV's UB tile of C_local starts free
+        CHECK: MulAddDst(C_acc
+    """)
+    assert "Add(C_acc" not in src.replace("MulAddDst(C_acc", "")
+    assert report.ok and max(errors) < 2e-2

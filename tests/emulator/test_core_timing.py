@@ -186,6 +186,10 @@ def test_l2_term():
     big = 2 * a["l2_bytes"]
     assert timing.l2_miss_fraction("dav-c220", 4 * big, big) == pytest.approx(1 - 0.75 * 0.5)
     assert timing.l2_miss_fraction("dav-c220", 0, 0) == 1.0
+    # re-reads that come soon (a reuse distance inside L2) hit however large the launch's reads
+    assert timing.l2_miss_fraction("dav-c220", 4 * big, big, reuse_bytes=a["l2_bytes"] / 2) == pytest.approx(0.25)
+    assert timing.l2_miss_fraction("dav-c220", 4 * big, big, reuse_bytes=4 * a["l2_bytes"]) == \
+        pytest.approx(1 - 0.75 * 0.25)
 
 
 def test_repeated_reads_hit_l2_in_the_model():

@@ -408,6 +408,45 @@ __aicore__ inline void dual(GM_ADDR a, GM_ADDR b, GM_ADDR c) {
 }
 extern "C" __global__ __aicore__ void dual_m(GM_ADDR a, GM_ADDR b, GM_ADDR c) { dual<1>(a, b, c); }
 extern "C" __global__ __aicore__ void dual_n(GM_ADDR a, GM_ADDR b, GM_ADDR c) { dual<2>(a, b, c); }
+// 16 rows: each AIV's half is 8 rows, starting 8 rows into the accumulator's fractals. The next
+// accumulator sits right after it in L0C; its Mmad needs no flag against the Fixpipe (other bytes).
+extern "C" __global__ __aicore__ void dual_tail(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR d) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    constexpr int M = 16, K = 64, N = 64;
+    GlobalTensor<float> cg; cg.SetGlobalBuffer((__gm__ float*)c, M * N);
+    LocalTensor<float> ub(TPosition::VECOUT, 0, M * N / 2);
+    if ASCEND_IS_AIC {
+        TPipe pipe;
+        TBuf<TPosition::A1> a1b; TBuf<TPosition::B1> b1b; TBuf<TPosition::A2> a2b; TBuf<TPosition::B2> b2b;
+        TBuf<TPosition::CO1> c1b;
+        pipe.InitBuffer(a1b, M * K * 2); pipe.InitBuffer(b1b, K * N * 2);
+        pipe.InitBuffer(a2b, M * K * 2); pipe.InitBuffer(b2b, K * N * 2); pipe.InitBuffer(c1b, 2 * M * N * 4);
+        GlobalTensor<half> ag, bg;
+        ag.SetGlobalBuffer((__gm__ half*)a, M * K); bg.SetGlobalBuffer((__gm__ half*)b, K * N);
+        GlobalTensor<float> dg; dg.SetGlobalBuffer((__gm__ float*)d, M * N);
+        LocalTensor<half> a1 = a1b.Get<half>(), b1 = b1b.Get<half>(), a2 = a2b.Get<half>(), b2 = b2b.Get<half>();
+        LocalTensor<float> c1 = c1b.Get<float>();
+        LocalTensor<float> c2 = c1[M * N];
+        load_a<half, M, K>(a2, a1, ag);
+        load_b16<half, K, N>(b2, b1, bg);
+        SetFlag<HardEvent::MTE1_M>(0); WaitFlag<HardEvent::MTE1_M>(0);
+        Mmad(c1, a2, b2, MmadParams(M, N, K, 0, false, true));
+        SetFlag<HardEvent::M_FIX>(0); WaitFlag<HardEvent::M_FIX>(0);
+        FixpipeParamsArch3510<CO2Layout::ROW_MAJOR> fp(N, M, M, N);
+        fp.dualDstCtl = 1;
+        Fixpipe<float, float, EMU_CFG_ROW_MAJOR_UB>(ub, c1, fp);
+        CrossCoreSetFlag<2, PIPE_FIX>(3);
+        Mmad(c2, a2, b2, MmadParams(M, N, K, 0, false, true));
+        SetFlag<HardEvent::M_FIX>(0); WaitFlag<HardEvent::M_FIX>(0);
+        FixpipeParamsArch3510<CO2Layout::ROW_MAJOR> fg(N, M, M, N);
+        Fixpipe(dg, c2, fg);
+    }
+    if ASCEND_IS_AIV {
+        int s = GetSubBlockIdx();
+        CrossCoreWaitFlag<2, PIPE_MTE3>(3);
+        DataCopy(cg[s * (M / 2) * N], ub, M * N / 2);
+    }
+}
 #endif
 '''
 
@@ -567,6 +606,20 @@ def test_dual_destination_fixpipe_3510(kernel):
     c = torch.zeros(32, 64)
     check_ok(run(SRC, kernel, [a, b, c], arch="dav-3510", kernel_type="mix_aic_1_2"))
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-3, atol=1e-3)
+
+
+def test_dual_destination_fixpipe_reads_only_its_rows_3510():
+    """Each half of a dual-destination Fixpipe of 16 rows reads 8 rows of every fractal (the
+    Fixpipe reads mSize rows, not the fractal's padded 16): an Mmad into the L0C bytes right after
+    the accumulator, with no flag against the Fixpipe, is no race."""
+    g = torch.Generator().manual_seed(29)
+    a = torch.randn(16, 64, generator=g).half()
+    b = torch.randn(64, 64, generator=g).half()
+    c, d = torch.zeros(16, 64), torch.zeros(16, 64)
+    check_ok(run(SRC, "dual_tail", [a, b, c, d], arch="dav-3510", kernel_type="mix_aic_1_2"))
+    ref = a.double() @ b.double()
+    torch.testing.assert_close(c.double(), ref, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(d.double(), ref, rtol=1e-3, atol=1e-3)
 
 
 _FP4 = {

@@ -647,6 +647,38 @@ def test_lower_gemm_picks_the_3510_op_kinds():
     """)
 
 
+def gemm_windows(arch="dav-3510"):
+    """C = a[16:48, 32:96] x w[32:96, 16:48]: windows of both operands, K stepped in two chunks when
+    the L0 budget asks (it does not here)."""
+    b = ProgramBuilder("mm_win", arch)
+    A, B = b.tensor("A", (64, 128), "float16"), b.tensor("B", (128, 64), "float16")
+    C = b.tensor("C", (32, 32), "float32")
+    a, w = b.tile("a", (64, 128), "float16"), b.tile("w", (128, 64), "float16")
+    c = b.tile("c", (32, 32), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(A[0, 0], a)
+        b.copy(B[0, 0], w)
+        b.gemm(a.region(16, 32, extents=(32, 64)), w.region(32, 16, extents=(64, 32)), c, clear=True)
+        b.copy(c, C[0, 0])
+    return b.build()
+
+
+@pytest.mark.parametrize("arch", ["dav-3510", "dav-c220"])
+def test_lower_gemm_of_windows_offsets_into_the_tiles(arch):
+    # a[16:48, 32:96]: 32 columns (2 blocks of 64 x 16) and 16 rows in: 32 * 64 + 16 * 16 = 2304;
+    # w[32:96, 16:48]: 16 * 128 + 32 * 16 = 2560. The L0 buffers have the windows' shapes.
+    text = after(gemm_windows(arch), "lower_tile_ops")
+    filecheck(text, """
+        CHECK: a_l0a: L0A 32x64xfloat16
+        CHECK: w_l0b: L0B 64x32xfloat16
+        CHECK: LoadData a[16:48, 32:96] -> a_l0a
+        CHECK-SAME: src_offset=2304
+        CHECK: LoadData w[32:96, 16:48] -> w_l0b
+        CHECK-SAME: src_offset=2560
+        CHECK: Mmad c = a_l0a x w_l0b
+    """)
+
+
 def test_lower_parallel_to_vector_ops():
     filecheck(after(vector_add(), "lower_tile_ops"), """
         CHECK: [MTE2] copy_gm_to_ub DataCopy A -> x

@@ -65,3 +65,18 @@ def test_roofline_takes_the_binding_side(arch):
     macs, gm = deepseek.mla_decode_work(64, 16, 4096)
     assert deepseek.roofline(arch, macs, gm) == (pytest.approx(gm / bpc), "HBM")
     assert gm == 2 * 64 * 4096 * 576 + 2 * 64 * 16 * (512 + 576)
+
+
+def test_mla_decode_l2_reuse_follows_the_grid_order():
+    # Head blocks first: the two readers of a page run at once, so half the reads hit L2; batch
+    # first: a page is read again only after the whole 302 MB cache, beyond L2.
+    spec = deepseek.mla_spec(quick=False)
+    miss = {}
+    for config, *_rest, per_launch in spec.candidates:
+        reads = per_launch[0]
+        miss[config] = deepseek.l2_miss_fraction(ARCH, 2 * reads.unique, reads.unique, reads.reuse)
+    first = [m for c, m in miss.items() if "head blocks first" in c]
+    batch = [m for c, m in miss.items() if "batch first" in c]
+    assert first and batch
+    assert all(m == pytest.approx(0.5) for m in first)
+    assert all(m > 0.8 for m in batch)

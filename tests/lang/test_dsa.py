@@ -1,6 +1,7 @@
 """DeepSeek Sparse Attention (examples/dsa.py): the lightning indexer's scores, top-k selection and
-sparse MLA forward over the selected keys (gathered row by row from GM into the Cube's tiles),
-each against torch on the emulator, strict."""
+sparse MLA forward over the selected keys (gathered row by row from GM into the Cube's tile, one DMA
+per key with the PV gemm on a window of it; and the older two-tile form), each against torch on the
+emulator, strict."""
 
 import importlib.util
 from pathlib import Path
@@ -77,3 +78,9 @@ def test_sparse_mla_64_heads_per_token():
 def test_indexer_benchmark_configuration_3510():
     # benchmarks/deepseek.py's indexer: DeepSeek-V3.2's 64 heads of dim 128, 128 keys per step.
     check_indexer("dav-3510", seq_q=8, seq_kv=256, heads=64, dim=128, block_N=128)
+
+
+@pytest.mark.slow
+def test_sparse_mla_forward_two_dmas_per_key_3510():
+    # The form with the latent and RoPE columns of each key in two tiles (two DMAs, two QK^T gemms).
+    check_sparse_mla("dav-3510", one_dma=False)

@@ -18,7 +18,8 @@ _spec.loader.exec_module(mla)
 
 def _check(arch, **shape):
     kernel, _, _ = run_case(mla.case(**shape), arch=arch)
-    assert len(kernel.reports) == 2 and all(r.ok for r in kernel.reports)
+    launches = 1 if shape.get("num_split") == 1 else 2
+    assert len(kernel.reports) == launches and all(r.ok for r in kernel.reports)
     assert "block_table_gm.GetValue(" in kernel.kernel_source
 
 
@@ -42,3 +43,14 @@ def test_mla_decode_64_heads_per_block():
     # 64 query heads against one latent head in one block (the two gemms share L0B: the P V gemm
     # steps through K in chunks of 16).
     _check("dav-3510", batch=1, heads=64, block_H=64, seqlens=(512,))
+
+
+def test_mla_decode_one_split_heads_inner():
+    # One split: the split launch writes the output itself (no combine launch); the head blocks
+    # of a sequence are the grid's first axis (consecutive blocks).
+    _check("dav-3510", heads=32, num_split=1, heads_inner=True)
+
+
+@pytest.mark.slow
+def test_mla_decode_heads_inner_c220():
+    _check("dav-c220", heads=32, num_split=2, heads_inner=True)

@@ -365,13 +365,13 @@ inline void fixpipe_common(const DstT& dst, const LocalTensor<S>& src, CO2Layout
         emu::fail("invalid_param", std::string("Fixpipe: nSize must be a multiple of ") + (channelSplit ? "8 with channelSplit" : "16 without NZ2ND"), loc);
     if (fmt != CO2Layout::NZ && dstStride == 0) emu::fail("invalid_param", "Fixpipe: dstStride must not be 0", loc);
     emu::ops::SpanSet r, w;
-    // a whole fractal's rows, except for one half of a dual-destination split by M: that half
-    // starts mid-fractal (row m), so rounding up from there would claim rows of the next block
-    const uint64_t m16 = fix_dual_half() ? m : (m + 15) / 16 * 16, nblk = (n + 15) / 16;
+    // reads: the first m rows (16 elements each) of every 16-column block; not the block's padded
+    // rows (half of a dual-destination transfer starts 8 rows into its blocks and reads 8 rows)
+    const uint64_t nblk = (n + 15) / 16;
     for (uint32_t t = 0; t < ndNum; ++t) {
         uint64_t sb = t * srcNdBytes;
         for (uint64_t j = 0; j < nblk; ++j)
-            r.add(src, sb + j * srcStride * 16 * sizeof(S), sb + (j * srcStride + m16) * 16 * sizeof(S));
+            r.add(src, sb + j * srcStride * 16 * sizeof(S), sb + (j * srcStride + m) * 16 * sizeof(S));
     }
     for (uint32_t t = 0; t < ndNum; ++t) {
         uint64_t db = t * dstNdElems * sizeof(D);
