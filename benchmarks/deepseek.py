@@ -12,7 +12,8 @@ Kernels (examples/), at the shapes DeepSeek published where they fit:
   seq 4096; timed as DeepSeek did: the dQ/dK/dV launch and the final BF16 cast(s), without the
   Delta preprocessing launch;
 - mla_decode.py: batch 64, 128 query heads on one latent head (512 + rope 64), paged KV (64-token
-  pages), every sequence 4096 tokens; the split launch and the combine launch;
+  pages), every sequence 4096 tokens; the fastest of its forms (one split writing the output, or
+  splits and a combine launch; batch or head blocks first in the grid; 64 or 128 tokens a step);
 - dsa.py: sparse MLA forward over top-k 2048 of 8192 keys for 4096 query tokens (64 heads per
   token), and the lightning indexer's scores (64 heads of dim 128, bf16); not top-k selection
   (2048 rounds of row maxima over 8192 scores per token: too slow to emulate at this size).
@@ -30,7 +31,8 @@ lengths and full top-k sets), so this equals the model's list schedule of all bl
 of several launches (GQA backward, MLA decode) is the sum of its timed launches' modelled times:
 they run one after the other on the stream, and each launch's first wave is emulated on its own.
 GM reads blend L2 hits and HBM by the whole launch's miss fraction (distinct bytes the launch
-reads / bytes all its blocks read, as benchmarks/gemm.py); the casts and the small follow-up
+reads / bytes all its blocks read, as benchmarks/gemm.py; an attention launch whose re-reads come
+soon also passes their reuse distance, see L2Reads); the casts and the small follow-up
 launches (the dQ cast, the MLA combine) are charged as all misses (the model has no L2 reuse
 across launches).
 
@@ -330,7 +332,7 @@ def mla_spec(quick: bool, stages: int = 2) -> Spec:
     B, H, S, page = (8, 128, 1024, 64) if quick else (64, 128, 4096, 64)
     block_H = 64
     macs, gm = mla_decode_work(B, H, S)
-    tried = [(1, True)] if quick else [(1, False), (1, True), (2, True)]
+    tried = [(1, True, 64)] if quick else [(1, False, 64), (1, True, 64), (2, True, 64), (1, True, 128)]
     pages = S // page
     bf = BF16
     unique = 2 * B * S * 576 + 2 * B * H * 576 + 4 * B * pages + 4 * B
@@ -343,16 +345,16 @@ def mla_spec(quick: bool, stages: int = 2) -> Spec:
                 torch.zeros(B, H, 512, dtype=bf)]
 
     cands = []
-    for ns, inner in tried:
+    for ns, inner, bn in tried:
         reads = L2Reads(unique, 2 * min(B, running_seqs) * S * 576 if inner else None)
         launches, per_launch = ((0, "split"), (1, "combine")), (reads, None)
         if ns == 1:
             launches, per_launch = ((0, "split"),), (reads,)
-        cands.append((f"block_H {block_H}, block_N 64, {ns} split{'s' if ns > 1 else ''}"
+        cands.append((f"block_H {block_H}, block_N {bn}, {ns} split{'s' if ns > 1 else ''}"
                       + (", head blocks first" if inner else ", batch first")
                       + (f", num_stages {stages}" if stages != 2 else ""),
-                      lambda ns=ns, inner=inner: mla_decode.mla_decode_paged(B, H, S, 512, 64, 64, block_H, ns, page,
-                                                                             stages, heads_inner=inner),
+                      lambda ns=ns, inner=inner, bn=bn: mla_decode.mla_decode_paged(
+                          B, H, S, 512, 64, bn, block_H, ns, page, stages, heads_inner=inner),
                       lambda ns=ns: args(ns), launches, per_launch))
     return Spec(
         name="MLA decode", shape=f"b{B} h{H} s{S} d512+64 page{page}", kind="attn",
@@ -385,7 +387,7 @@ def dsa_specs(quick: bool) -> list[Spec]:
         unique=(L2Reads(2 * SKV * 576 + 2 * SQ * H * 576 + 4 * SQ * K,
                         2 * SKV * 576 + ASSUMPTIONS["dav-3510"]["groups"] * (2 * H * 576 + 4 * K)),),
         candidates=[(f"block_I {bi}", lambda bi=bi: dsa.sparse_mla_fwd(SQ, SKV, H, 512, 64, K, bi))
-                    for bi in ([32] if quick else [32, 64])])
+                    for bi in ([32] if quick else [32, 64, 128])])
     IH, ID = 64, 128  # DeepSeek-V3.2's indexer: 64 heads of dim 128 (bf16 here; fp8 in DeepSeek's)
     indexer = Spec(
         name="DSA lightning indexer (bf16)", shape=f"s_q {SQ} s_kv {SKV} h{IH} d{ID}", kind="attn",

@@ -23,7 +23,9 @@ def mla_decode_paged(batch=2, heads=16, max_seqlen=512, dv=512, dpe=64, block_N=
     L2; by default the batch is the first axis, as in TileLang's example, and the head blocks of a
     sequence are ``batch`` blocks apart. With ``num_split == 1`` the split launch writes ``Output``
     itself (no combine launch; ``lse_partial`` is still written, ``O_partial`` is not)."""
-    assert heads % block_H == 0 and page_size % block_N == 0 and max_seqlen % page_size == 0
+    assert heads % block_H == 0 and max_seqlen % page_size == 0
+    # a block within one page, or whole pages (the table must have every page of the last block)
+    assert page_size % block_N == 0 or (block_N % page_size == 0 and max_seqlen % block_N == 0)
     scale = (dv + dpe) ** -0.5 * 1.44269504  # log2(e)
     accum = "float32"
     pages = max_seqlen // page_size
@@ -63,9 +65,15 @@ def mla_decode_paged(batch=2, heads=16, max_seqlen=512, dv=512, dpe=64, block_N=
         T.fill(scores_max, -T.infinity(accum))
         for k in T.Pipelined(n_blocks, num_stages=num_stages):
             pos = (first + k) * block_N
-            row = block_table[bx, pos // page_size] * page_size + pos % page_size
-            T.copy(KV[row:row + block_N, :], KV_shared)
-            T.copy(K_pe[row:row + block_N, :], K_pe_shared)
+            if block_N <= page_size:
+                row = block_table[bx, pos // page_size] * page_size + pos % page_size
+                T.copy(KV[row:row + block_N, :], KV_shared)
+                T.copy(K_pe[row:row + block_N, :], K_pe_shared)
+            else:  # a block of several pages: one page table lookup and copy per page
+                for p in T.serial(block_N // page_size):
+                    row = block_table[bx, pos // page_size + p] * page_size
+                    T.copy(KV[row:row + page_size, :], KV_shared[p * page_size:(p + 1) * page_size, :])
+                    T.copy(K_pe[row:row + page_size, :], K_pe_shared[p * page_size:(p + 1) * page_size, :])
             T.clear(acc_s)
             T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True)
             T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True)

@@ -75,6 +75,12 @@ def test_sparse_mla_64_heads_per_token():
 
 
 @pytest.mark.slow
+def test_sparse_mla_benchmark_configuration_3510():
+    # benchmarks/deepseek.py's sparse MLA: 64 heads per token, 128 selected keys per step.
+    check_sparse_mla("dav-3510", seq_q=4, heads=64, topk=256, block_I=128)
+
+
+@pytest.mark.slow
 def test_indexer_benchmark_configuration_3510():
     # benchmarks/deepseek.py's indexer: DeepSeek-V3.2's 64 heads of dim 128, 128 keys per step.
     check_indexer("dav-3510", seq_q=8, seq_kv=256, heads=64, dim=128, block_N=128)

@@ -54,3 +54,10 @@ def test_mla_decode_one_split_heads_inner():
 @pytest.mark.slow
 def test_mla_decode_heads_inner_c220():
     _check("dav-c220", heads=32, num_split=2, heads_inner=True)
+
+
+@pytest.mark.slow
+def test_mla_decode_two_pages_per_block():
+    # block_N 128 over 64-token pages: two page table lookups and copies per K/V block (the
+    # benchmark's configuration), with a tail block that ends inside its second page.
+    _check("dav-3510", heads=64, block_H=64, block_N=128, num_split=1, heads_inner=True, seqlens=(300, 512))
