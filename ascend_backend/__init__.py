@@ -30,6 +30,7 @@ from .errors import (  # noqa: E402
     AlignmentError,
     AscendCompileError,
     DslError,
+    EventIdError,
     InternalCompilerError,
     MemoryBudgetError,
     RuntimeUnavailableError,
@@ -47,5 +48,5 @@ from .kernel import AscendKernel, compile, lower  # noqa: E402, A004
 __all__ = [
     "ARCHES", "DEFAULT_ARCH", "get_arch", "compile", "jit", "lower", "AscendKernel",
     "AscendCompileError", "UnsupportedError", "AlignmentError", "MemoryBudgetError", "TargetError",
-    "ShapeError", "DslError", "RuntimeUnavailableError", "InternalCompilerError", "__version__",
+    "ShapeError", "DslError", "EventIdError", "RuntimeUnavailableError", "InternalCompilerError", "__version__",
 ]

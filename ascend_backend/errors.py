@@ -84,6 +84,13 @@ class MemoryBudgetError(AscendCompileError):
         return f"{head}\n{self.table}" if getattr(self, "table", None) else head
 
 
+class EventIdError(AscendCompileError):
+    """A pipelined loop whose flags need more hardware event ids of one pipe pair at once than a
+    core has (0-5 for generated code), even with flags merged."""
+
+    kind = "event ids"
+
+
 class ShapeError(AscendCompileError):
     """Operand shapes that do not agree (a T.gemm whose K differs between A and B, a tile copy
     between tiles of different shapes) or a size that cannot be (zero, negative)."""

@@ -173,7 +173,7 @@ def cube_rate(arch: str, bits: int) -> int:
     return int(ASSUMPTIONS[arch][f"cube_macs_per_cycle_{bits}bit"])
 
 
-def specs(quick: bool) -> list[Spec]:
+def specs(quick: bool, stages: int = 2) -> list[Spec]:
     out: list[Spec] = []
     M, N = (1024, 7168) if quick else (4096, 7168)
     blk_m, gpb = 32, 8
@@ -238,7 +238,7 @@ def specs(quick: bool) -> list[Spec]:
         for sp in out:
             if sp.tiles:
                 sp.tiles = [t for t in sp.tiles if t in ((256, 224, 128), (256, 128, 128))][:1]
-    out += attention_specs(quick)
+    out += attention_specs(quick, stages)
     return out
 
 
@@ -278,15 +278,16 @@ def roofline(arch: str, macs: int, gm_bytes: int, op_bits: int = 16) -> tuple[fl
     return (cube, "Cube") if cube >= hbm else (hbm, "HBM")
 
 
-def attention_specs(quick: bool) -> list[Spec]:
-    """GQA backward, MLA decode, DSA sparse MLA forward and the lightning indexer (dav-3510)."""
-    return [gqa_spec(quick), mla_spec(quick), *dsa_specs(quick)]
+def attention_specs(quick: bool, stages: int = 2) -> list[Spec]:
+    """GQA backward, MLA decode, DSA sparse MLA forward and the lightning indexer (dav-3510);
+    ``stages``: num_stages of GQA backward's and MLA decode's pipelined loops."""
+    return [gqa_spec(quick, stages), mla_spec(quick, stages), *dsa_specs(quick)]
 
 
 BF16 = torch.bfloat16
 
 
-def gqa_spec(quick: bool) -> Spec:
+def gqa_spec(quick: bool, stages: int = 2) -> Spec:
     """GQA backward: batch 1, one K/V head, head dim 128, non-causal (DeepSeek's published setting),
     8 query heads sharing the K/V head. Candidates: block_M x block_N, head_split (the group's
     heads split over that many blocks, dK/dV then added atomically and cast by a fourth launch)
@@ -311,16 +312,16 @@ def gqa_spec(quick: bool) -> Spec:
         if hs > 1:
             launches, unique = (*launches, (3, "dK/dV cast")), (*unique, None)
         cands.append((f"block {m}x{n}" + (f", heads split over {hs} blocks" if hs > 1 else "")
-                      + (", dQ added a step late" if defer else ""),
-                      lambda m=m, n=n, hs=hs, defer=defer: gqa_backward.gqa_backward(1, H, H, S, D, m, n, head_split=hs,
-                                                                                   defer_dq=defer),
+                      + (", dQ added a step late" if defer else "") + (f", num_stages {stages}" if stages != 2 else ""),
+                      lambda m=m, n=n, hs=hs, defer=defer: gqa_backward.gqa_backward(1, H, H, S, D, m, n, stages,
+                                                                                   head_split=hs, defer_dq=defer),
                       lambda hs=hs: args(hs), launches, unique))
     return Spec(
         name="GQA backward (dQ/dK/dV + casts)", shape=f"b1 h{H} kv1 s{S} d{D}", kind="attn", archs=("dav-3510",),
         build=None, macs=macs, gm_bytes=gm, op_bits=16, target="peak40", args=None, candidates=cands)
 
 
-def mla_spec(quick: bool) -> Spec:
+def mla_spec(quick: bool, stages: int = 2) -> Spec:
     """MLA decode: 128 query heads on one latent head (dv 512 + rope 64), paged KV (64-token pages),
     every sequence 4096 tokens long. Candidates: the number of splits along the sequence (one:
     the split launch writes the output, no combine launch) and the grid order. Both head blocks of
@@ -350,9 +351,10 @@ def mla_spec(quick: bool) -> Spec:
         if ns == 1:
             launches, per_launch = ((0, "split"),), (reads,)
         cands.append((f"block_H {block_H}, block_N {bn}, {ns} split{'s' if ns > 1 else ''}"
-                      + (", head blocks first" if inner else ", batch first"),
+                      + (", head blocks first" if inner else ", batch first")
+                      + (f", num_stages {stages}" if stages != 2 else ""),
                       lambda ns=ns, inner=inner, bn=bn: mla_decode.mla_decode_paged(
-                          B, H, S, 512, 64, bn, block_H, ns, page, heads_inner=inner),
+                          B, H, S, 512, 64, bn, block_H, ns, page, stages, heads_inner=inner),
                       lambda ns=ns: args(ns), launches, per_launch))
     return Spec(
         name="MLA decode", shape=f"b{B} h{H} s{S} d512+64 page{page}", kind="attn",
@@ -587,12 +589,14 @@ def main() -> None:
     ap.add_argument("--arch", default="dav-3510,dav-c220")
     ap.add_argument("--only", default="", help="run only kernels whose name contains this text")
     ap.add_argument("--write-docs", action="store_true", help="write the table into docs/performance.md")
+    ap.add_argument("--num-stages", type=int, default=2,
+                    help="num_stages of GQA backward's and MLA decode's pipelined loops (default 2)")
     args = ap.parse_args()
     archs = args.arch.split(",")
     console.print("[bold]DeepSeek's kernels on the emulator's timing model: every figure is MODELLED "
                   "(docs/timing-model.md), not measured.[/bold]")
     rows = []
-    for spec in specs(args.quick):
+    for spec in specs(args.quick, args.num_stages):
         if args.only and args.only not in spec.name:
             continue
         for arch in archs:

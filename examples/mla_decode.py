@@ -172,7 +172,7 @@ def reference(q, q_pe, kv, k_pe, block_table, cache_seqlens, page_size):
 
 
 def case(batch=2, heads=16, max_seqlen=512, dv=512, dpe=64, block_N=64, block_H=16, num_split=2, page_size=64,
-         seqlens=(300, 451), seed=0, dtype="bfloat16", heads_inner=False):
+         seqlens=(300, 451), seed=0, dtype="bfloat16", heads_inner=False, num_stages=2):
     import torch
 
     from ascend_backend.testing import Case
@@ -190,8 +190,8 @@ def case(batch=2, heads=16, max_seqlen=512, dv=512, dpe=64, block_N=64, block_H=
     lse_partial = torch.zeros(batch, num_split, heads)
     o_partial = torch.zeros(batch, num_split, heads, dv)
     out = torch.zeros(batch, heads, dv).to(tdt)
-    f = mla_decode_paged(batch, heads, max_seqlen, dv, dpe, block_N, block_H, num_split, page_size, dtype=dtype,
-                         heads_inner=heads_inner)
+    f = mla_decode_paged(batch, heads, max_seqlen, dv, dpe, block_N, block_H, num_split, page_size, num_stages,
+                         dtype=dtype, heads_inner=heads_inner)
     return Case(func=f, inputs=[q, q_pe, kv, k_pe, block_table, cache_seqlens, lse_partial, o_partial, out],
                 outputs=[8],
                 reference=lambda q, qp, kv, kp, bt, sl, *_: [reference(q, qp, kv, kp, bt, sl, page_size).to(tdt)],

@@ -15,7 +15,10 @@ pair, or by a chain of such pairs already placed. Rules:
 * PipeBarrier<PIPE_V> orders dependent vector ops on archs whose vector pipe does not keep them
   in order (dav-c220); no PIPE_ALL is ever emitted.
 * Event ids are allocated per event type within 0-5 so that flags alive at the same time never
-  share an id.
+  share an id. In a pipelined loop a flag gets one id per iteration its pipes can run apart
+  (proved from the placed flags), flags other flags imply are not placed (drains of inner loops,
+  the flags between the parts of a skewed loop), and only then are flags merged; a loop that
+  still needs more is an EventIdError for the user.
 * An ``If`` is one item, like a loop without a next iteration: its branches are synced inside.
 * A cross-core round trip on the AIC (it sets "ready" for a tile, the AIVs derive the next
   crossing tile from it and only then set "ready" for that one, which the AIC waits for) orders
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ascend_backend.passes.unit_flag import mark_unit_flags
 
-from ascend_backend.errors import InternalCompilerError
+from ascend_backend.errors import EventIdError, InternalCompilerError
 from ascend_backend.ir import (
     AscOp,
     CopyGmToUb,
@@ -92,6 +95,13 @@ class _Flag:
     wait_var: object = None  # the Wait's slot variable when it differs (the two parts of a skewed loop)
     base: int = 0  # first event id
     virtual: bool = False  # a cross-core round trip: used for coverage, never emitted
+    covers: list = field(default_factory=list)  # a merged flag: the flags it stands for
+
+    def reason(self) -> str:
+        if self.covers:
+            return "; ".join(dict.fromkeys(f.reason() for f in self.covers))
+        return (f"{self.hazard} on {self.buffer}: '{self.consumer.text}' ({self.dst}) after "
+                f"'{self.producer.text}' ({self.src})" + (", previous iteration" if self.carried else ""))
 
     @property
     def event(self) -> Event:
@@ -164,8 +174,10 @@ def _aliases(kernel: Kernel) -> dict:
 
 
 class _IdsExhausted(Exception):
-    def __init__(self, event: str) -> None:
+    def __init__(self, event: str, loop: Loop | None = None, live: tuple = ()) -> None:
         self.event = event
+        self.loop = loop  # the innermost pipelined loop around the flag that found no id
+        self.live = live  # the flags holding the event's ids there
 
 
 class _SyncInserter:
@@ -193,10 +205,10 @@ class _SyncInserter:
             rec = FlagRecord(index=n, event=str(f.event), event_id=ev_id,
                              producer=f.producer.text, consumer=f.consumer.text, buffer=f.buffer,
                              kind=f"{kind} {f.hazard}", producer_loc=f.producer.loc, consumer_loc=f.consumer.loc)
+            reason = f.reason()
             for s in f.syncs:
                 s.flag = n
-                s.reason = (f"{f.hazard} on {f.buffer}: '{f.consumer.text}' ({f.dst}) after "
-                            f"'{f.producer.text}' ({f.src})" + (", previous iteration" if f.carried else ""))
+                s.reason = reason
             records.append(rec)
         # unit-flag rows follow the flags' (their ops carry the row index)
         base = len(records)
@@ -250,6 +262,25 @@ class _SyncInserter:
                     out.append(ds)
         return out, primes
 
+    def drained(self, item, src: Pipe, dst: Pipe, consumers: list) -> bool:
+        """Does the drain after loop ``item`` (the Waits of its loop-carried flags) order its ``src``
+        ops before the ``dst`` ops of ``consumers`` that follow the loop? A drained flag's last Set
+        covers every ``src`` op of the loop up to its producer in the last trip; what ``src`` runs
+        after that Set must not conflict with the consumers."""
+        if not isinstance(item, Loop) or item.skewed:
+            return False
+        cons = [c for c in consumers if c.pipe is dst]
+        for f in self.loop_primes.get(id(item), []):
+            if f.src != src or f.dst != dst:
+                continue
+            at = [n for n, x in enumerate(item.body) if isinstance(x, SetFlag) and any(x is y for y in f.syncs)]
+            if len(at) != 1:
+                continue
+            after = [e for x in item.body[at[0] + 1:] for e in _events(x, self.skip) if e.pipe is src]
+            if not any(_conflict(e, c, self.alias) for e in after for c in cons):
+                return True
+        return False
+
     def skewed(self, lp: Loop) -> tuple[Loop, list]:
         """Sync a skewed loop (``Loop.skewed``): each part as the body of a loop over the steps (its own
         flags, carried ones by step), then what orders one part against the other. Through a buffer
@@ -272,9 +303,20 @@ class _SyncInserter:
 
         outer_skip = self.carry_skip
         self.carry_skip = frozenset((touched(a_items) & touched(b_items)) - per_step)
+        n0 = len(self.flags)
         a_synced, primes = self.block_level(a_items, loop_a)
+        n1 = len(self.flags)
         b_synced, primes_b = self.block_level(b_items, loop_b)
         self.carry_skip = outer_skip
+        in_order = {"a": [f for f in self.flags[n0:n1] if not f.carried],
+                    "b": [f for f in self.flags[n1:] if not f.carried]}
+
+        def ordered_in(part: str, sp: Pipe, dp: Pipe, i: int) -> bool:
+            # A flag of the part itself from its item i (or later) on sp to dp already orders the
+            # step's op before every dp op of that trip, so before the other part's later trips.
+            return any(f.src == sp and f.dst == dp and f.i >= i for f in in_order[part])
+
+        primes_a = primes
         primes = primes + primes_b
         slots = max(lp.num_stages, 2)
 
@@ -316,12 +358,18 @@ class _SyncInserter:
         sets_b: dict = {}
         waits_a: dict = {}
         around: dict = {"wait_a": [], "set_a": [], "wait_b": [], "set_b": []}
+        # A flag around the parts from part B to part A (set after part B, waited before the next
+        # trip's part A) orders every op of a trip before every op of the next trip on its pipe pair:
+        # any other flag of that pair from one trip to a later one adds nothing.
+        trip_pairs = {k for k in cross(events(b_items, False), events(a_items, False), False) if k[0] != k[1]}
         for step in (True, False):
             ev_a, ev_b = events(a_items, step), events(b_items, step)
             for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_a, ev_b, step).items():
                 if sp == dp:
                     if sp is Pipe.V and self.vector_barrier:
                         barrier["b" if step else "B"] |= needs_barrier(a_synced, a_items[i], b_synced, b_items[j])
+                    continue
+                if step and ((sp, dp) in trip_pairs or ordered_in("a", sp, dp, i)):
                     continue
                 if step:
                     f = _Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard + ", the same step one trip later",
@@ -338,6 +386,8 @@ class _SyncInserter:
                     if sp is Pipe.V and self.vector_barrier:
                         barrier["a" if step else "A"] |= needs_barrier(b_synced, b_items[i], a_synced, a_items[j])
                     continue
+                if step and ((sp, dp) in trip_pairs or ordered_in("b", sp, dp, i)):
+                    continue
                 if step:
                     f = _Flag(sp, dp, i, j, True, p.op, c.op, buf, hazard + f", the slot {slots} steps on",
                               slots=slots, slot_var=b_loop.var, wait_var=lp.var)
@@ -349,6 +399,27 @@ class _SyncInserter:
                     around["wait_a"].append(f)
                 self.flags.append(f)
                 primes.append(f)
+
+        # A part's own loop-carried flag is implied by a flag of its pipe pair between trips: one
+        # around the parts, or, for part A, one from part B's step k (a later trip than part A's
+        # step k) to part A's step k + s, waited no later than the part's flag (s fewer steps on, or
+        # as many and before the same or an earlier item).
+        steps_on = [g for gs in waits_a.values() for g in gs]
+
+        def implied(f: _Flag) -> bool:
+            if (f.src, f.dst) in trip_pairs:
+                return True
+            return any(f in primes_a and g.src == f.src and g.dst == f.dst
+                       and (g.slots < f.slots or (g.slots == f.slots and g.j <= f.j)) for g in steps_on)
+
+        dropped = [f for f in primes_a + primes_b if implied(f)]
+        if dropped:
+            gone = {id(x) for f in dropped for x in f.syncs}
+            a_synced = [x for x in a_synced if id(x) not in gone]
+            b_synced = [x for x in b_synced if id(x) not in gone]
+            for f in dropped:
+                self.flags.remove(f)
+                primes.remove(f)
 
         def vbarrier() -> PipeBarrier:
             return PipeBarrier(pipe=Pipe.V, reason="dependent vector ops: the vector pipe does not order them on "
@@ -391,22 +462,25 @@ class _SyncInserter:
     def _allocate_ids(self, body: list) -> None:
         # Linear positions of syncs; a flag lives from its first to its last sync.
         pos: dict[int, int] = {}
+        owner: dict[int, Loop] = {}  # sync -> the innermost pipelined loop around it (for the error)
         counter = [0]
 
-        def visit(items):
+        def visit(items, pipelined):
             for s in items:
                 counter[0] += 1
                 if isinstance(s, SetFlag | WaitFlag):
                     pos[id(s)] = counter[0]
+                    if pipelined is not None:
+                        owner[id(s)] = pipelined
                 if isinstance(s, Loop):
-                    visit(s.body)
+                    visit(s.body, s if s.num_stages > 1 else pipelined)
                     counter[0] += 1
                 if isinstance(s, If):
-                    visit(s.then_body)
-                    visit(s.else_body)
+                    visit(s.then_body, pipelined)
+                    visit(s.else_body, pipelined)
                     counter[0] += 1
 
-        visit(body)
+        visit(body, None)
         spans = []
         for f in self.flags:
             ps = [pos[id(s)] for s in f.syncs if id(s) in pos]
@@ -416,14 +490,16 @@ class _SyncInserter:
         busy: dict[str, list] = {}
         for start, end, f in sorted(spans, key=lambda t: t[0]):
             live = busy.setdefault(str(f.event), [])
-            live[:] = [(e, k) for e, k in live if e >= start]
-            used = {k for _, k in live}
+            live[:] = [(e, k, g) for e, k, g in live if e >= start]
+            used = {k for _, k, _ in live}
             bases = [b for b in range(MAX_EVENT_ID + 2 - f.slots) if not used & set(range(b, b + f.slots))]
             if not bases:
-                raise _IdsExhausted(str(f.event))
+                loop = next((owner[id(x)] for x in f.syncs if id(x) in owner), None)
+                holders = list({id(g): g for _, _, g in live}.values())
+                raise _IdsExhausted(str(f.event), loop, (*holders, f))
             base = bases[0]
             f.base = base
-            live.extend((end, k) for k in range(base, base + f.slots))
+            live.extend((end, k, f) for k in range(base, base + f.slots))
             for s in f.syncs:
                 if f.slots == 1:
                     s.event_id = EventId(base)
@@ -511,7 +587,7 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
         for (sp, dp), (i, p, c, buf, hazard) in sorted(deps(range(j), j).items(), key=lambda kv: -kv[1][0]):
             if sp == dp:
                 continue
-            if covered(sp, i, dp, j):
+            if covered(sp, i, dp, j) or self.drained(items[i], sp, dp, evs[j]):
                 continue
             f = slotted(_Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard))
             placed.append(f)
@@ -550,7 +626,8 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                                                                    or any(b > i for b in barriers)):
                         barriers.add(j)
                     continue
-                if (dp is not Pipe.V or not self.vector_barrier) and covered(sp, i, dp, n):
+                if (dp is not Pipe.V or not self.vector_barrier) and (covered(sp, i, dp, n)
+                                                                      or self.drained(items[i], sp, dp, evs[j])):
                     continue  # ordered within the iteration already; dp keeps its order into the next one
                 need = rotating.get(buf, 1)
                 if need > 1 and _static(loop.extent) is not None and _static(loop.extent) <= need:
@@ -563,6 +640,16 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 primes.append(f)
                 sets[i].append(f)
                 waits[j].append(f)
+    if stages > 1:
+        # A flag of this iteration needs a slot per stage only while its producer pipe can set it
+        # again (d iterations on) before the consumer pipe waited for it: d ids are enough when the
+        # flags already order the Wait of iteration k before the Set of iteration k + d.
+        for f in placed:
+            if f.slots > 1 and not f.carried and not f.virtual:
+                need = next((d for d in range(1, f.slots) if _wait_before_set(f, placed, d)), f.slots)
+                if need < f.slots:
+                    f.slots = need
+                    f.slot_var = f.slot_var if need > 1 else None
     placed = [f for f in placed if not getattr(f, "virtual", False)]
     if stages > 1 and self.merge:
         # In a pipelined loop every flag costs one event id per slot: where the ids 0-5 run out,
@@ -585,6 +672,34 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
             f.syncs.append(s)
             out.append(s)
     return out, primes
+
+
+def _wait_before_set(f: _Flag, placed: list, d: int) -> bool:
+    """Does flag ``f``'s Wait in iteration 0 happen before its Set in iteration d, through program
+    order on each pipe and the flags ``placed`` at this level? A point is (pipe, iteration, p): on
+    that pipe, just before item p. A Set after item a on that pipe is later when a >= p; its Wait
+    is before item j of the same iteration (in order) or of iteration + slots (carried). f's Set in
+    iteration d follows every point of f.src in earlier iterations and those up to its producer
+    item in iteration d."""
+    start = (f.dst, 0, f.j)
+    seen = {start}
+    frontier = [start]
+    while frontier:
+        pipe, it, p = frontier.pop()
+        if pipe == f.src and (it < d or p <= f.i):
+            return True
+        nxt = [(pipe, it + 1, 0)] if it < d else []
+        for g in placed:
+            if g is f or g.src != pipe or g.i < p:
+                continue
+            it2 = it + (g.slots if g.carried else 0)
+            if it2 <= d:
+                nxt.append((g.dst, it2, g.j))
+        for s in nxt:
+            if s not in seen:
+                seen.add(s)
+                frontier.append(s)
+    return False
 
 
 def _static(extent) -> int | None:
@@ -655,7 +770,8 @@ def _merge(placed: list, sets: dict, waits: dict, primes: list, events: frozense
         first_c = min(fs, key=lambda f: f.j)
         last_p = max(fs, key=lambda f: f.i)
         m = dataclasses.replace(fs[0], i=i, j=j, producer=last_p.producer, consumer=first_c.consumer,
-                                buffer=", ".join(dict.fromkeys(f.buffer for f in fs)), syncs=[])
+                                buffer=", ".join(dict.fromkeys(f.buffer for f in fs)), syncs=[],
+                                covers=[c for f in fs for c in (f.covers or [f])])
         for f in fs:
             sets[f.i].remove(f)
             waits[f.j].remove(f)
@@ -733,11 +849,30 @@ def sync_kernel(kernel: Kernel, arch, trips: set) -> Kernel:
             return _SyncInserter(kernel, arch, trips, merge).run()
         except _IdsExhausted as e:
             if e.event in merge:
-                err = SkewIdsExhausted if any(isinstance(s, Loop) and s.skewed for s in walk(kernel.body)) \
-                    else InternalCompilerError
-                raise err(f"more than {MAX_EVENT_ID + 1} event ids of {e.event} needed at once",
-                          stage="insert_sync") from None
+                what = f"more than {MAX_EVENT_ID + 1} event ids of {e.event} needed at once"
+                if any(isinstance(s, Loop) and s.skewed for s in walk(kernel.body)):
+                    raise SkewIdsExhausted(what, stage="insert_sync") from None
+                if e.loop is None:
+                    raise InternalCompilerError(what, stage="insert_sync") from None
+                raise _user_error(e) from None
             merge = merge | {e.event}
+
+
+def _user_error(e: _IdsExhausted) -> EventIdError:
+    """Out of ids in a pipelined loop even with its flags merged: the loop's stages are what the
+    user controls (each stage takes one id per flag that spans iterations)."""
+    n = e.loop.num_stages
+    need = sum(f.slots for f in e.live)
+    why = "; ".join(dict.fromkeys(f"{f.hazard} on {f.buffer} ({f.slots} id{'s' if f.slots > 1 else ''})"
+                                  for f in e.live))
+    per_stage = sum(1 for f in e.live if f.slots == n)
+    fits = (MAX_EVENT_ID + 1 - (need - per_stage * n)) // per_stage if per_stage else 0
+    hint = (f"lower num_stages to {fits} or fewer: each stage takes one {e.event} id per flag that spans "
+            f"iterations" if 2 <= fits < n else
+            "use T.serial for this loop, or fewer buffers that pass between these pipes in it")
+    return EventIdError(f"T.Pipelined with num_stages={n} needs {need} event ids of {e.event} at once, and a "
+                        f"core has {MAX_EVENT_ID + 1} (0-{MAX_EVENT_ID}) for them: {why}",
+                        loc=e.loop.loc, hint=hint)
 
 
 def sync_launch(launch: Launch, arch) -> Launch:

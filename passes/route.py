@@ -469,6 +469,10 @@ def _skew_loops(launch: Launch) -> Launch:
         split = skew_mod.plan(pair, launch.transfers, outside)
         if split is None:
             continue
+        if lp_aic.num_stages <= 2 and any(
+                skew_mod.loads_for_both_parts(split[c], {n for n, b in k.buffers.items() if b.scope is not Scope.GM})
+                for c, k in ((Core.AIC, aic), (Core.AIV, aiv))):
+            continue  # skewed, such a load would lose its step ahead; serial steps keep it (faster when loads bound)
         kb = tirx.Var(f"{lp_aic.var.name}_b", lp_aic.var.dtype)  # one variable: one C++ name in the entry
         for c, lp in pair.items():
             replace[id(lp)] = skew_mod.skewed_loop(lp, split[c], kb)

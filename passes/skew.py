@@ -244,6 +244,16 @@ def plan(loops: dict, transfers: list, outside: dict) -> dict | None:
     return splits
 
 
+def loads_for_both_parts(split: Split, on_chip: set) -> set:
+    """The tiles part A loads from GM (a buffer not in ``on_chip``) that part B reads too. Skewed,
+    such a tile lives from its load in trip k to part B in trip k + 1: with 2 slots the load of
+    step k + 1 waits for part B of step k - 1 at the end of trip k, so it no longer runs a step
+    ahead of the compute (MLA decode's K/V, read by both gemms)."""
+    loaded = {x.dst.buffer for x in split.a if isinstance(x, TileCopy) and x.src.buffer not in on_chip}
+    read_b = set().union(*(rw(y)[0] for y in split.b)) if split.b else set()
+    return loaded & read_b
+
+
 # ---------------------------------------------------------------- rewriting
 
 

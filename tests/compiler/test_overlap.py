@@ -80,3 +80,18 @@ def test_one_way_crossing_in_a_pipelined_loop_takes_two_slots():
     """)
     assert "Add(C_acc" not in src.replace("MulAddDst(C_acc", "")
     assert report.ok and max(errors) < 2e-2
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_loop_sharing_a_loaded_tile_between_its_parts_skews_from_three_stages(stages):
+    # MLA decode's K/V tile is read by both gemms (S = Q K^T in part A, P V in part B). Skewed, it
+    # lives from its load in trip k to part B in trip k + 1: with 2 slots the load of step k + 1
+    # could not run ahead of step k (502 -> 712 us in the benchmark), so 2 stages stay serial; with
+    # 3 slots it still runs a step ahead, and the Cube and Vector steps overlap.
+    import mla_decode
+
+    f = mla_decode.mla_decode_paged(1, 16, 256, 512, 64, 64, 16, 1, 64, num_stages=stages, heads_inner=True)
+    k = ascend_backend.compile(f, target={"kind": "ascendc", "arch": "dav-3510"}, runtime="emulator")
+    skewed = [t.skewed for t in k.program.launches[0].transfers]
+    assert skewed and all(s == (stages == 3) for s in skewed)
+    assert ("for (int32_t k_b = (k - 1)" in k.kernel_source) == (stages == 3)
