@@ -75,14 +75,6 @@ def assign_kernel_layouts(kernel: Kernel, arch) -> Kernel:
                         f"tile '{b.name}' ({b.dtype}) has {b.cols} columns; 2-D 8-bit vector tiles take a multiple "
                         "of 32 columns", loc=b.loc, hint="use a 1-D tile, or 32, 64, ... columns")
                 b.pitch = (b.cols + 31) // 32 * 32
-            if b.elem_bytes == 1 and b.pitch % 32:
-                # 8-bit rows are padded to 32 elements (32 B); a 2-D such tile would no longer share
-                # the element pitch of the other tiles, so it needs whole 32-column rows.
-                if b.rows > 1:
-                    raise UnsupportedError(
-                        f"tile '{b.name}' ({b.dtype}) has {b.cols} columns; 2-D 8-bit vector tiles take a multiple "
-                        "of 32 columns", loc=b.loc, hint="use a 1-D tile, or 32, 64, ... columns")
-                b.pitch = (b.cols + 31) // 32 * 32
         else:
             raise InternalCompilerError(f"buffer {b.name} in scope {b.scope} before lowering", stage="assign_layout")
     return kernel.replace(buffers=buffers)
