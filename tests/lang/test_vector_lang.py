@@ -232,6 +232,9 @@ def test_online_softmax_over_long_rows(arch):
 
 
 @pytest.mark.slow
+# tilelang 0.1.15 deprecates alloc_reducer's `replication` (the v1 reducer); kernels written with it
+# must still compile, so this test keeps that form on purpose.
+@pytest.mark.filterwarnings("ignore:alloc_reducer\\(replication=:DeprecationWarning")
 def test_gemv_with_a_reducer_and_a_column_reducer(arch):
     """`T.alloc_reducer` accumulating `r[i] += a[i, j] * x[j]` (a reduction over j), and a column
     reducer `c[j] += a[i, j]` (a reduction over i, dim 0)."""
