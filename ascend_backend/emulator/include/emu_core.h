@@ -229,14 +229,19 @@ public:
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
         const uint8_t cls = emu::xb_load_class(addr_ + i);
         emu::record("GetValue", emu::Pipe::S, {{emu::Mem::GM, b, b + sizeof(T), -1, cls}}, {}, {sizeof(T), 1}, loc);
+        // Read, then acquire; SetValue publishes, then stores. So a load that sees another core's
+        // store acquires what that core published (the other order let a poll see the flag
+        // before its publication and report a race that a real flag protocol does not have).
+        const T v = addr_[i];
         emu::xb_scalar_load(addr_ + i, sizeof(T), cls != 0, loc);
-        return addr_[i];
+        return v;
     }
     void SetValue(uint64_t i, T v, const emu::Loc& loc = emu::Loc::current()) const {
         auto b = (uint64_t)(uintptr_t)(addr_ + i);
         emu::record("SetValue", emu::Pipe::S, {}, {{emu::Mem::GM, b, b + sizeof(T), -1, emu::CLS_SSTORE}}, {sizeof(T), 1}, loc);
-        addr_[i] = v;
         emu::xb_release(b, emu::PIPES_S, loc);
+        addr_[i] = v;
+        emu::xb_notify();  // wake pollers now that the value is there
     }
     uint64_t GetSize() const { return size_; }
     void SetSize(uint64_t n) { size_ = n; }

@@ -236,9 +236,9 @@ inline T ReadGmByPassDCache(__gm__ T* addr, const emu::Loc& loc = emu::Loc::curr
     static_assert(emu_detail::bypass_type<T>, "ReadGmByPassDCache: T must be an 8/16/32/64-bit integer type");
     emu::Span w = emu_detail::gm_word(addr, sizeof(T));
     emu::record("ReadGmByPassDCache", emu::Pipe::S, {w}, {}, emu::Cost{sizeof(T), 1}, loc);
-    emu::xb_scalar_load(addr, sizeof(T), true, loc);
-    T v;
+    T v;  // read, then acquire (see GlobalTensor::GetValue)
     std::memcpy(&v, (const void*)addr, sizeof(T));
+    emu::xb_scalar_load(addr, sizeof(T), true, loc);
     return v;
 }
 template <typename T>
@@ -246,8 +246,9 @@ inline void WriteGmByPassDCache(__gm__ T* addr, T value, const emu::Loc& loc = e
     static_assert(emu_detail::bypass_type<T>, "WriteGmByPassDCache: T must be an 8/16/32/64-bit integer type");
     emu::Span w = emu_detail::gm_word(addr, sizeof(T));
     emu::record("WriteGmByPassDCache", emu::Pipe::S, {}, {w}, emu::Cost{sizeof(T), 1}, loc);
+    emu::xb_release(w.begin, emu::PIPES_S, loc);  // publish, then store (see GlobalTensor::SetValue)
     std::memcpy((void*)addr, &value, sizeof(T));
-    emu::xb_release(w.begin, emu::PIPES_S, loc);
+    emu::xb_notify();
 }
 
 // ===================================================================== DataSyncBarrier
