@@ -65,6 +65,38 @@ def topk_select(seq_q=64, seq_kv=256, topk=32, block_M=8):
     return select
 
 
+def _online_softmax(heads, block_I, dv, scale):
+    """The two sparse MLA forms' shared macros: one step's online softmax over the block's masked
+    scores (scores cast for the PV gemm, output rescaled), and the final division and log-sum-exp.
+    Sizes and the scale are closed over (a scalar macro argument would be renamed)."""
+
+    @T.macro
+    def softmax_step(acc_s, valid, m, m_prev, alpha, ssum, lsum, acc_s_cast, acc_o):
+        for h, i in T.Parallel(heads, block_I):
+            acc_s[h, i] = acc_s[h, i] + valid[i]
+        T.copy(m, m_prev)
+        T.reduce_max(acc_s, m, dim=1, clear=False)
+        for h in T.Parallel(heads):
+            alpha[h] = T.exp2(m_prev[h] * scale - m[h] * scale)
+        for h, i in T.Parallel(heads, block_I):
+            acc_s[h, i] = T.exp2(acc_s[h, i] * scale - m[h] * scale)
+        T.reduce_sum(acc_s, ssum, dim=1)
+        for h in T.Parallel(heads):
+            lsum[h] = lsum[h] * alpha[h] + ssum[h]
+        T.copy(acc_s, acc_s_cast)
+        for h, d in T.Parallel(heads, dv):
+            acc_o[h, d] *= alpha[h]
+
+    @T.macro
+    def finish(acc_o, lsum, m):
+        for h, d in T.Parallel(heads, dv):
+            acc_o[h, d] /= lsum[h]
+        for h in T.Parallel(heads):
+            lsum[h] = T.log2(lsum[h]) + m[h] * scale
+
+    return softmax_step, finish
+
+
 def sparse_mla_fwd(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, block_I=32, num_stages=2,
                    dtype="bfloat16", one_dma=True):
     """Query token t's ``heads`` heads attend to the keys ``Indices[t, :]`` (-1: none) of one latent
@@ -79,6 +111,7 @@ def sparse_mla_fwd(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, bloc
     scale = dqk ** -0.5 * 1.44269504  # log2(e)
     accum = "float32"
     assert topk % block_I == 0
+    softmax_step, finish = _online_softmax(heads, block_I, dv, scale)
 
     @T.prim_func
     def sparse_mla(Q: T.Tensor([seq_q, heads, dqk], dtype), KV: T.Tensor([seq_kv, dqk], dtype),
@@ -117,25 +150,9 @@ def sparse_mla_fwd(seq_q=32, seq_kv=256, heads=16, dv=512, dpe=64, topk=64, bloc
                 T.clear(acc_s)
                 T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True)
                 T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True)
-                for h, i in T.Parallel(heads, block_I):
-                    acc_s[h, i] = acc_s[h, i] + valid[i]
-                T.copy(m, m_prev)
-                T.reduce_max(acc_s, m, dim=1, clear=False)
-                for h in T.Parallel(heads):
-                    alpha[h] = T.exp2(m_prev[h] * scale - m[h] * scale)
-                for h, i in T.Parallel(heads, block_I):
-                    acc_s[h, i] = T.exp2(acc_s[h, i] * scale - m[h] * scale)
-                T.reduce_sum(acc_s, ssum, dim=1)
-                for h in T.Parallel(heads):
-                    lsum[h] = lsum[h] * alpha[h] + ssum[h]
-                T.copy(acc_s, acc_s_cast)
-                for h, d in T.Parallel(heads, dv):
-                    acc_o[h, d] *= alpha[h]
+                softmax_step(acc_s, valid, m, m_prev, alpha, ssum, lsum, acc_s_cast, acc_o)
                 T.gemm(acc_s_cast, KV_shared, acc_o)
-            for h, d in T.Parallel(heads, dv):
-                acc_o[h, d] /= lsum[h]
-            for h in T.Parallel(heads):
-                lsum[h] = T.log2(lsum[h]) + m[h] * scale
+            finish(acc_o, lsum, m)
             T.copy(acc_o, out)
             T.copy(out, Output[t, 0, 0])
             T.copy(lsum, Lse[t, 0])
@@ -148,6 +165,7 @@ def _sparse_mla_one_dma(seq_q, seq_kv, heads, dv, dpe, topk, block_I, num_stages
     scale = dqk ** -0.5 * 1.44269504  # log2(e)
     accum = "float32"
     assert topk % block_I == 0
+    softmax_step, finish = _online_softmax(heads, block_I, dv, scale)
 
     @T.prim_func
     def sparse_mla(Q: T.Tensor([seq_q, heads, dqk], dtype), KV: T.Tensor([seq_kv, dqk], dtype),
@@ -180,25 +198,9 @@ def _sparse_mla_one_dma(seq_q, seq_kv, heads, dv, dpe, topk, block_I, num_stages
                 for i in T.Parallel(block_I):
                     valid[i] = T.if_then_else(Indices[t, blk * block_I + i] >= 0, 0, -T.infinity(accum))
                 T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, clear_accum=True)
-                for h, i in T.Parallel(heads, block_I):
-                    acc_s[h, i] = acc_s[h, i] + valid[i]
-                T.copy(m, m_prev)
-                T.reduce_max(acc_s, m, dim=1, clear=False)
-                for h in T.Parallel(heads):
-                    alpha[h] = T.exp2(m_prev[h] * scale - m[h] * scale)
-                for h, i in T.Parallel(heads, block_I):
-                    acc_s[h, i] = T.exp2(acc_s[h, i] * scale - m[h] * scale)
-                T.reduce_sum(acc_s, ssum, dim=1)
-                for h in T.Parallel(heads):
-                    lsum[h] = lsum[h] * alpha[h] + ssum[h]
-                T.copy(acc_s, acc_s_cast)
-                for h, d in T.Parallel(heads, dv):
-                    acc_o[h, d] *= alpha[h]
+                softmax_step(acc_s, valid, m, m_prev, alpha, ssum, lsum, acc_s_cast, acc_o)
                 T.gemm(acc_s_cast, KV_shared[:, 0:dv], acc_o)  # V: the first dv columns of the keys' rows
-            for h, d in T.Parallel(heads, dv):
-                acc_o[h, d] /= lsum[h]
-            for h in T.Parallel(heads):
-                lsum[h] = T.log2(lsum[h]) + m[h] * scale
+            finish(acc_o, lsum, m)
             T.copy(acc_o, out)
             T.copy(out, Output[t, 0, 0])
             T.copy(lsum, Lse[t, 0])
