@@ -179,14 +179,19 @@ def _crossing_slots(launch: Launch, arch) -> Launch:
             return isinstance(s, CrossCoreSetOp | CrossCoreWaitOp) and s.flag == free and s.transfer == idx
 
         def peer(s, name=name, elems=b.slot_elems):
-            if isinstance(s, FixpipeToPeerUb | FixpipeToPeerUbDual | CopyUbToPeerL1) and s.target == name:
-                return [dataclasses.replace(s, slots=2, slot_elems=elems)]
-            return [] if drop(s) else [s]
+            return [] if drop(s) else [_two_slots_peer(s, name, elems)]
 
         kernels[other] = kernels[other].replace(body=map_body(kernels[other].body, peer))
         kernels[owner] = kernels[owner].replace(body=map_body(kernels[owner].body, lambda s: [] if drop(s) else [s]))
         transfers[n] = dataclasses.replace(t, free=None, slots=2)
     return launch.replace(kernels=kernels, transfers=transfers)
+
+
+def _two_slots_peer(s, name: str, elems: int):
+    """``s``, writing into the other core's tile ``name`` by slot when it is the transfer's op."""
+    if isinstance(s, FixpipeToPeerUb | FixpipeToPeerUbDual | CopyUbToPeerL1) and s.target == name:
+        return dataclasses.replace(s, slots=2, slot_elems=elems)
+    return s
 
 
 def _one_way_slots(launch: Launch, kernels: dict, t, arch) -> dict:
@@ -229,13 +234,8 @@ def _one_way_slots(launch: Launch, kernels: dict, t, arch) -> dict:
             return [s, dataclasses.replace(s)]
         return [s]
 
-    def peer(s):
-        if isinstance(s, FixpipeToPeerUb | FixpipeToPeerUbDual) and s.target == name:
-            return [dataclasses.replace(s, slots=2, slot_elems=b.slot_elems)]
-        return [s]
-
     aiv_body = outer(aiv.body, twice)
-    aic_body = outer(map_body(aic.body, peer), twice)
+    aic_body = outer(map_body(aic.body, lambda s: [_two_slots_peer(s, name, b.slot_elems)]), twice)
     primes = sum(isinstance(s, CrossCoreSetOp) for s in doubled)
     drains = sum(isinstance(s, CrossCoreWaitOp) for s in doubled)
     if (primes, drains) != (1, 2):
