@@ -1,7 +1,7 @@
 """The compiler driver: a visible, ordered list of stages, with IR dumps after any of them.
 
     frontend -> fold_scale -> partition -> route -> split_rows -> infer_scope -> assign_layout -> lower_tile_ops
-             -> multi_buffer -> plan_memory -> insert_sync -> codegen
+             -> multi_buffer -> prefetch -> plan_memory -> insert_sync -> codegen
 
 Every pass is a pure function Program -> Program (in ascend_backend.passes) that verifies the
 invariant it establishes; ``verify=True`` (or TL_ASCEND_VERIFY=1, which the test suite sets) also
@@ -30,6 +30,7 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
     from ascend_backend.passes.multi_buffer import multi_buffer
     from ascend_backend.passes.partition import partition
     from ascend_backend.passes.plan_memory import plan_memory
+    from ascend_backend.passes.prefetch import prefetch
     from ascend_backend.passes.route import route
     from ascend_backend.passes.split_rows import split_rows
 
@@ -42,13 +43,14 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
         ("assign_layout", assign_layout),
         ("lower_tile_ops", lower_tile_ops),
         ("multi_buffer", multi_buffer),
+        ("prefetch", prefetch),
         ("plan_memory", plan_memory),
         ("insert_sync", insert_sync),
     ]
 
 
 STAGES = ["frontend", "fold_scale", "partition", "route", "split_rows", "infer_scope", "assign_layout",
-          "lower_tile_ops", "multi_buffer", "plan_memory", "insert_sync", "codegen"]
+          "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory", "insert_sync", "codegen"]
 
 
 @dataclass
