@@ -99,22 +99,24 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
     try:
         program = run("frontend", import_primfunc, func, arch, name)
         done.append(("frontend", program))
-        try:
-            program, source = _lower(program, run, done)
-        except InternalCompilerError as ice:
-            from ascend_backend.passes.insert_sync import SkewIdsExhausted
-            from ascend_backend.passes.route import SKEW
+        from ascend_backend.passes.insert_sync import SkewIdsExhausted
+        from ascend_backend.passes.prefetch import PREFETCH
+        from ascend_backend.passes.route import SKEW
 
-            if not isinstance(ice, SkewIdsExhausted):
-                raise
-            # Overlapping the Cube and Vector steps needs more event ids than this kernel has left:
-            # lower it again with its loops serial.
-            del done[1:]
-            token = SKEW.set(False)
+        # Overlapping the Cube and Vector steps may need more event ids than this kernel has left:
+        # lower it again without the loads ahead (passes/prefetch.py), then with its loops serial.
+        for switch in (None, PREFETCH, SKEW):
+            token = switch.set(False) if switch is not None else None
             try:
+                del done[1:]
                 program, source = _lower(done[0][1], run, done)
+                break
+            except SkewIdsExhausted:
+                if switch is SKEW:
+                    raise
             finally:
-                SKEW.reset(token)
+                if switch is not None:
+                    switch.reset(token)
     except InternalCompilerError as ice:
         if ice.dump_path is not None:
             raise

@@ -9,7 +9,8 @@ pair, or by a chain of such pairs already placed. Rules:
   a Set after a loop covers all its ops, a Wait before a loop covers all of them).
 * A dependency carried across loop iterations (the consumer comes first in the body) is primed
   with a Set before the loop, waited before the consumer, set again after the producer and
-  drained with a Wait after the loop, so every Set has its Wait.
+  drained with a Wait after the loop, so every Set has its Wait. One carried to an ``if var < c``
+  that is false from the carried distance on (a load only the first steps issue) never happens.
 * Only the last producer on each pipe needs a flag (a Set covers every earlier op of its pipe),
   and a dependency already ordered by placed flags gets none of its own.
 * PipeBarrier<PIPE_V> orders dependent vector ops on archs whose vector pipe does not keep them
@@ -632,6 +633,8 @@ def _level_impl(self: _SyncInserter, items: list, loop: Loop | None):
                 need = rotating.get(buf, 1)
                 if need > 1 and _static(loop.extent) is not None and _static(loop.extent) <= need:
                     continue  # every iteration has its own slot: the dependency never happens
+                if _only_first(items[j], loop, need):
+                    continue  # the consumer runs in the first iterations only, never `need` iterations on
                 if any(f.carried and f.src == sp and f.dst == dp and f.i >= i and f.j <= j
                        and f.slots in (1, need) for f in placed):
                     continue
@@ -700,6 +703,19 @@ def _wait_before_set(f: _Flag, placed: list, d: int) -> bool:
                 seen.add(s)
                 frontier.append(s)
     return False
+
+
+def _only_first(item, loop: Loop, distance: int) -> bool:
+    """Is ``item`` an ``if var < c`` of ``loop``'s variable that is false from iteration ``distance``
+    on (the start of a load that later iterations issue ahead, passes/prefetch.py)? A dependency
+    carried ``distance`` iterations to it then never happens."""
+    from tvm import tirx
+
+    if not isinstance(item, If) or item.else_body or not isinstance(item.cond, tirx.LT):
+        return False
+    c, start = _static(item.cond.b), _static(loop.start)
+    return (item.cond.a.same_as(loop.var) and c is not None and start is not None and loop.step >= 1
+            and start + distance * loop.step >= c)
 
 
 def _static(extent) -> int | None:

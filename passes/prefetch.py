@@ -1,29 +1,32 @@
-"""prefetch: in a skewed loop, issue the GM loads of later steps before part B's cross-core wait.
+"""prefetch: in a skewed loop, issue part A's GM loads of a later step before part B's cross-core wait.
 
 Needs: multi_buffer (the slots of every pipelined loop known), before plan_memory and insert_sync.
-Establishes: in a skewed loop (passes/skew.py) whose part B waits for the other core, each load
-of part A that only reads GM nothing in the launch writes, into a tile with s >= 2 slots that
-part B does not touch and that nothing else writes, is issued by part B of step kb for step
-kb + s (so into the slot it selects by kb), just before B's first cross-core wait; steps 0 .. s-1
-are loaded before the loop:
+Establishes: in a skewed loop (passes/skew.py) whose part B waits for the other core, each top-level
+op of part A on MTE2 that reads only GM nothing in the launch writes (no loaded index either) into
+a tile with s >= 2 slots that part B does not touch and that no other op writes, runs in part A for
+steps 0 .. s-1 only and is issued by part B of step kb for step kb + s, just before B's first
+cross-core wait (a loop of at most s steps is left alone):
 
-    for kp in 0 .. s:  if kp < n:  load(kp)             # slot kp
     for k in 0 .. n + 1:
-        if k < n:   A(k) without the load               # reads slot k % s
+        if k < n:   if k < s: load(k)                   # slot k % s
+                    A(k) ...                            # reads slot k % s
         if k >= 1:  B(k - 1): ..., if k - 1 + s < n: load(k - 1 + s), wait for the other core, ...
 
-Why: a pipe runs its ops in program order. Skewed, step k + 1's load comes after step k - 1's
-part B, which waits for the other core (FlashAttention's Cube waits for P, the Vector cores'
-softmax) on the pipe that also loads (MTE2 on dav-c220, where P comes through GM): the load then
-waits for the softmax too. Issued before the wait, it overlaps it. The slots make it legal:
-the load for step kb + s writes slot kb % s, last read by part A of step kb, a trip earlier;
-insert_sync orders both (A(k) before B(k) one trip later, B(k) before A(k + s), per slot).
-A kernel whose memory no longer fits with the loaded tile living from the prologue keeps its
-loop as it was.
+Why: a pipe runs its ops in program order. Skewed, step k + 1's load comes after step k - 1's part
+B, which waits for the other core on the pipe that also loads (FlashAttention's Cube waits for P,
+the Vector cores' softmax, on MTE2 on dav-c220, where P comes through GM): the load then waits for
+the softmax too. Issued before the wait, it overlaps it. The slots make it legal: the load for
+step kb + s writes slot kb % s, last read by part A of step kb one trip earlier; insert_sync
+orders it by step like any tile both parts rotate (A(k) before B(k) one trip later, B(k) before
+A(k + s)), and a part-A load guarded by ``k < s`` carries no flag to the step s on. A kernel
+whose memory no longer fits with the tile living through the whole loop keeps its loop as it was;
+one whose flags then need more event ids than a pipe pair has is lowered again without this pass
+(``PREFETCH``, pipeline.py).
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 
 from tvm import arith, tirx
@@ -46,6 +49,10 @@ from ascend_backend.ir import (
 from .plan_memory import lifetimes, plan_buffers
 from .skew import parts as skew_parts
 from .skew import substitute
+
+# Off for a second lowering when a skewed loop's flags need more event ids than a pipe pair has
+# (pipeline.py; the loads ahead add a flag per slot from part A to part B).
+PREFETCH: contextvars.ContextVar[bool] = contextvars.ContextVar("tl_ascend_prefetch", default=True)
 
 
 def _ops(body: list) -> list:
@@ -142,7 +149,7 @@ def prefetch_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
                 out.append(s)
         return out
 
-    if not launch.mixed:
+    if not launch.mixed or not PREFETCH.get():
         return kernel
     new = kernel.replace(body=rewrite(kernel.body))
     if not changed or not _fits(new, launch, arch):
@@ -171,4 +178,4 @@ def verify_prefetch(program: Program) -> None:
                                                 f"skewed loop and {s} in part B", stage="prefetch")
 
 
-__all__ = ["prefetch", "verify_prefetch"]
+__all__ = ["PREFETCH", "prefetch", "verify_prefetch"]

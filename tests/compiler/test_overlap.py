@@ -95,3 +95,44 @@ def test_loop_sharing_a_loaded_tile_between_its_parts_skews_from_three_stages(st
     skewed = [t.skewed for t in k.program.launches[0].transfers]
     assert skewed and all(s == (stages == 3) for s in skewed)
     assert ("for (int32_t k_b = (k - 1)" in k.kernel_source) == (stages == 3)
+
+
+def test_flash_attention_c220_loads_the_k_tile_two_steps_on_before_waiting_for_p():
+    # dav-c220: P comes back through the workspace and the Cube's MTE2 waits for it in part B. The
+    # K tile (2 L1 slots, read by part A only) of step k_b + 2 is loaded before that wait, so MTE2
+    # loads it while the Vector cores run the softmax; part A loads steps 0 and 1 itself.
+    import attention
+
+    src = ascend_backend.lower(attention.flashattn(1, 1, 64, 256, 64, False, 64, 64, 2),
+                               {"kind": "ascendc", "arch": "dav-c220"}).source
+    filecheck(src, """
+        CHECK: if ASCEND_IS_AIC {
+        CHECK: for (int32_t k = 0; k < 5; ++k) {
+        CHECK: if ((k < 4)) {
+        CHECK-NEXT: if ((k < 2)) {
+        CHECK-NEXT: DataCopy(K_shared, K_gm[bz * 16384 + by * 16384 + (k * 64) * 64]
+        CHECK: for (int32_t k_b = (k - 1);
+        CHECK: LocalTensor<half> K_shared = K_shared_slots[(k_b % 2) * 4096];
+        CHECK: DataCopy(V_shared, V_gm[
+        CHECK-NEXT: WaitFlag<HardEvent::MTE1_MTE2>(2 + k_b % 2);  // WAR, the same step one trip later on K_shared
+        CHECK-NEXT: if (((k_b + 2) < 4)) {
+        CHECK-NEXT: DataCopy(K_shared, K_gm[bz * 16384 + by * 16384 + ((k_b + 2) * 64) * 64]
+        CHECK-NEXT: }
+        CHECK-NEXT: CrossCoreWaitFlag<2, PIPE_MTE2>(1);
+        CHECK-NEXT: DataCopy(acc_s_cast, ws_acc_s_cast_gm[
+        CHECK: if ASCEND_IS_AIV {
+    """)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_with_loads_ahead_runs_clean(arch, causal):
+    # four K/V steps per block (causal: 1 to 4), so part B loads K ahead and each slot is reused
+    import attention
+
+    case = attention.case(batch=1, heads=1, seq_q=128, seq_kv=256, dim=64, is_causal=causal)
+    kernel, report, errors = run_case(case, arch)
+    assert "k_b + 2" in kernel.kernel_source
+    assert report.ok and not report.races and not report.flag_errors and not report.deadlock
+    assert max(errors) < 2e-2

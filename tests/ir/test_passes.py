@@ -1112,6 +1112,89 @@ def test_insert_sync_syncs_each_part_of_a_skewed_loop_by_its_step():
     """)
 
 
+# ------------------------------------------------------------------ prefetch
+
+
+def fa_like_loop(arch="dav-c220", trips=4, stages=2):
+    """FlashAttention's shape of loop: S = q kt^T crosses to the Vectors, P = S / 2 comes back,
+    o += P vt; kt is read by part A only, vt by part B only, so the loop skews at 2 stages."""
+    from tvm import tirx
+
+    b = ProgramBuilder("falike", arch)
+    Q, K = b.tensor("Q", (64, 64), "float16"), b.tensor("K", (64 * trips, 64), "float16")
+    V, Out = b.tensor("V", (64 * trips, 64), "float16"), b.tensor("Out", (64, 64), "float32")
+    q, kt, vt = (b.tile(n, (64, 64), "float16") for n in ("q", "kt", "vt"))
+    s = b.tile("s", (64, 64), "float32", fragment=True)
+    pt = b.tile("pt", (64, 64), "float16", fragment=True)
+    o = b.tile("o", (64, 64), "float32", fragment=True)
+    with b.launch([1]):
+        b.copy(Q[0, 0], q)
+        b.fill(o, 0.0)
+        with b.loop("kk", trips, stages=stages) as kk:
+            b.copy(K[kk * 64, 0], kt)
+            b.gemm(q, kt, s, trans_b=True, clear=True)
+            b.parallel((64, 64), lambda i, j: [(pt, (i, j), tirx.Cast("float16", s.load(i, j) * 0.5))])
+            b.copy(V[kk * 64, 0], vt)
+            b.gemm(pt, vt, o)
+        b.copy(o, Out[0, 0])
+    return b.build()
+
+
+def test_prefetch_issues_the_next_load_of_part_a_before_part_b_waits_for_the_vectors():
+    # dav-c220: P comes back through GM, so the Cube's MTE2 waits for it; kt (2 slots, part A only)
+    # is loaded by part B of step kk_b for step kk_b + 2, ahead of that wait; part A loads steps 0, 1
+    filecheck(after(fa_like_loop(), "prefetch"), """
+        CHECK: == AIC ==
+        CHECK: for kk in 0..5 (pipelined stages=2 skewed) slots={'kt': 2
+        CHECK-NEXT: if kk < 4 {
+        CHECK-NEXT: if kk < 2 {
+        CHECK-NEXT: copy_gm_to_l1 Nd2Nz K -> kt
+        CHECK-SAME: window=K[kk * 64, 0]
+        CHECK: LoadData kt -> kt_l0b
+        CHECK: for kk_b in kk - 1 + 0..1 (serial) slots=
+        CHECK-SAME: 'kt': 2
+        CHECK-NEXT: copy_gm_to_l1 Nd2Nz V -> vt
+        CHECK-NEXT: if kk_b + 2 < 4 {
+        CHECK-NEXT: copy_gm_to_l1 Nd2Nz K -> kt
+        CHECK-SAME: window=K[(kk_b + 2) * 64, 0]
+        CHECK: cross_core_wait CrossCoreWaitFlag<2> 1 (pt from the Vector cores to the Cube
+        CHECK-NEXT: copy_gm_to_l1 Nd2Nz ws_pt -> pt
+        CHECK: == AIV ==
+    """)
+
+
+def test_prefetch_leaves_short_loops_and_tiles_part_b_reads_alone():
+    # two steps: nothing to load ahead; two_way_loop's kt is read by both parts (it rotates by step
+    # in each, a load for a later step would overwrite part B's)
+    assert after(fa_like_loop(trips=2), "prefetch") == after(fa_like_loop(trips=2), "multi_buffer")
+    assert after(two_way_loop(), "prefetch") == after(two_way_loop(), "multi_buffer")
+
+
+def test_insert_sync_orders_a_load_ahead_by_step_and_drops_its_part_a_carried_flag():
+    # part A's read of kt before part B's load into that slot for two steps on: a flag by step, one
+    # trip later; part A's own load runs in steps 0 and 1 only, so no flag carries a read of step k
+    # to it at step k + 2 (no MTE1 -> MTE2 prime on kt); the load's RAW to part A of step kk_b + 2
+    # is ordered by part B's own MTE2 -> MTE1 flag after it (the pipes keep their order)
+    text = after(fa_like_loop(), "insert_sync")
+    filecheck(text, """
+        CHECK: == AIC ==
+        CHECK-NOT: [prime]  // WAR on kt
+        CHECK: for kk in 0..5 (pipelined stages=2 skewed)
+        CHECK: if kk < 2 {
+        CHECK: SetFlag<MTE2_MTE1>(kk % 2)  // RAW on kt
+        CHECK: WaitFlag<MTE2_MTE1>(kk % 2)  // RAW on kt
+        CHECK: LoadData kt -> kt_l0b
+        CHECK-NEXT: SetFlag<MTE1_MTE2>(2 + kk % 2)  // WAR, the same step one trip later on kt
+        CHECK: for kk_b in kk - 1 + 0..1
+        CHECK: WaitFlag<MTE1_MTE2>(2 + kk_b % 2)  // WAR, the same step one trip later on kt
+        CHECK-NEXT: if kk_b + 2 < 4 {
+        CHECK: cross_core_wait
+        CHECK-NEXT: copy_gm_to_l1 Nd2Nz ws_pt -> pt
+        CHECK-NEXT: SetFlag<MTE2_MTE1>(kk_b % 2)  // RAW on pt
+        CHECK: == AIV ==
+    """)
+
+
 # ------------------------------------------------------------------ the room for what comes next
 
 
