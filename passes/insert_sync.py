@@ -317,6 +317,12 @@ class _SyncInserter:
             # step's op before every dp op of that trip, so before the other part's later trips.
             return any(f.src == sp and f.dst == dp and f.i >= i for f in in_order[part])
 
+        def waited_in(part: str, sp: Pipe, dp: Pipe, j: int) -> bool:
+            # A flag of the consuming part itself on sp to dp, waited at its item j (or before), is
+            # set after an sp op of the consumer's trip: later in sp's order than the producer,
+            # which ran in an earlier trip.
+            return any(f.src == sp and f.dst == dp and f.j <= j for f in in_order[part])
+
         primes_a = primes
         primes = primes + primes_b
         slots = max(lp.num_stages, 2)
@@ -370,7 +376,7 @@ class _SyncInserter:
                     if sp is Pipe.V and self.vector_barrier:
                         barrier["b" if step else "B"] |= needs_barrier(a_synced, a_items[i], b_synced, b_items[j])
                     continue
-                if step and ((sp, dp) in trip_pairs or ordered_in("a", sp, dp, i)):
+                if step and ((sp, dp) in trip_pairs or ordered_in("a", sp, dp, i) or waited_in("b", sp, dp, j)):
                     continue
                 if step:
                     f = _Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard + ", the same step one trip later",
@@ -387,7 +393,7 @@ class _SyncInserter:
                     if sp is Pipe.V and self.vector_barrier:
                         barrier["a" if step else "A"] |= needs_barrier(b_synced, b_items[i], a_synced, a_items[j])
                     continue
-                if step and ((sp, dp) in trip_pairs or ordered_in("b", sp, dp, i)):
+                if step and ((sp, dp) in trip_pairs or ordered_in("b", sp, dp, i) or waited_in("a", sp, dp, j)):
                     continue
                 if step:
                     f = _Flag(sp, dp, i, j, True, p.op, c.op, buf, hazard + f", the slot {slots} steps on",

@@ -3,7 +3,7 @@
 Needs: multi_buffer (the slots of every pipelined loop known), before plan_memory and insert_sync.
 Establishes: in a skewed loop (passes/skew.py) whose part B waits for the other core, each top-level
 op of part A on MTE2 that reads only GM nothing in the launch writes (no loaded index either) into
-a tile with s >= 2 slots that part B does not touch and that no other op writes, runs in part A for
+a tile with s = max(num_stages, 2) slots that part B does not touch and that no other op writes, runs in part A for
 steps 0 .. s-1 only and is issued by part B of step kb for step kb + s, just before B's first
 cross-core wait (a loop of at most s steps is left alone):
 
@@ -85,7 +85,8 @@ def _loads_ahead(lp: Loop, kernel: Kernel, written: set) -> list:
         ok = (x.pipe is Pipe.MTE2 and len(x.writes) == 1 and x.reads and not x.index_reads
               and all(kernel.buffers[r].scope is Scope.GM and r not in written for r in x.reads))
         w = x.writes[0] if ok else None
-        if ok and (lp.slots.get(w, 1) >= 2 and w not in b_touched and w not in seen
+        # (as many slots as insert_sync's steps between the parts: B(k) before A(k + s))
+        if ok and (lp.slots.get(w, 1) == max(lp.num_stages, 2) and w not in b_touched and w not in seen
                    and all(any(y is o for o in a_part) for y in writers[w])):
             out.append(x)
         seen |= set(x.reads) | set(x.writes)
@@ -153,7 +154,7 @@ def prefetch_kernel(kernel: Kernel, launch: Launch, arch) -> Kernel:
         return kernel
     new = kernel.replace(body=rewrite(kernel.body))
     if not changed or not _fits(new, launch, arch):
-        return kernel  # nothing to move, or the tiles living from the prologue on do not fit
+        return kernel  # nothing to move, or the tiles, now live through the whole loop, do not fit
     return new
 
 
