@@ -84,7 +84,7 @@ def tile_buffers(op) -> set:
     if isinstance(op, TileFill):
         return {op.dst.buffer}
     if isinstance(op, TileGemm):
-        return {op.a.buffer, op.b.buffer, op.c.buffer}
+        return {*op.inputs, op.c.buffer}
     if isinstance(op, TileReduce):
         return {op.src.buffer, op.dst.buffer}
     if isinstance(op, TileParallel):
@@ -147,7 +147,7 @@ class _Partitioner:
         self.accs: set = set()
         for s in self.ops:
             if isinstance(s, TileGemm):
-                self.operands |= {s.a.buffer, s.b.buffer}
+                self.operands |= set(s.inputs)
                 self.accs.add(s.c.buffer)
         self.vector_bufs: set = set()
         for s in self.ops:

@@ -801,7 +801,10 @@ inline void mmad_mx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const L
     w.add(dst, 0, cbytes);
     emu::Cost c; c.macs = (uint64_t)p.m * p.n * p.k; c.repeats = (uint32_t)(Mb * Nb);
     c.elems = p.k; c.bytes = (uint64_t)p.k / EPB;
+    // unitFlag (UnitFlag page; MmadMx takes Mmad's MmadParams): as for Mmad
+    emu::unit_flag_pre(true, p.unitFlag, w.v.data(), w.v.size(), loc);
     emu::ops::record_sets("MmadMx", emu::Pipe::M, r, w, c, loc);
+    emu::unit_flag_post(true, p.unitFlag, w.v.data(), w.v.size(), loc);
     const uint8_t* a = reinterpret_cast<const uint8_t*>(fm.emu_ptr());
     const uint8_t* b = reinterpret_cast<const uint8_t*>(filter.emu_ptr());
     const uint8_t* sa = mx_buffer(emu::Mem::L0A) + fm.emu_offset() / 16;
