@@ -636,7 +636,8 @@ class _Importer:
             raise UnsupportedError(
                 f"op '{short}' is not supported by the ascendc target",
                 loc=loc,
-                hint="supported tile ops: T.copy, T.fill/T.clear, T.gemm, T.gemm_blockscaled, T.reduce_*, T.cumsum, T.atomic_add, "
+                hint="supported tile ops: T.copy, T.fill/T.clear, T.gemm, T.gemm_blockscaled, T.reduce_*, T.cumsum, "
+                "T.atomic_add, "
                 "T.Parallel; see docs/supported.md",
             )
         op = _TILE_OPS[name]

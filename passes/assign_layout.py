@@ -1,9 +1,10 @@
 """assign_layout: choose the data layout (and padding) of every buffer for the target arch.
 
 Needs: every buffer has a scope (infer_scope).
-Establishes: GM buffers are ND; L1 gemm operands are NZ (MX scale tiles MX: 16 x 2 E8M0 fractals) (fractals of 16 x C0, C0 = 32 bytes) with
+Establishes: GM buffers are ND; L1 gemm operands are NZ (fractals of 16 x C0, C0 = 32 bytes) with
 rows a multiple of 16 and columns a multiple of C0; L0C accumulators (float32, or int32 for int8
-operands) are NZ with 16 x 16 fractals; UB tiles are ND with a row pitch padded to 16 elements
+operands) are NZ with 16 x 16 fractals; MX scale tiles (T.gemm_blockscaled) are MX (16 x 2 E8M0
+fractals); UB tiles are ND with a row pitch padded to 16 elements
 (32 B for fp16, 64 B for fp32), so every row starts 32 B aligned and tiles of different dtypes share
 one element pitch (1-byte tiles need a multiple of 32 columns for that). Dtypes each unit takes
 come from the arch (``Arch.vector_dtypes``; the gemm's operand pairs are checked at the gemm's
@@ -26,7 +27,7 @@ def _mx_scale_layout(b, gemm) -> None:
         raise UnsupportedError(
             f"scale tile '{b.name}' of T.gemm_blockscaled is {list(b.shape)} {b.dtype}; MmadMx takes one "
             "float8_e8m0fnu scale per row and 32 K elements, a 2-D [rows, K / 32] tile", loc=gemm.loc,
-            hint=f"allocate it as T.alloc_shared((rows, block_K // 32), 'float8_e8m0fnu') and copy "
+            hint="allocate it as T.alloc_shared((rows, block_K // 32), 'float8_e8m0fnu') and copy "
             "float8_e8m0fnu scales into it")
     if b.rows % 16 or b.cols % 2:
         raise AlignmentError(

@@ -1500,12 +1500,14 @@ TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerUbDual, CopyToPeerL1, Cro
 SYNC_OPS = (SetFlag, WaitFlag, PipeBarrier)
 
 __all__ = [
-    "AscOp", "Buffer", "CopyGmToL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb", "CopyToPeerUbDual", "CopyUbToGm",
+    "AscOp", "Buffer", "CopyGmToL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb",
+    "CopyToPeerUbDual", "CopyUbToGm",
     "CopyUbToPeerL1",
     "CrossCoreSet", "CrossCoreSetOp", "CrossCoreWait", "CrossCoreWaitOp", "DiagPrefix", "Direction", "EventId",
     "FirstIteration", "FixpipeToGmArch3510", "FixpipeToGmV220", "FixpipeToPeerUb", "FixpipeToPeerUbDual", "FlagRecord",
     "GmWindow",
-    "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DMx", "LoadData2DV2", "Loop", "Mmad", "MmadMx", "Param", "ParallelStore",
+    "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DMx", "LoadData2DV2", "Loop", "Mmad", "MmadMx", "Param",
+    "ParallelStore",
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
