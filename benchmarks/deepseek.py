@@ -144,6 +144,8 @@ class Row:
         return self.roofline / self.total_cycles if self.total_cycles else float("nan")
 
     def target(self) -> tuple[str, bool] | None:
+        if self.arch != "dav-3510":  # the targets are set for dav-3510; other arches are shown
+            return None
         a = ASSUMPTIONS[self.arch]
         if self.spec.target == "bw80":
             return f">= 80 % of HBM ({0.8 * a['chip_gm_bandwidth_gbps']:.0f} GB/s)", \
