@@ -148,3 +148,32 @@ def test_mx_gemm_refused_on_c220_is_unsupported_with_a_hint():
         compile_for(fp8_gemm.matmul_fp8_mx(), "dav-c220")
     assert "compile for dav-3510" in ei.value.hint
     assert ei.value.loc.file.endswith("fp8_gemm.py")
+
+
+def test_mx_scales_written_by_vector_code_are_refused_at_the_write():
+    M = N = K = 256
+
+    @T.prim_func
+    def mx(A: T.Tensor((M, K), "float8_e4m3fn"), B: T.Tensor((N, K), "float8_e4m3fn"),
+           SA: T.Tensor((M, K // 32), "float8_e8m0fnu"), SB: T.Tensor((N, K // 32), "float8_e8m0fnu"),
+           C: T.Tensor((M, N), "float32")):
+        with T.Kernel(2, 2) as (bx, by):
+            A_s = T.alloc_shared((128, 128), "float8_e4m3fn")
+            B_s = T.alloc_shared((128, 128), "float8_e4m3fn")
+            SA_s = T.alloc_shared((128, 4), "float8_e8m0fnu")
+            SB_s = T.alloc_shared((128, 4), "float8_e8m0fnu")
+            C_l = T.alloc_fragment((128, 128), "float32")
+            T.clear(C_l)
+            for k in T.serial(2):
+                T.copy(A[by * 128, k * 128], A_s)
+                T.copy(B[bx * 128, k * 128], B_s)
+                for i, j in T.Parallel(128, 4):  # the write
+                    SA_s[i, j] = SA[by * 128 + i, k * 4 + j]
+                T.copy(SB[bx * 128, k * 4], SB_s)
+                T.gemm_blockscaled(A_s, B_s, C_l, SA_s, SB_s, transpose_B=True, k_start=k * 128,
+                                   sf_a_granularity_k=32, sf_b_granularity_k=32)
+            T.copy(C_l, C[by * 128, bx * 128])
+
+    with pytest.raises(UnsupportedError, match="scale tile 'SA_s' .* written here by vector code") as ei:
+        compile_for(mx)
+    assert "# the write" in open(__file__).read().splitlines()[ei.value.loc.line - 1]
