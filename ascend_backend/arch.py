@@ -57,6 +57,9 @@ class Arch:
     # Mmad / Fixpipe unitFlag (UnitFlag page; the Mmad page's unitFlag row: Ascend 950 and the A2 /
     # A3 series): the accumulator's Fixpipe streams out behind the K loop's last Mmad.
     unit_flag: bool = False
+    # MX-scaled fp8 gemms (MmadMx and LoadData with LoadData2DMxParams, Ascend 950 only on both
+    # pages): T.gemm_blockscaled with one E8M0 scale per 32 K elements.
+    mmad_mx: bool = False
 
     @property
     def macro(self) -> str:
@@ -110,6 +113,7 @@ DAV_3510 = Arch(
     fixpipe_scaled=(((I32, F16), QuantMode.S32_TO_F16), ((I32, BF16), QuantMode.S32_TO_BF16),
                     ((F32, F16), QuantMode.F32_TO_F16_SCALED), ((F32, BF16), QuantMode.F32_TO_BF16_SCALED)),
     unit_flag=True,
+    mmad_mx=True,
 )
 
 ARCHES = {a.name: a for a in (DAV_3510, DAV_C220)}

@@ -29,6 +29,7 @@ from .ir import (
     CopyForm,
     CopyGmToL1,
     CopyGmToUb,
+    CopyMxScalesGmToL1,
     CopyUbToGm,
     CopyUbToPeerL1,
     Core,
@@ -46,10 +47,12 @@ from .ir import (
     KFractals,
     Launch,
     LoadData2D,
+    LoadData2DMx,
     LoadData2DV2,
     Loop,
     LoopKind,
     Mmad,
+    MmadMx,
     PipeBarrier,
     Print,
     Program,
@@ -341,6 +344,20 @@ def _copy_gm_to_l1(op: CopyGmToL1) -> dict:
             "d_value": valid(w.valid_cols), "src_d_value": cexpr(w.row_stride), "dst_c0_stride": str(op.l1_rows)}
 
 
+def _copy_mx_scales(op: CopyMxScalesGmToL1) -> dict:
+    w = op.window
+    # The [rows, K/32] E8M0 window read as [rows, K/64] 16-bit pairs, as a DN matrix (row d =
+    # tile row, n = pair): Dn2Nz writes the transpose's NZ, 16 rows of one pair per 32 bytes,
+    # a row fractal's pairs consecutive (dstNzC0Stride = the tile's pairs, dstNzNStride = 1).
+    return {"dst": op.l1, "src": _at(f"{op.gm}_gm", window_offset(w)), "n_value": f"({valid(w.valid_cols)}) / 2",
+            "d_value": valid(w.valid_rows), "src_d_value": f"({cexpr(w.row_stride)}) / 2", "c0_stride": op.l1_pairs}
+
+
+def _load_data_2d_mx(op: LoadData2DMx) -> dict:
+    return {**_load_data_2d_v2(op), "scales": op.scales, "x_step": op.x_step, "y_start": cexpr(op.y_start),
+            "y_step": op.y_step, "scale_stride": op.scale_stride}
+
+
 def _load_data_2d(op: LoadData2D) -> dict:
     kv = valid_k(op.k)
     src = _at(op.src, cexpr(op.src_offset))
@@ -378,7 +395,7 @@ def _mmad(op: Mmad) -> dict:
     else:
         init = "true" if op.init else "false"
     return {"dst": op.dst, "a": op.a, "b": op.b, "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init,
-            **_unit_flag(op)}
+            "call": "MmadMx" if isinstance(op, MmadMx) else "Mmad", **_unit_flag(op)}
 
 
 def _unit_flag(op) -> dict:
@@ -467,9 +484,12 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
     CopyGmToUb: lambda op: _gm_ub(op, True),
     CopyUbToGm: _copy_ub_to_gm,
     CopyGmToL1: _copy_gm_to_l1,
+    CopyMxScalesGmToL1: _copy_mx_scales,
     LoadData2D: _load_data_2d,
     LoadData2DV2: _load_data_2d_v2,
+    LoadData2DMx: _load_data_2d_mx,
     Mmad: _mmad,
+    MmadMx: _mmad,
     FixpipeToGmV220: _fixpipe_to_gm,
     FixpipeToGmArch3510: _fixpipe_to_gm,
     FixpipeToPeerUb: _fixpipe_to_peer_ub,

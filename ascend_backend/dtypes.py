@@ -36,6 +36,8 @@ _INFO: dict[str, _Info] = {
     "bool": _Info(1, "bool", "bool", "bool"),
     "float8_e4m3fn": _Info(1, "fp8_e4m3fn_t", "float8_e4m3fn", "float"),
     "float8_e5m2": _Info(1, "fp8_e5m2_t", "float8_e5m2", "float"),
+    # E8M0 (a power of two): the MX scale factors of T.gemm_blockscaled (MmadMx, dav-3510)
+    "float8_e8m0fnu": _Info(1, "fp8_e8m0_t", "float8_e8m0fnu", "float"),
     "int4": _Info(1, "int4b_t", "int8", "int", bits=4),
 }
 
@@ -58,6 +60,7 @@ class DType(str, enum.Enum):
     BOOL = "bool"
     FLOAT8_E4M3FN = "float8_e4m3fn"
     FLOAT8_E5M2 = "float8_e5m2"
+    FLOAT8_E8M0FNU = "float8_e8m0fnu"
     INT4 = "int4"
 
     def __str__(self) -> str:

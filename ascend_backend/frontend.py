@@ -47,6 +47,7 @@ _TILE_OPS = {
     "tl.tileop.fill": "fill",
     "tl.tileop.gemm": "gemm",
     "tl.tileop.gemm_py": "gemm",
+    "tl.tileop.gemm_blockscaled": "gemm_blockscaled",
     "tl.tileop.reduce": "reduce",
     "tl.tileop.atomicadd": "atomic_add",
     "tl.tileop.cumsum": "cumsum",
@@ -635,7 +636,8 @@ class _Importer:
             raise UnsupportedError(
                 f"op '{short}' is not supported by the ascendc target",
                 loc=loc,
-                hint="supported tile ops: T.copy, T.fill/T.clear, T.gemm, T.reduce_*, T.cumsum, T.atomic_add, "
+                hint="supported tile ops: T.copy, T.fill/T.clear, T.gemm, T.gemm_blockscaled, T.reduce_*, T.cumsum, "
+                "T.atomic_add, "
                 "T.Parallel; see docs/supported.md",
             )
         op = _TILE_OPS[name]
@@ -659,10 +661,31 @@ class _Importer:
                 raise UnsupportedError(f"T.reduce_{kind} is not supported (sum, max, min, abssum, absmax are)", loc=loc)
             return [TileReduce(src=self._region(a[0], loc), dst=self._region(a[1], loc), kind=ReduceKind(kind),
                                dim=int(a[3]), clear=bool(a[4]), loc=loc)]
+        if op == "gemm_blockscaled":
+            return [self._gemm_blockscaled(call, loc)]
         # gemm: A, B, C, trans_A, trans_B, M, N, K, policy, clear_accum, ...
         return [TileGemm(a=self._region(a[0], loc), b=self._region(a[1], loc), c=self._region(a[2], loc),
                          trans_a=bool(a[3]), trans_b=bool(a[4]), clear_accum=bool(a[9]) if len(a) > 9 else False,
                          loc=loc)]
+
+    def _gemm_blockscaled(self, call, loc) -> TileGemm:
+        """T.gemm_blockscaled: the 13 slots of T.gemm, then SFA, SFB and k_start; the K elements
+        one scale covers in the annotations. The MX form (MmadMx) has one E8M0 scale per 32 K
+        elements, and the scale tiles cover exactly the K of this gemm."""
+        a = call.args
+        ann = dict(call.annotations) if getattr(call, "annotations", None) is not None else {}
+        for which in ("a", "b"):
+            g = ann.get(f"sf_{which}_granularity_k")
+            if g is None or int(g) != 32:
+                raise UnsupportedError(
+                    f"T.gemm_blockscaled with sf_{which}_granularity_k={g}: the ascendc target lowers block-scaled "
+                    "gemms to MmadMx, whose E8M0 scales each cover 32 consecutive K elements (MmadMx page)",
+                    loc=loc, hint="pass sf_a_granularity_k=32, sf_b_granularity_k=32; scales of coarser blocks (e.g. "
+                    "one per 128 K elements) are the same scale repeated: expand them before the kernel "
+                    "(torch.repeat_interleave(s, 4, dim=-1))")
+        return TileGemm(a=self._region(a[0], loc), b=self._region(a[1], loc), c=self._region(a[2], loc),
+                        trans_a=bool(a[3]), trans_b=bool(a[4]), clear_accum=bool(a[9]),
+                        scale_a=self._region(a[13], loc), scale_b=self._region(a[14], loc), loc=loc)
 
 
 # numBlocks of a kernel launch <<<numBlocks, ...>>> is in [1, 65535] (Ascend C guide, SIMD BuiltIn

@@ -8,7 +8,11 @@ and DeepSeek's two scaling schemes:
 - `matmul_fp8_block_scale`: DeepSeek-V3's fine-grained scales, one per (token, 128 K-group) of A
   (SA [K / 128, M], the layout examples/fp8_quant.py writes) and one per 128 x 128 block of B
   (SB [N / 128, K / 128]); each 128-deep K step's product is scaled and added into a float32
-  accumulator on the Vector side (the two-level accumulation of DeepGEMM).
+  accumulator on the Vector side (the two-level accumulation of DeepGEMM);
+- `matmul_fp8_mx`: power-of-two (E8M0) scales, one per row of A or B and 32 K elements, written with
+  TileLang's target-neutral `T.gemm_blockscaled`: the Cube core applies them itself (MmadMx), so the
+  product never leaves L0C per K step. DeepSeek-V3.1's UE8M0 scales (one per 1 x 128 / 128 x 128
+  block, powers of two) are this form once repeated to every 32 K elements (`quantize_ue8m0_blocks`).
 
 fp8 exists only on dav-3510; dav-c220 refuses these kernels at the gemm's line.
 `tl-ascend run examples/fp8_gemm.py` runs the block-scaled one against torch.
@@ -99,6 +103,65 @@ def matmul_fp8_block_scale(M=256, N=256, K=512, block_M=128, block_N=128, num_st
             T.copy(C_out, C[by * block_M, bx * block_N])
 
     return gemm_fp8_bs
+
+
+def matmul_fp8_mx(M=256, N=256, K=512, block_M=128, block_N=128, block_K=128, num_stages=2, in_dtype="float8_e4m3fn",
+                  b_dtype=None, out_dtype="bfloat16"):
+    """C = (SA (x) A) x (SB (x) B)^T: SA [M, K / 32] and SB [N, K / 32] float8_e8m0fnu, each scale shared by
+    32 consecutive K elements of its row (MX). block_K a multiple of 64."""
+    b_dtype = b_dtype or in_dtype
+    sf = 32
+
+    @T.prim_func
+    def gemm_fp8_mx(A: T.Tensor((M, K), in_dtype), B: T.Tensor((N, K), b_dtype),
+                    SA: T.Tensor((M, K // sf), "float8_e8m0fnu"), SB: T.Tensor((N, K // sf), "float8_e8m0fnu"),
+                    C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_N, block_K), b_dtype)
+            SA_shared = T.alloc_shared((block_M, block_K // sf), "float8_e8m0fnu")
+            SB_shared = T.alloc_shared((block_N, block_K // sf), "float8_e8m0fnu")
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K], B_shared)
+                T.copy(SA[by * block_M, k * block_K // sf], SA_shared)
+                T.copy(SB[bx * block_N, k * block_K // sf], SB_shared)
+                T.gemm_blockscaled(A_shared, B_shared, C_local, SA_shared, SB_shared, transpose_B=True,
+                                   k_start=k * block_K, sf_a_granularity_k=sf, sf_b_granularity_k=sf)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm_fp8_mx
+
+
+def reference_mx(A, B, SA, SB, out_dtype="bfloat16"):
+    """float32 reference of the MX GEMM: every operand element times its row's scale of its 32 K."""
+    import torch
+
+    sa = SA.float().repeat_interleave(32, dim=1)
+    sb = SB.float().repeat_interleave(32, dim=1)
+    return ((A.float() * sa) @ (B.float() * sb).T).to(getattr(torch, out_dtype))
+
+
+def quantize_ue8m0_blocks(a, b):
+    """DeepSeek-V3.1's UE8M0 quantization: A [M, K] per (row, 128-group), B [N, K] per 128 x 128 block,
+    each scale amax / 448 rounded up to a power of two. Returns (A_fp8, SA, B_fp8, SB) with SA [M, K / 32]
+    and SB [N, K / 32] float8_e8m0fnu, each block's scale repeated to every 32 K elements (the MX form)."""
+    import torch
+
+    M, K = a.shape
+    N = b.shape[0]
+    ag = a.view(M, K // 128, 128)
+    sa = torch.exp2(torch.ceil(torch.log2(ag.abs().amax(2).clamp(min=1e-4) / 448.0)))
+    aq = (ag / sa[:, :, None]).to(torch.float8_e4m3fn).view(M, K)
+    bg = b.view(N // 128, 128, K // 128, 128)
+    sb = torch.exp2(torch.ceil(torch.log2(bg.abs().amax((1, 3)).clamp(min=1e-4) / 448.0)))
+    bq = (bg / sb[:, None, :, None]).to(torch.float8_e4m3fn).view(N, K)
+    e8 = torch.float8_e8m0fnu
+    sa_mx = sa.repeat_interleave(4, dim=1).to(e8)
+    sb_mx = sb.repeat_interleave(128, dim=0).repeat_interleave(4, dim=1).to(e8)
+    return aq, sa_mx, bq, sb_mx
 
 
 def reference_tensor_scale(A, B, sa, sb, out_dtype="bfloat16"):

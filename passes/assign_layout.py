@@ -3,7 +3,8 @@
 Needs: every buffer has a scope (infer_scope).
 Establishes: GM buffers are ND; L1 gemm operands are NZ (fractals of 16 x C0, C0 = 32 bytes) with
 rows a multiple of 16 and columns a multiple of C0; L0C accumulators (float32, or int32 for int8
-operands) are NZ with 16 x 16 fractals; UB tiles are ND with a row pitch padded to 16 elements
+operands) are NZ with 16 x 16 fractals; MX scale tiles (T.gemm_blockscaled) are MX (16 x 2 E8M0
+fractals); UB tiles are ND with a row pitch padded to 16 elements
 (32 B for fp16, 64 B for fp32), so every row starts 32 B aligned and tiles of different dtypes share
 one element pitch (1-byte tiles need a multiple of 32 columns for that). Dtypes each unit takes
 come from the arch (``Arch.vector_dtypes``; the gemm's operand pairs are checked at the gemm's
@@ -15,16 +16,36 @@ from __future__ import annotations
 
 from ascend_backend.dtypes import DType
 from ascend_backend.errors import AlignmentError, InternalCompilerError, UnsupportedError
-from ascend_backend.ir import Kernel, Layout, Program, Scope
+from ascend_backend.ir import Kernel, Layout, Program, Scope, TileGemm, walk
 
 UB_PITCH_ELEMS = 16
 
 
+def _mx_scale_layout(b, gemm) -> None:
+    """An MX scale tile: [rows, K/32] E8M0, rows in 16s and scales in pairs (32-byte fractals)."""
+    if b.dtype is not DType.FLOAT8_E8M0FNU or len(b.shape) != 2:
+        raise UnsupportedError(
+            f"scale tile '{b.name}' of T.gemm_blockscaled is {list(b.shape)} {b.dtype}; MmadMx takes one "
+            "float8_e8m0fnu scale per row and 32 K elements, a 2-D [rows, K / 32] tile", loc=gemm.loc,
+            hint="allocate it as T.alloc_shared((rows, block_K // 32), 'float8_e8m0fnu') and copy "
+            "float8_e8m0fnu scales into it")
+    if b.rows % 16 or b.cols % 2:
+        raise AlignmentError(
+            f"scale tile '{b.name}' is {b.rows} x {b.cols}; MX scales move in fractals of 16 rows x 2 scales "
+            "(LoadData_2D_MX page), so its rows must be a multiple of 16 and its columns (K / 32) even",
+            loc=gemm.loc, hint="use block sizes that are multiples of 16 and a block_K that is a multiple of 64")
+    b.layout = Layout.MX
+
+
 def assign_kernel_layouts(kernel: Kernel, arch) -> Kernel:
     buffers = kernel.copy_buffers()
+    scale_of = {r.buffer: s for s in walk(kernel.body) if isinstance(s, TileGemm)
+                for r in (s.scale_a, s.scale_b) if r is not None}
     for b in buffers.values():
         if b.scope in (Scope.GM, Scope.LOCAL):
             b.layout = Layout.ND
+        elif b.scope is Scope.L1 and b.name in scale_of:
+            _mx_scale_layout(b, scale_of[b.name])
         elif b.scope in (Scope.L1, Scope.L0C):
             if len(b.shape) != 2:
                 raise UnsupportedError(f"gemm tile '{b.name}' must be 2-D, it has shape {list(b.shape)}", loc=b.loc)

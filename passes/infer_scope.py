@@ -2,7 +2,7 @@
 
 Needs: partitioned kernels (each runs on one core kind) with their tile ops.
 Establishes: every buffer has exactly one scope. GM for parameters and workspaces; on the AIC a
-gemm accumulator lives in L0C and a gemm operand in L1 (loaded into L0A/L0B per gemm: those
+gemm accumulator lives in L0C and a gemm operand (or an MX scale tile) in L1 (loaded into L0A/L0B per gemm: those
 buffers are created by lower_tile_ops); on the AIVs every tile is in UB; a scalar local
 (T.alloc_local / T.alloc_var) in LOCAL.
 """
@@ -19,10 +19,12 @@ def infer_kernel_scopes(kernel: Kernel) -> Kernel:
     buffers = kernel.copy_buffers()
     operands: dict = {}
     accs: dict = {}
+    scales: set = set()
     for s in walk(kernel.body):
         if isinstance(s, TileGemm):
-            operands.setdefault(s.a.buffer, s)
-            operands.setdefault(s.b.buffer, s)
+            for name in s.inputs:
+                operands.setdefault(name, s)
+            scales |= {r.buffer for r in (s.scale_a, s.scale_b) if r is not None}
             accs.setdefault(s.c.buffer, s)
     used = {n for s in walk(kernel.body) if not isinstance(s, Loop) for n in tile_buffers(s)}
     for name, buf in buffers.items():
@@ -37,6 +39,8 @@ def infer_kernel_scopes(kernel: Kernel) -> Kernel:
         elif kernel.core is Core.AIC:
             if name in accs:
                 buf.scope, buf.role = Scope.L0C, "gemm accumulator"
+            elif name in scales:
+                buf.scope, buf.role = Scope.L1, "gemm scale factors (MX)"
             elif name in operands:
                 buf.scope, buf.role = Scope.L1, "gemm operand"
             elif name in used:

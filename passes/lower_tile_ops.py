@@ -33,6 +33,7 @@ from ascend_backend.ir import (
     CopyForm,
     CopyGmToL1,
     CopyGmToUb,
+    CopyMxScalesGmToL1,
     CopyToPeerL1,
     CopyToPeerUb,
     CopyToPeerUbDual,
@@ -55,10 +56,12 @@ from ascend_backend.ir import (
     KFractals,
     Layout,
     LoadData2D,
+    LoadData2DMx,
     LoadData2DV2,
     Loop,
     LoopKind,
     Mmad,
+    MmadMx,
     Pipe,
     Print,
     Program,
@@ -395,6 +398,8 @@ class TileLowerer:
             return self.copy_gm_ub(s, src, dst)
         if key == (Scope.UB, Scope.GM):
             return self.copy_ub_gm(s, src, dst)
+        if key == (Scope.GM, Scope.L1) and dst.layout is Layout.MX:
+            return [self.copy_mx_scales(s, src, dst)]
         if key == (Scope.GM, Scope.L1):
             return [self.copy_gm_l1(s, src, dst)]
         if key == (Scope.L0C, Scope.GM):
@@ -659,6 +664,27 @@ class TileLowerer:
         self.valid_extents[l1.name] = (w.valid_rows, w.valid_cols, gm.shape, s.loc)
         return CopyGmToL1(gm=gm.name, l1=l1.name, window=w, l1_rows=l1.rows, dtype=gm.dtype, loc=s.loc)
 
+    def copy_mx_scales(self, s: TileCopy, gm: Buffer, l1: Buffer) -> CopyMxScalesGmToL1:
+        """Scales of a T.gemm_blockscaled from GM into their MX tile: read as 16-bit pairs, so the
+        window starts at an even column of a tensor whose rows hold an even number of scales."""
+        self._check_full(s.dst, l1, s)
+        if gm.dtype != l1.dtype:
+            raise UnsupportedError(f"T.copy from '{gm.name}' ({gm.dtype}) to scale tile '{l1.name}' ({l1.dtype}): "
+                                   "MX scales are copied as they are, without a conversion", loc=s.loc,
+                                   hint="give the global tensor the dtype float8_e8m0fnu")
+        w = self.window(gm, s.src, l1.shape, s.loc)
+        cols = static_int(gm.shape[-1]) if len(gm.shape) == 2 else None
+        base = s.src.base[-1]
+        even = static_int(base) % 2 == 0 if static_int(base) is not None else \
+            _multiple_of(self.ranges().analyzer(), base, 2)
+        if cols is None or cols % 2 or not even or w.valid_cols.tail:
+            raise UnsupportedError(
+                f"T.copy of MX scales from '{gm.name}' {list(gm.shape)} into '{l1.name}': the Cube moves scales in "
+                "pairs (two E8M0 per 16-bit element), so the tensor must be 2-D with a constant, even number of "
+                "columns (K / 32) and the window must start at an even column and lie inside the columns",
+                loc=s.loc, hint="use a K that is a multiple of 64 and a block_K that is a multiple of 64")
+        return CopyMxScalesGmToL1(gm=gm.name, l1=l1.name, window=w, l1_pairs=l1.cols // 2, loc=s.loc)
+
     def fixpipe_gm(self, s: TileCopy, l0c: Buffer, gm: Buffer):
         self._check_full(s.src, l0c, s)
         w = self.window(gm, s.dst, l0c.shape, s.loc)
@@ -855,7 +881,9 @@ class TileLowerer:
         tA, tB = s.trans_a, s.trans_b
         if A.scope is not Scope.L1 or B.scope is not Scope.L1 or C.scope is not Scope.L0C:
             raise InternalCompilerError("gemm operands not in L1/L0C", stage="lower_tile_ops")
-        self._check_cube_dtypes(A, B, C, tA, tB, s)
+        mx = self._mx_scales(s, A, B, C) if s.scale_a is not None else None
+        if mx is None:
+            self._check_cube_dtypes(A, B, C, tA, tB, s)
         wa = self._window(s.a, A, s, "A", k_dim=0 if tA else 1)
         wb = self._window(s.b, B, s, "B", k_dim=1 if tB else 0)
         self._check_whole_acc(s.c, C, s)
@@ -866,26 +894,73 @@ class TileLowerer:
                                    f"KxN={Kb}x{N}, C is {C.shape[0]}x{C.shape[1]}", loc=s.loc)
         # The valid K of this step: the tail of the last copy into A along K.
         kv = self._valid_k(A, tA, wa, s)
+        if mx is not None:
+            self._check_mx_shapes(s, mx, wa, wb, M, N, K, kv)
         init = self._init(C, s.clear_accum)
-        ks = self._k_step(A, B, M, N, K, kv)
+        ks = self._k_step(A, B, M, N, K, kv, unit=64 if mx else 0)
         self._lowered.add(id(s))
         if ks == K:
-            l0a = self._l0(A, Scope.L0A, (M, K))
-            l0b = self._l0(B, Scope.L0B, (K, N))
-            return self._gemm_step(A, B, C, l0a, l0b, tA, tB, M, N, K, kv, 0, init, s, wa, wb)
+            l0a = self._l0(A, Scope.L0A, (M, K), mx=mx is not None)
+            l0b = self._l0(B, Scope.L0B, (K, N), mx=mx is not None)
+            return self._gemm_step(A, B, C, l0a, l0b, tA, tB, M, N, K, kv, 0, init, s, wa, wb, mx)
         # The operand tiles exceed what L0A/L0B hold twice over: step through K in chunks of ks.
         # Inside a T.Pipelined loop with num_stages > 1 the chunks alternate between two L0
         # buffers (ping/pong), so the LoadData of one chunk overlaps the Mmad of the previous one
         # (also across iterations: insert_sync's loop-carried flags); otherwise one buffer, serial.
         pingpong = any(lp.kind is LoopKind.PIPELINED and lp.num_stages > 1 for lp in self.loop_stack)
         names = PINGPONG if pingpong else ("",)
-        l0as = [self._l0(A, Scope.L0A, (M, ks), n) for n in names]
-        l0bs = [self._l0(B, Scope.L0B, (ks, N), n) for n in names]
+        l0as = [self._l0(A, Scope.L0A, (M, ks), n, mx=mx is not None) for n in names]
+        l0bs = [self._l0(B, Scope.L0B, (ks, N), n, mx=mx is not None) for n in names]
         ops: list = []
         for c in range(K // ks):
             ops += self._gemm_step(A, B, C, l0as[c % len(names)], l0bs[c % len(names)], tA, tB, M, N, ks, Valid(ks),
-                                   c * ks, init if c == 0 else False, s, wa, wb)
+                                   c * ks, init if c == 0 else False, s, wa, wb, mx)
         return ops
+
+    def _mx_scales(self, s: TileGemm, A: Buffer, B: Buffer, C: Buffer) -> tuple[Buffer, Buffer]:
+        """The scale tiles of a T.gemm_blockscaled, checked against what MmadMx takes (MmadMx and
+        LoadData_2D_MX pages): Ascend 950 only; fp8 operands (E4M3 / E5M2, any pairing) into a float32
+        accumulator; A stored M x K and B N x K."""
+        arch = self.arch
+        if not arch.mmad_mx:
+            raise UnsupportedError(
+                f"T.gemm_blockscaled on {arch.name}: MX-scaled gemms (MmadMx) exist only on dav-3510 (Ascend 950); "
+                f"{arch.name}'s Cube core has no MX scale buffers", loc=s.loc,
+                hint="compile for dav-3510, or apply the scales yourself: a T.gemm per 32-deep K block and a "
+                "scaled add of each product on the Vector cores (examples/fp8_gemm.py, matmul_fp8_block_scale)")
+        fp8 = (DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2)
+        if A.dtype not in fp8 or B.dtype not in fp8 or C.dtype is not DType.FLOAT32:
+            raise UnsupportedError(
+                f"T.gemm_blockscaled of '{A.name}' ({A.dtype}) x '{B.name}' ({B.dtype}) -> '{C.name}' ({C.dtype}): "
+                "MmadMx takes float8_e4m3fn / float8_e5m2 operands into a float32 accumulator", loc=s.loc,
+                hint="use fp8 operand tiles and a float32 accumulator (fp4 operands are not supported here)")
+        if s.trans_a or not s.trans_b:
+            raise UnsupportedError(
+                "T.gemm_blockscaled with A stored K x M (transpose_A=True) or B stored K x N (transpose_B=False): "
+                "the compiler emits the MX form whose operands and scales both run along K in the rows "
+                "(A M x K, B N x K)", loc=s.loc,
+                hint="store A as M x K and B as N x K and pass transpose_B=True")
+        return self.buffers[s.scale_a.buffer], self.buffers[s.scale_b.buffer]
+
+    def _check_mx_shapes(self, s: TileGemm, mx: tuple, wa: _Window, wb: _Window, M: int, N: int, K: int,
+                         kv: Valid) -> None:
+        """Whole operand tiles, K a multiple of 64 without a runtime tail, and scale tiles of
+        [M, K/32] and [N, K/32]."""
+        if not (wa.whole and wb.whole):
+            raise UnsupportedError("T.gemm_blockscaled takes whole operand tiles, not windows of them", loc=s.loc,
+                                   hint="copy each operand into a tile of its own shape")
+        if K % 64 or kv.tail:
+            raise UnsupportedError(
+                f"T.gemm_blockscaled with K = {K}" + (" and a runtime tail along K" if kv.tail else "") +
+                ": MmadMx steps through K in multiples of 64 (MmadMx page)", loc=s.loc,
+                hint="use a block_K that is a multiple of 64 and divides the tensors' K")
+        for region, buf, rows, what in ((s.scale_a, mx[0], M, "A"), (s.scale_b, mx[1], N, "B")):
+            self._check_full(region, buf, s)
+            if tuple(buf.shape) != (rows, K // 32):
+                raise UnsupportedError(
+                    f"scale tile '{buf.name}' of operand {what} is {list(buf.shape)}; for a {M} x {N} x {K} gemm it "
+                    f"holds one scale per row of {what} and 32 K elements: [{rows}, {K // 32}]", loc=s.loc,
+                    hint=f"allocate it as T.alloc_shared(({rows}, {K // 32}), 'float8_e8m0fnu')")
 
     def _window(self, region: Region, buf: Buffer, s: TileGemm, which: str, k_dim: int) -> _Window:
         """The window ``region`` of the L1 tile ``buf`` a gemm operand takes, checked: in the NZ
@@ -993,7 +1068,7 @@ class TileLowerer:
             f"{arch.name}'s Cube core takes: {listed}", loc=s.loc,
             hint="cast the operands to float16/bfloat16 (float32 accumulator) before the gemm")
 
-    def _k_step(self, A: Buffer, B: Buffer, M: int, N: int, K: int, kv: Valid) -> int:
+    def _k_step(self, A: Buffer, B: Buffer, M: int, N: int, K: int, kv: Valid, unit: int = 0) -> int:
         """The K of one LoadData/Mmad step: all of K when both operands fit L0A/L0B twice (the
         multi_buffer pass may then double them) or when K has a runtime tail; otherwise the
         largest multiple of 16 dividing K whose operand chunks fit twice. L0A/L0B are shared with
@@ -1006,7 +1081,7 @@ class TileLowerer:
             return (copies * M * k * esz + res_a <= cap[Scope.L0A]
                     and copies * k * N * esz + res_b <= cap[Scope.L0B])
 
-        c0 = 32 // A.elem_bytes   # chunks of K stay whole fractals
+        c0 = unit or 32 // A.elem_bytes   # chunks of K stay whole fractals (MmadMx: multiples of 64)
         if fits(K, 2) or kv.tail:
             return K
         for ks in range(K - c0, c0 - 1, -c0):
@@ -1050,9 +1125,10 @@ class TileLowerer:
         return res[Scope.L0A], res[Scope.L0B]
 
     def _gemm_step(self, A: Buffer, B: Buffer, C: Buffer, l0a: Buffer, l0b: Buffer, tA: bool, tB: bool, M: int,
-                   N: int, K: int, kv: Valid, k0: int, init, s: TileGemm, wa: _Window, wb: _Window) -> list:
+                   N: int, K: int, kv: Valid, k0: int, init, s: TileGemm, wa: _Window, wb: _Window,
+                   mx: tuple | None = None) -> list:
         """LoadData A and B rows k0..k0+K of their windows of the L1 tiles into L0A/L0B, then one
-        Mmad."""
+        Mmad (MX: the scales of those K come along with each LoadData, then MmadMx)."""
         # Element offset of K row k0 inside the NZ tiles in L1: a stored [rows, cols] tile keeps
         # each C0-column block contiguous (rows x C0 elements; C0 = 16 for 2-byte types, 32 for
         # 1-byte ones), so a step along the columns moves k0 * rows elements and a step along the
@@ -1089,6 +1165,14 @@ class TileLowerer:
                                 src_rows=A.rows, part=part_a, c0=c0, loc=s.loc)
             load_b = LoadData2D(operand="B", dst=l0b.name, src=B.name, src_offset=b_off, mn=N, k=kv, trans=tB,
                                 src_rows=B.rows, part=part_b, c0=c0, loc=s.loc)
+        if mx is not None:
+            # LoadData2DMxParams: x in fractals of 16 rows, y in pairs of scales (64 K elements);
+            # the L1 scale tile holds its row fractal's pairs consecutively (Layout.MX).
+            load_a, load_b = (
+                LoadData2DMx(**{f.name: getattr(ld, f.name) for f in dataclasses.fields(ld)}, scales=sc.name,
+                             x_step=mn // 16, y_start=k0 // 64, y_step=K // 64, scale_stride=sc.cols // 2)
+                for ld, sc, mn in ((load_a, mx[0], M), (load_b, mx[1], N)))
+            return [load_a, load_b, MmadMx(dst=C.name, a=l0a.name, b=l0b.name, m=M, n=N, k=kv, init=init, loc=s.loc)]
         mmad = Mmad(dst=C.name, a=l0a.name, b=l0b.name, m=M, n=N, k=kv, init=init, loc=s.loc)
         return [load_a, load_b, mmad]
 
@@ -1124,7 +1208,7 @@ class TileLowerer:
             )
         return kv
 
-    def _l0(self, l1: Buffer, scope: Scope, shape: tuple, suffix: str = "") -> Buffer:
+    def _l0(self, l1: Buffer, scope: Scope, shape: tuple, suffix: str = "", mx: bool = False) -> Buffer:
         # The L0 buffers made for this L1 tile: reuse the first that is large enough (another gemm
         # may load this tile into a smaller chunk: then a buffer of its own); fresh names never take
         # a user tile's (a_l0a).
@@ -1140,6 +1224,8 @@ class TileLowerer:
                                         scope=scope, layout=Layout(layout),
                                         role=f"{'A' if scope is Scope.L0A else 'B'} operand of the Mmad, loaded from "
                                         f"{l1.name}")
+        if mx:  # MmadMx page: fp8 A and B start at 1024-byte aligned L0A / L0B addresses
+            self.buffers[name].align = 1024
         return self.buffers[name]
 
     def _init(self, C: Buffer, clear_accum: bool):

@@ -84,7 +84,7 @@ def tile_buffers(op) -> set:
     if isinstance(op, TileFill):
         return {op.dst.buffer}
     if isinstance(op, TileGemm):
-        return {op.a.buffer, op.b.buffer, op.c.buffer}
+        return {*op.inputs, op.c.buffer}
     if isinstance(op, TileReduce):
         return {op.src.buffer, op.dst.buffer}
     if isinstance(op, TileParallel):
@@ -147,7 +147,7 @@ class _Partitioner:
         self.accs: set = set()
         for s in self.ops:
             if isinstance(s, TileGemm):
-                self.operands |= {s.a.buffer, s.b.buffer}
+                self.operands |= set(s.inputs)
                 self.accs.add(s.c.buffer)
         self.vector_bufs: set = set()
         for s in self.ops:
@@ -163,12 +163,28 @@ class _Partitioner:
                 self.vector_bufs.add(s.dst.buffer)
         self.mixed_accs = self.accs & self.vector_bufs
         self.mixed_operands = self.operands & self.vector_bufs
+        self._check_scales_from_gm()
         self.transfers: list[Transfer] = []
         self.extra_aiv: dict = {}
         self.loop_path: list = []
         # Vector-made gemm operands whose current value the Cube already holds: a second gemm on an
         # unchanged operand reads the copy the first one received instead of crossing again.
         self.on_cube: frozenset = frozenset()
+
+    def _check_scales_from_gm(self) -> None:
+        """The MX scale tiles of a T.gemm_blockscaled reach the Cube only by a T.copy from GM: the
+        Cube loads them into L0A_MX / L0B_MX with their operand; there is no vector path to them."""
+        scales = {r.buffer for s in self.ops if isinstance(s, TileGemm) for r in (s.scale_a, s.scale_b)
+                  if r is not None}
+        for s in self.ops:
+            written = tile_writes(s) & scales
+            if written and not (isinstance(s, TileCopy) and self.bufs[s.src.buffer].kind.in_gm):
+                name = sorted(written)[0]
+                raise UnsupportedError(
+                    f"the MX scale tile '{name}' of a T.gemm_blockscaled is written here by vector code; the Cube "
+                    "takes its scales only as they are in a global tensor", loc=s.loc,
+                    hint=f"compute the scales into a float8_e8m0fnu global tensor (another kernel, or torch) and "
+                    f"T.copy the window into '{name}'")
 
     @property
     def mixed(self) -> bool:

@@ -204,7 +204,8 @@ def place(members: list, lives: dict, fixed: set, tier: int) -> tuple[dict, int]
     placed: list = []  # (start, end, buffer)
     offsets: dict = {}
     for b in order:
-        size = _align(b.nbytes, al)
+        bal = max(al, b.align)  # a buffer may need more than its memory's alignment (MmadMx operands)
+        size = _align(b.nbytes, bal)
         life = lives.get(b.name)
 
         def clash(other, b=b, life=life) -> bool:
@@ -224,7 +225,7 @@ def place(members: list, lives: dict, fixed: set, tier: int) -> tuple[dict, int]
         for s, e in busy:
             if off + size <= s:
                 break
-            off = max(off, _align(e, al))
+            off = max(off, _align(e, bal))
         offsets[b.name] = off
         placed.append((off, off + size, b))
     used = max(e for _, e, _ in placed)
@@ -333,7 +334,8 @@ def verify_memory(program: Program) -> None:
         for mem in MEMORIES:
             bs = [b for b in kernel.buffers.values() if b.scope == mem]
             for b in bs:
-                if b.offset is None or b.offset % ALIGN[mem] or b.offset + b.nbytes > program.arch.capacity[mem]:
+                if b.offset is None or b.offset % max(ALIGN[mem], b.align) or \
+                        b.offset + b.nbytes > program.arch.capacity[mem]:
                     raise InternalCompilerError(f"{b.name} misplaced in {mem}", stage="plan_memory")
             for i, b in enumerate(bs):
                 for o in bs[i + 1:]:

@@ -64,7 +64,7 @@ def rw(s) -> tuple[set, set]:
     if isinstance(s, TileFill):
         return _loads(s.value, *s.dst.base), {s.dst.buffer}
     if isinstance(s, TileGemm):
-        return {s.a.buffer, s.b.buffer} | (set() if s.clear_accum else {s.c.buffer}), {s.c.buffer}
+        return set(s.inputs) | (set() if s.clear_accum else {s.c.buffer}), {s.c.buffer}
     if isinstance(s, TileReduce):
         return {s.src.buffer} | (set() if s.clear else {s.dst.buffer}), {s.dst.buffer}
     if isinstance(s, TileCumsum):

@@ -433,3 +433,28 @@ def block_scaled_fp8_case():
     return Case(func=fp8_gemm.matmul_fp8_block_scale(M, N, K, 128, 128), inputs=[aq, bq, sa, sb, c], outputs=[4],
                 reference=lambda a, b, sa_, sb_, _c: [fp8_gemm.reference_block_scale(a, b, sa_, sb_)],
                 atol=1e-2, rtol=1e-2)
+
+
+def mx_gemm_case():
+    """examples/fp8_gemm.py's MX GEMM (T.gemm_blockscaled -> MmadMx, dav-3510): two pipelined K steps of
+    256 in L0 chunks of 128, a different E8M0 scale per row and 32 K elements."""
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import fp8_gemm
+
+    from ascend_backend.testing import Case
+
+    M, N, K = 256, 128, 512
+    g = torch.Generator().manual_seed(4)
+    a = (torch.randn(M, K, generator=g) * 4).to(torch.float8_e4m3fn)
+    b = (torch.randn(N, K, generator=g) * 4).to(torch.float8_e4m3fn)
+    sa = torch.randint(120, 134, (M, K // 32), generator=g, dtype=torch.uint8).view(torch.float8_e8m0fnu)
+    sb = torch.randint(120, 134, (N, K // 32), generator=g, dtype=torch.uint8).view(torch.float8_e8m0fnu)
+    return Case(func=fp8_gemm.matmul_fp8_mx(M, N, K, 256, 128, 256, out_dtype="float32"),
+                inputs=[a, b, sa, sb, torch.zeros(M, N)], outputs=[4],
+                reference=lambda a_, b_, sa_, sb_, _c: [fp8_gemm.reference_mx(a_, b_, sa_, sb_, "float32")],
+                atol=1e-2, rtol=1e-5)

@@ -85,6 +85,9 @@ STRUCT_FIELDS = {
     "DataCopyPadExtParams": ["isPad", "leftPadding", "rightPadding", "paddingValue"],
     "Nd2NzParams": ["ndNum", "nValue", "dValue", "srcNdMatrixStride", "srcDValue", "dstNzC0Stride",
                     "dstNzNStride", "dstNzMatrixStride"],
+    "Dn2NzParams": ["dnNum", "nValue", "dValue", "srcDnMatrixStride", "srcDValue", "dstNzC0Stride",
+                    "dstNzNStride", "dstNzMatrixStride"],
+    "LoadData2DMxParams": ["xStartPosition", "yStartPosition", "xStep", "yStep", "srcStride", "dstStride"],
     "LoadData2DParams": ["startIndex", "repeatTimes", "srcStride", "sid", "dstGap", "ifTranspose", "addrMode"],
     "LoadData2DParamsV2": ["mStartPosition", "kStartPosition", "mStep", "kStep", "srcStride", "dstStride",
                            "ifTranspose", "sid"],
@@ -104,6 +107,8 @@ STRUCT_DEFAULTS = {
     "DataCopyPadParams": {"isPad": False, "leftPadding": 0, "rightPadding": 0, "paddingValue": 0},
     "DataCopyPadExtParams": {"isPad": False, "leftPadding": 0, "rightPadding": 0, "paddingValue": 0},
     "Nd2NzParams": dict.fromkeys(STRUCT_FIELDS["Nd2NzParams"], 0),
+    "Dn2NzParams": dict.fromkeys(STRUCT_FIELDS["Dn2NzParams"], 0),
+    "LoadData2DMxParams": dict.fromkeys(STRUCT_FIELDS["LoadData2DMxParams"], 0),
     "LoadData2DParams": dict.fromkeys(STRUCT_FIELDS["LoadData2DParams"], 0),
     "LoadData2DParamsV2": dict.fromkeys(STRUCT_FIELDS["LoadData2DParamsV2"], 0),
     "MmadParams": {"m": 0, "n": 0, "k": 0, "unitFlag": 0, "cmatrixSource": False, "cmatrixInitVal": True,
@@ -260,6 +265,44 @@ def fp_nd2nz_src(p: dict, e: int) -> tuple | None:
     iv = []
     for k in range(max(nd, 1)):
         iv.extend(strided(n, d * e, sd * e, k * sm * e))
+    return merge_intervals(iv)
+
+
+def fp_load_mx_scales(p: dict) -> tuple | None:
+    """The L1 scale bytes LoadData reads with LoadData2DMxParams (LoadData_2D_MX page): xStep rows
+    of yStep 32-byte fractals, from fractal (xStartPosition * srcStride + yStartPosition)."""
+    try:
+        x0, y0, xs, ys, ss = (int(p[k]) for k in ("xStartPosition", "yStartPosition", "xStep", "yStep", "srcStride"))
+    except (TypeError, ValueError, KeyError):
+        return None
+    if xs <= 0 or ys <= 0:
+        return ()
+    return merge_intervals(strided(xs, ys * 32, ss * 32, (x0 * ss + y0) * 32))
+
+
+def _as_nd2nz(p: dict) -> dict:
+    """Dn2Nz's fields under Nd2Nz's names: its NZ output (the transpose of a DN source) is laid out
+    like an Nd2Nz of nValue rows and dValue columns (DataCopy GMToL1 DN2NZ page)."""
+    return {"ndNum": p.get("dnNum"), "nValue": p.get("nValue"), "dValue": p.get("dValue"),
+            "dstNzC0Stride": p.get("dstNzC0Stride"), "dstNzNStride": p.get("dstNzNStride"),
+            "dstNzMatrixStride": p.get("dstNzMatrixStride")}
+
+
+def fp_dn2nz_dst(p: dict, e: int) -> tuple | None:
+    """NZ destination of a Dn2Nz copy: the transposed source, as Nd2Nz writes nValue x dValue."""
+    return fp_nd2nz_dst(_as_nd2nz(p), e)
+
+
+def fp_dn2nz_src(p: dict, e: int) -> tuple | None:
+    """DN source of a Dn2Nz copy: per matrix, dValue rows of nValue contiguous elements."""
+    try:
+        dn, n, d = int(p["dnNum"]), int(p["nValue"]), int(p["dValue"])
+        sd, sm = int(p["srcDValue"]), int(p["srcDnMatrixStride"])
+    except (TypeError, ValueError, KeyError):
+        return None
+    iv = []
+    for k in range(max(dn, 1)):
+        iv.extend(strided(d, n * e, sd * e, k * sm * e))
     return merge_intervals(iv)
 
 

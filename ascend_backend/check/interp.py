@@ -2349,6 +2349,9 @@ class Interp:
             if p.type == "Nd2NzParams":
                 fpd = apis.fp_nd2nz_dst(_ints(p, apis.STRUCT_FIELDS["Nd2NzParams"], self.bounds), ed)
                 fps = apis.fp_nd2nz_src(_ints(p, apis.STRUCT_FIELDS["Nd2NzParams"], self.bounds), es)
+            elif p.type == "Dn2NzParams":
+                fpd = apis.fp_dn2nz_dst(_ints(p, apis.STRUCT_FIELDS["Dn2NzParams"], self.bounds), ed)
+                fps = apis.fp_dn2nz_src(_ints(p, apis.STRUCT_FIELDS["Dn2NzParams"], self.bounds), es)
             elif p.type in ("DataCopyParams", "DataCopyExtParams"):
                 ext = p.type == "DataCopyExtParams" or name == "DataCopyPad"
                 pad = args[3] if len(args) > 3 and isinstance(args[3], StructVal) else None
@@ -2368,7 +2371,9 @@ class Interp:
         dst, src = args[0], args[1]
         pipe = "MTE2" if src.mem() == "GM" else "MTE1"
         fps = fpd = None
-        p = args[2] if len(args) > 2 else None
+        # the params struct: the third argument, or after the MX scales (LoadData_2D_MX page:
+        # LoadData(dst, src, srcMx, LoadData2DParamsV2, LoadData2DMxParams))
+        p = next((a for a in args[2:] if isinstance(a, StructVal)), None)
         if isinstance(p, StructVal) and name == "LoadData":
             if p.type == "LoadData2DParams":
                 f = _ints(p, apis.STRUCT_FIELDS["LoadData2DParams"], self.bounds)
@@ -2376,7 +2381,9 @@ class Interp:
             elif p.type == "LoadData2DParamsV2":
                 f = _ints(p, apis.STRUCT_FIELDS["LoadData2DParamsV2"], self.bounds)
                 fps, fpd = apis.fp_load2d_v2(f, src.elem or 2)
-        extra = [(a, None) for a in args[2:] if isinstance(a, Tensor)]
+        mx = next((a for a in args[2:] if isinstance(a, StructVal) and a.type == "LoadData2DMxParams"), None)
+        fmx = apis.fp_load_mx_scales(_ints(mx, apis.STRUCT_FIELDS["LoadData2DMxParams"], self.bounds)) if mx else None
+        extra = [(a, fmx) for a in args[2:] if isinstance(a, Tensor)]
         self._record(pipe, name, line, [(src, fps)] + extra, [(dst, fpd)])
         return None
 

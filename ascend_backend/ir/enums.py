@@ -68,12 +68,15 @@ ON_CHIP = (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C, Scope.UB)
 
 class Layout(_Named):
     """ND: row-major. NZ: 16 x C0 fractals ordered column-major, row-major inside. ZZ: fractals
-    row-major, row-major inside. ZN: fractals row-major, each fractal transposed."""
+    row-major, row-major inside. ZN: fractals row-major, each fractal transposed. MX: the MX scale
+    tile of a T.gemm_blockscaled operand in L1, [rows, K/32] E8M0 in 32-byte fractals of 16 rows x
+    2 scales, fractals row-major, row-major inside (LoadData_2D_MX page: what L0A_MX/L0B_MX hold)."""
 
     ND = "ND"
     NZ = "NZ"
     ZZ = "ZZ"
     ZN = "ZN"
+    MX = "MX"
 
 
 class BufferKind(_Named):

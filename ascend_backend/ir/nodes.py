@@ -78,6 +78,7 @@ class Buffer:
     offset: int | None = None  # byte offset in its memory (plan_memory)
     slots: int = 1  # rotating copies (multi_buffer)
     role: str = ""  # why the scope was chosen (shown in the memory map)
+    align: int = 0  # bytes its offset must be a multiple of beyond its memory's own (MmadMx operands)
 
     @property
     def elem_bytes(self) -> int:
@@ -116,6 +117,8 @@ class Buffer:
         """Elements one slot occupies in its memory (padding included)."""
         if self.scope is Scope.UB:
             return self.rows * (self.pitch or self.cols)
+        if self.layout is Layout.MX:
+            return _round_up(self.rows, 16) * _round_up(self.cols, 2)
         if self.layout in (Layout.NZ, Layout.ZZ, Layout.ZN):
             c0 = 32 // self.elem_bytes if self.scope is not Scope.L0C else 16
             r = _round_up(self.rows, 16)
@@ -465,12 +468,23 @@ class TileFill(Stmt):
 
 @dataclass
 class TileGemm(Stmt):
+    """``c (+)= a x b``; with ``scale_a``/``scale_b`` (T.gemm_blockscaled) the MX form
+    ``c (+)= (scale_a (x) a) x (scale_b (x) b)``, one E8M0 scale per row and 32 K elements."""
+
     a: Region
     b: Region
     c: Region
     trans_a: bool = False
     trans_b: bool = False
     clear_accum: bool = False
+    scale_a: Region | None = None
+    scale_b: Region | None = None
+
+    @property
+    def inputs(self) -> tuple:
+        """The buffers the Cube loads for this gemm: the operands, then the scale tiles if any."""
+        scales = tuple(r.buffer for r in (self.scale_a, self.scale_b) if r is not None)
+        return (self.a.buffer, self.b.buffer, *scales)
 
 
 @dataclass
@@ -736,6 +750,28 @@ class CopyGmToL1(AscOp):
         return f"Nd2Nz {self.gm} -> {self.l1}"
 
 
+@dataclass
+class CopyMxScalesGmToL1(AscOp):
+    """GM [rows, K/32] E8M0 (ND) -> an MX scale tile in L1: viewed as 16-bit pairs of scales, one
+    Dn2Nz (DataCopy GM->L1 DN2NZ page) whose transposed NZ output is the 16 rows x 2 scales
+    fractals LoadData with LoadData2DMxParams takes (the official MX sample moves scales so)."""
+
+    gm: str
+    l1: str
+    window: GmWindow
+    l1_pairs: int  # scale pairs per row of the tile (its columns / 2)
+
+    macro: ClassVar[str] = "copy_mx_scales_gm_to_l1"
+    pipe: ClassVar[Pipe] = Pipe.MTE2
+
+    reads = property(lambda self: (self.gm,))
+    writes = property(lambda self: (self.l1,))
+
+    @property
+    def text(self) -> str:
+        return f"Dn2Nz (MX scales) {self.gm} -> {self.l1}"
+
+
 @dataclass(frozen=True)
 class KFractals:
     """A LoadData step count that is the gemm's (possibly runtime) K in fractal units: k / unit
@@ -804,6 +840,28 @@ class LoadData2DV2(AscOp):
 
 
 @dataclass
+class LoadData2DMx(LoadData2DV2):
+    """dav-3510: LoadData with LoadData2DMxParams: the operand as LoadData2DV2, and its MX scales
+    (``scales``, an MX tile in L1) into L0A_MX / L0B_MX: ``x_step`` fractals of 16 rows from row
+    fractal 0, ``y_step`` pairs of scales from pair ``y_start``; ``scale_stride`` pairs per
+    row fractal of the L1 tile, ``y_step`` of the destination."""
+
+    scales: str = ""
+    x_step: int = 0
+    y_start: Expr = 0
+    y_step: int = 0
+    scale_stride: int = 0
+
+    macro: ClassVar[str] = "load_data_2d_mx"
+
+    reads = property(lambda self: (self.src, self.scales))
+
+    @property
+    def text(self) -> str:
+        return f"LoadData {self.src}{self.part} + MX scales {self.scales} -> {self.dst}"
+
+
+@dataclass
 class Mmad(AscOp):
     """dst (+)= a x b: ``init`` True overwrites, False accumulates, FirstIteration overwrites in
     the first iteration of its loops."""
@@ -829,6 +887,16 @@ class Mmad(AscOp):
     @property
     def text(self) -> str:
         return f"Mmad {self.dst} {'=' if self.init is True else '+='} {self.a} x {self.b}"
+
+
+@dataclass
+class MmadMx(Mmad):
+    """dst (+)= (scaleA (x) a) x (scaleB (x) b): the MX scales were loaded into L0A_MX / L0B_MX with
+    the operands (LoadData2DMx)."""
+
+    @property
+    def text(self) -> str:
+        return f"MmadMx {self.dst} {'=' if self.init is True else '+='} {self.a} x {self.b}"
 
 
 @dataclass
@@ -1432,12 +1500,14 @@ TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerUbDual, CopyToPeerL1, Cro
 SYNC_OPS = (SetFlag, WaitFlag, PipeBarrier)
 
 __all__ = [
-    "AscOp", "Buffer", "CopyGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb", "CopyToPeerUbDual", "CopyUbToGm",
+    "AscOp", "Buffer", "CopyGmToL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb",
+    "CopyToPeerUbDual", "CopyUbToGm",
     "CopyUbToPeerL1",
     "CrossCoreSet", "CrossCoreSetOp", "CrossCoreWait", "CrossCoreWaitOp", "DiagPrefix", "Direction", "EventId",
     "FirstIteration", "FixpipeToGmArch3510", "FixpipeToGmV220", "FixpipeToPeerUb", "FixpipeToPeerUbDual", "FlagRecord",
     "GmWindow",
-    "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DV2", "Loop", "Mmad", "Param", "ParallelStore",
+    "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DMx", "LoadData2DV2", "Loop", "Mmad", "MmadMx", "Param",
+    "ParallelStore",
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",

@@ -56,12 +56,15 @@ def _pipelined_cases():
                                 atol=1e-3, rtol=1e-4),
         # three 64 KB tiles in dav-c220's 184 KB UB: a tile reuses a dead one's bytes across pipes
         "tight_ub": kernels.tight_ub_case(),
+        # MmadMx (dav-3510): the scale tiles' own MTE2 -> MTE1 flags, two L0 chunks per step
+        "gemm_mx": kernels.mx_gemm_case(),
     }
 
 
 @pytest.mark.parametrize("arch,name", [("dav-c220", "gemm_3_stages"), ("dav-c220", "stream_2_stages"),
                                        ("dav-3510", "gemm_3_stages"), ("dav-c220", "gemm_k_stepped"),
-                                       ("dav-3510", "gemm_k_stepped"), ("dav-c220", "tight_ub")])
+                                       ("dav-3510", "gemm_k_stepped"), ("dav-c220", "tight_ub"),
+                                       ("dav-3510", "gemm_mx")])
 def test_pipelined_flags_are_all_needed(arch, name, capsys):
     res = run_mutations(_pipelined_cases()[name], arch)
     with capsys.disabled():

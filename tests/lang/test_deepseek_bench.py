@@ -80,3 +80,15 @@ def test_mla_decode_l2_reuse_follows_the_grid_order():
     assert first and batch
     assert all(m == pytest.approx(0.5) for m in first)
     assert all(m > 0.8 for m in batch)
+
+
+def test_targets_are_judged_on_dav_3510_only():
+    """The issue sets its targets for dav-3510: a dav-c220 row shows its figure without a verdict."""
+    spec = next(s for s in deepseek.specs(quick=True) if s.name.startswith("int8 GEMM (int32"))
+    for arch, verdict in (("dav-3510", "NOT MET (>= 85 % of the Cube peak)"), ("dav-c220", "-")):
+        row = deepseek.Row(spec, arch)
+        row.achieved = 0.839
+        assert deepseek.verdict(row) == verdict
+    row = deepseek.Row(spec, "dav-3510")
+    row.achieved = 0.86
+    assert deepseek.verdict(row).startswith("MET")

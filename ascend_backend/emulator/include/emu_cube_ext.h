@@ -801,7 +801,10 @@ inline void mmad_mx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const L
     w.add(dst, 0, cbytes);
     emu::Cost c; c.macs = (uint64_t)p.m * p.n * p.k; c.repeats = (uint32_t)(Mb * Nb);
     c.elems = p.k; c.bytes = (uint64_t)p.k / EPB;
+    // unitFlag (UnitFlag page; MmadMx takes Mmad's MmadParams): as for Mmad
+    emu::unit_flag_pre(true, p.unitFlag, w.v.data(), w.v.size(), loc);
     emu::ops::record_sets("MmadMx", emu::Pipe::M, r, w, c, loc);
+    emu::unit_flag_post(true, p.unitFlag, w.v.data(), w.v.size(), loc);
     const uint8_t* a = reinterpret_cast<const uint8_t*>(fm.emu_ptr());
     const uint8_t* b = reinterpret_cast<const uint8_t*>(filter.emu_ptr());
     const uint8_t* sa = mx_buffer(emu::Mem::L0A) + fm.emu_offset() / 16;
@@ -811,17 +814,24 @@ inline void mmad_mx(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const L
     auto scale = [&](const uint8_t* s, uint64_t row, uint64_t g) {
         return (float)fp8_e8m0_t::from_bits(s[((row / 16) * K64 + g / 2) * 32 + (row % 16) * 2 + g % 2]);
     };
+    // Each operand element times its scale, once (row-major [m][k] / [n][k]); then the sums.
+    thread_local std::vector<float> as, bs;
+    as.resize(p.m * p.k);
+    bs.resize(p.n * p.k);
+    for (uint64_t m = 0; m < p.m; ++m)
+        for (uint64_t k = 0; k < p.k; ++k)  // L0A NZ: fractal (k / KC0, m / 16)
+            as[m * p.k + k] = mx_value<U>(a, (((k / KC0) * Mb + m / 16) * 16 + m % 16) * KC0 + k % KC0) * scale(sa, m, k / 32);
+    for (uint64_t n = 0; n < p.n; ++n)
+        for (uint64_t k = 0; k < p.k; ++k)  // L0B ZN: fractal (k / KC0, n / 16), n-major inside
+            bs[n * p.k + k] = mx_value<S>(b, (((k / KC0) * Nb + n / 16) * 16 + n % 16) * KC0 + k % KC0) * scale(sb, n, k / 32);
     float* cp = dst.emu_ptr();
     for (uint64_t m = 0; m < p.m; ++m)
         for (uint64_t n = 0; n < p.n; ++n) {
             const uint64_t ci = ((n / 16) * Mb + m / 16) * 256 + (m % 16) * 16 + n % 16;
             float v = bias ? (float)bias->emu_ptr()[n] : (acc ? cp[ci] : 0.0f);
-            for (uint64_t k = 0; k < p.k; ++k) {
-                // L0A NZ: fractal (k / KC0, m / 16); L0B ZN: fractal (k / KC0, n / 16), n-major inside
-                const uint64_t ae = (((k / KC0) * Mb + m / 16) * 16 + m % 16) * KC0 + k % KC0;
-                const uint64_t be = (((k / KC0) * Nb + n / 16) * 16 + n % 16) * KC0 + k % KC0;
-                v += (mx_value<U>(a, ae) * scale(sa, m, k / 32)) * (mx_value<S>(b, be) * scale(sb, n, k / 32));
-            }
+            const float* ar = &as[m * p.k];
+            const float* br = &bs[n * p.k];
+            for (uint64_t k = 0; k < p.k; ++k) v += ar[k] * br[k];
             cp[ci] = v;
         }
 }
