@@ -126,13 +126,15 @@ def test_flash_attention_c220_loads_the_k_tile_two_steps_on_before_waiting_for_p
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
-@pytest.mark.parametrize("causal", [False, True])
-def test_flash_attention_with_loads_ahead_runs_clean(arch, causal):
-    # four K/V steps per block (causal: 1 to 4), so part B loads K ahead and each slot is reused
+@pytest.mark.parametrize("causal,stages", [(False, 2), (True, 2), (False, 3), (True, 3)])
+def test_flash_attention_with_loads_ahead_runs_clean(arch, causal, stages):
+    # four (2 stages) or eight (3 stages) K/V steps per block, fewer in causal blocks: part B loads
+    # K `stages` steps on and each slot is reused
     import attention
 
-    case = attention.case(batch=1, heads=1, seq_q=128, seq_kv=256, dim=64, is_causal=causal)
+    seq_kv = 256 if stages == 2 else 512
+    case = attention.case(batch=1, heads=1, seq_q=128, seq_kv=seq_kv, dim=64, is_causal=causal, num_stages=stages)
     kernel, report, errors = run_case(case, arch)
-    assert "k_b + 2" in kernel.kernel_source
+    assert f"k_b + {stages}" in kernel.kernel_source
     assert report.ok and not report.races and not report.flag_errors and not report.deadlock
     assert max(errors) < 2e-2
