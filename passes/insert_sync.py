@@ -153,13 +153,17 @@ def _conflict(p: _Event, c: _Event, alias: dict | None = None) -> tuple[str, str
         return b, "WAR"
     for b in sorted((p.writes & c.writes) - uf):
         return b, "WAW"
-    if alias:
-        for b in sorted(c.writes):
-            for x in sorted(alias.get(b, ())):
-                if x in p.writes:
-                    return f"{x}/{b}", "WAW (shared bytes)"
-                if x in p.reads:
-                    return f"{x}/{b}", "WAR (shared bytes)"
+    return _shared_bytes(p, c, alias) if alias else None
+
+
+def _shared_bytes(p: _Event, c: _Event, alias: dict) -> tuple[str, str] | None:
+    """(buffers, hazard) if c writes bytes plan_memory gave to another buffer that p accesses."""
+    for b in sorted(c.writes):
+        for x in sorted(alias.get(b, ())):
+            if x in p.writes:
+                return f"{x}/{b}", "WAW (shared bytes)"
+            if x in p.reads:
+                return f"{x}/{b}", "WAR (shared bytes)"
     return None
 
 
@@ -334,13 +338,18 @@ class _SyncInserter:
             return [[_Event(e.pipe, keep(e.reads), keep(e.writes), e.op) for e in _events(x, self.skip)]
                     for x in items]
 
-        def cross(prod_evs, cons_evs, step: bool):
+        def cross(prod_evs, cons_evs, step: bool, prod_all=None, cons_all=None):
+            # prod_all / cons_all: the same events with every buffer. Shared bytes are a matter of
+            # the trip's order whatever the buffers' slots, so the trip's pass (step False) checks
+            # them on every buffer, those with a slot per step too.
             groups: dict = {}
             for i, pe in enumerate(prod_evs):
                 for j, ce in enumerate(cons_evs):
-                    for p in pe:
-                        for c in ce:
+                    for pn, p in enumerate(pe):
+                        for cn, c in enumerate(ce):
                             hit = _conflict(p, c, None if step else self.alias)
+                            if hit is None and prod_all is not None:
+                                hit = _shared_bytes(prod_all[i][pn], cons_all[j][cn], self.alias)
                             if hit is None:
                                 continue
                             g = groups.setdefault((p.pipe, c.pipe), [i, p, j, c, hit])
@@ -368,10 +377,14 @@ class _SyncInserter:
         # A flag around the parts from part B to part A (set after part B, waited before the next
         # trip's part A) orders every op of a trip before every op of the next trip on its pipe pair:
         # any other flag of that pair from one trip to a later one adds nothing.
-        trip_pairs = {k for k in cross(events(b_items, False), events(a_items, False), False) if k[0] != k[1]}
+        all_a = [list(_events(x, self.skip)) for x in a_items]
+        all_b = [list(_events(x, self.skip)) for x in b_items]
+        trip_pairs = {k for k in cross(events(b_items, False), events(a_items, False), False, all_b, all_a)
+                      if k[0] != k[1]}
         for step in (True, False):
             ev_a, ev_b = events(a_items, step), events(b_items, step)
-            for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_a, ev_b, step).items():
+            full = (None, None) if step else (all_a, all_b)
+            for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_a, ev_b, step, *full).items():
                 if sp == dp:
                     if sp is Pipe.V and self.vector_barrier:
                         barrier["b" if step else "B"] |= needs_barrier(a_synced, a_items[i], b_synced, b_items[j])
@@ -388,7 +401,7 @@ class _SyncInserter:
                     around["set_a"].append(f)
                     around["wait_b"].append(f)
                 self.flags.append(f)
-            for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_b, ev_a, step).items():
+            for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_b, ev_a, step, *full[::-1]).items():
                 if sp == dp:
                     if sp is Pipe.V and self.vector_barrier:
                         barrier["a" if step else "A"] |= needs_barrier(b_synced, b_items[i], a_synced, a_items[j])

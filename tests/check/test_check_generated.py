@@ -49,6 +49,7 @@ def _extra_kernels() -> dict:
         "rmsnorm_example": lambda: rmsnorm.example().func,
         "softmax_example": lambda: softmax.example().func,
         "fp8_gemm_mx": lambda: kernels.mx_gemm_case().func,
+        "causal_sink_attention": lambda: kernels.causal_sink_attention(),
     }
     return out
 

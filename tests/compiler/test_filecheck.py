@@ -15,3 +15,12 @@ def test_in_order_passes():
 def test_failures(checks):
     with pytest.raises(CheckFailure):
         filecheck(TEXT, checks)
+
+
+def test_any_text_between_parts_of_a_pattern():
+    text = "SetFlag<V_MTE2>(1);  // WAR on x\nSetFlag<V_MTE2>(2);  // WAR on y"
+    filecheck(text, "CHECK: SetFlag<V_MTE2>({{.*}}on y")
+    with pytest.raises(CheckFailure):
+        filecheck(text, "CHECK: on x{{.*}}SetFlag")      # the parts match in order on one line
+    with pytest.raises(CheckFailure):
+        filecheck(text, "CHECK: SetFlag<V_MTE2>(2){{.*}}on x")

@@ -138,3 +138,24 @@ def test_flash_attention_with_loads_ahead_runs_clean(arch, causal, stages):
     assert f"k_b + {stages}" in kernel.kernel_source
     assert report.ok and not report.races and not report.flag_errors and not report.deadlock
     assert max(errors) < 2e-2
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_skewed_parts_sharing_bytes_are_ordered_by_the_trip(arch):
+    """Causal FlashAttention with a sink logit, 128-row blocks: on dav-c220 UB is full, so part A's
+    tiles (the scores' cast) share bytes with part B's per-step tile (the partial output). Those
+    bytes are handed over in the trip's order: part A before part B, part B before the next trip's
+    part A (the emulator once reported 260 races here)."""
+    kernel, report, errors = run_case(kernels.causal_sink_attention_case(), arch)
+    assert report.ok and max(errors) < 2e-3
+    if arch == "dav-c220":
+        aiv = kernel.kernel_source[kernel.kernel_source.index("ASCEND_IS_AIV"):]
+        filecheck(aiv, """
+            CHECK: for (int32_t k = 0;
+            CHECK: Cast(p, s,
+            CHECK: SetFlag<HardEvent::V_MTE2>({{.*}}WAR (shared bytes), part A before part B of the trip on s_part/o_part
+            CHECK: WaitFlag<HardEvent::V_MTE2>({{.*}}WAR (shared bytes), part A before part B of the trip on s_part/o_part
+            CHECK: for (int32_t k_b = (k - 1);
+            CHECK: DataCopy(o_part, ws_o_gm[
+            CHECK: SetFlag<HardEvent::MTE2_V>({{.*}}part B before the next trip's part A on o_part/mx_prev
+        """)
