@@ -99,19 +99,19 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
     try:
         program = run("frontend", import_primfunc, func, arch, name)
         done.append(("frontend", program))
-        from ascend_backend.passes.insert_sync import SkewIdsExhausted
         from ascend_backend.passes.prefetch import PREFETCH
-        from ascend_backend.passes.route import SKEW
+        from ascend_backend.passes.route import SKEW, SkewRetry
 
-        # Overlapping the Cube and Vector steps may need more event ids than this kernel has left:
-        # lower it again without the loads ahead (passes/prefetch.py), then with its loops serial.
+        # Overlapping the Cube and Vector steps may need more event ids than this kernel has left, or
+        # more memory than it has (a tile both parts use, twice): lower it again without the loads
+        # ahead (passes/prefetch.py), then with its loops serial.
         for switch in (None, PREFETCH, SKEW):
             token = switch.set(False) if switch is not None else None
             try:
                 del done[1:]
                 program, source = _lower(done[0][1], run, done)
                 break
-            except SkewIdsExhausted:
+            except SkewRetry:
                 if switch is SKEW:
                     raise
             finally:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ascend_backend.passes.route import SkewRetry
 from ascend_backend.passes.unit_flag import mark_unit_flags
 
 from ascend_backend.errors import EventIdError, InternalCompilerError
@@ -872,7 +873,7 @@ def round_trips(aiv: Kernel, transfers: list) -> set:
     return trips
 
 
-class SkewIdsExhausted(InternalCompilerError):
+class SkewIdsExhausted(SkewRetry):
     """A skewed loop's flags need more event ids than a pipe pair has: the pipeline lowers the
     kernel again without skewing (route.SKEW)."""
 

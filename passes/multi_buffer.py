@@ -47,6 +47,7 @@ from ascend_backend.ir import (
 
 from .lower_tile_ops import PINGPONG
 from .plan_memory import budget_table, lifetimes, plan_buffers
+from .route import SkewRetry
 from .skew import parts as skew_parts
 
 ROTATED = (Scope.L1, Scope.UB)
@@ -247,6 +248,26 @@ def _one_way_slots(launch: Launch, kernels: dict, t, arch) -> dict:
     return out
 
 
+class SkewSlotsDoNotFit(SkewRetry):
+    """A tile both parts of a skewed loop use needs a slot per step in flight (part A works on step
+    k while part B still reads step k - 1's), and its memory holds only one: the pipeline lowers the
+    kernel again with the loop serial."""
+
+
+def _check_skew_keeps_two(loops: list, staged: list, mem, loc) -> None:
+    """One stage is all that fits: fine for a serial loop, not for a skewed one whose parts share a
+    staged tile (one slot would hand part B the next step's values)."""
+    for lp in loops:
+        if not lp.skewed:
+            continue
+        a_part, b_loop = skew_parts(lp)
+        both = _touched(a_part) & _touched([b_loop])
+        shared = sorted(b.name for b in staged if b.name in both)
+        if shared:
+            raise SkewSlotsDoNotFit(f"{loc}: {mem} holds one slot of {', '.join(shared)}, which both parts of the "
+                                    "skewed loop use", stage="multi_buffer")
+
+
 def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: bool = False) -> None:
     """L0 memories: drop the second slot of the largest doubled buffers until the rest fit.
     L1/UB: fail naming the stages that fit (placed as plan_memory places them, with reuse)."""
@@ -278,6 +299,8 @@ def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: b
         total = sum(b.nbytes for b in members)
         loop_loc = next((s.loc for s in loops if s.slots), staged[0].loc)
         if fit_stages and fits >= 1:
+            if fits < 2:
+                _check_skew_keeps_two(loops, staged, mem, loop_loc)
             for b in staged:
                 b.slots = min(b.slots, fits)
             for lp in loops:

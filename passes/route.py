@@ -443,8 +443,14 @@ class _Expander:
         return aic_pre, aiv_pre, aic_post, aiv_post
 
 
-# Off for a second lowering when a skewed loop needs more event ids than a pipe pair has (pipeline.py).
+# Off for a second lowering when a skewed loop cannot be lowered skewed (pipeline.py): SkewRetry.
 SKEW: contextvars.ContextVar[bool] = contextvars.ContextVar("tl_ascend_skew", default=True)
+
+
+class SkewRetry(InternalCompilerError):
+    """A later stage cannot lower a skewed loop as skewed (its flags need more event ids than a pipe
+    pair has, or a tile both parts use does not fit twice): the pipeline lowers the kernel again,
+    first without the loads ahead (prefetch.PREFETCH), then with the loop serial (SKEW off)."""
 
 
 def _skew_loops(launch: Launch) -> Launch:

@@ -159,3 +159,57 @@ def test_skewed_parts_sharing_bytes_are_ordered_by_the_trip(arch):
             CHECK: DataCopy(o_part, ws_o_gm[
             CHECK: SetFlag<HardEvent::MTE2_V>({{.*}}part B before the next trip's part A on o_part/mx_prev
         """)
+
+
+def _attention_benchmark():
+    """benchmarks/attention.py as a module (its name would clash with examples/attention.py)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "bench_attention" not in sys.modules:
+        path = Path(__file__).resolve().parents[2] / "benchmarks" / "attention.py"
+        spec = importlib.util.spec_from_file_location("bench_attention", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # its dataclasses look their module up
+        spec.loader.exec_module(mod)
+    return sys.modules["bench_attention"]
+
+
+def test_skewed_loop_whose_shared_tile_fits_once_is_lowered_serial():
+    """dav-c220, 256 x 64 blocks: two stages do not fit UB, and the running max and rescale factor,
+    which both parts of the skewed loop use, would get one slot (part B would then rescale with the
+    next step's factor: wrong numbers, no race). The compiler lowers the loop serial instead."""
+    import attention
+
+    case = attention.case(heads=1, seq_q=512, seq_kv=512, dim=128, is_causal=False, block_M=256, block_N=64)
+    with pytest.warns(UserWarning, match="lowered with 1 stage"):
+        kernel, report, errors = run_case(case, "dav-c220")
+    assert report.ok and max(errors) < 2e-3
+    assert not any(t.skewed for t in kernel.program.launch.transfers)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_block_shape_the_attention_benchmark_tries_is_right(arch, causal):
+    """The FlashAttention benchmark times these shapes without checks (benchmarks/attention.py, BLOCKS):
+    each must be a kernel that is right and race-free, which a short sequence shows (strict)."""
+    import warnings
+
+    import attention
+
+    from ascend_backend.errors import MemoryBudgetError
+
+    bench = _attention_benchmark()
+    for bm, bn in bench.BLOCKS:
+        seq = max(2 * bm, 2 * bn, 512)
+        case = attention.case(heads=1, seq_q=seq, seq_kv=seq, dim=bench.DIM, is_causal=causal, block_M=bm,
+                              block_N=bn, num_stages=bench.STAGES, causal_mask="diagonal")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # stages that do not fit fall back (tested above)
+            try:
+                _, report, errors = run_case(case, arch)
+            except MemoryBudgetError:
+                continue  # the benchmark reports the shape as not fitting
+        assert report.ok and max(errors) < 2e-3, (bm, bn)
