@@ -108,6 +108,9 @@ inline T scalar_atomic(const char* what, __gm__ T* address, F f, const emu::Loc&
     emu::Span w = gm_word(address, sizeof(T), emu::CLS_ATOMIC | emu::CLS_SYNC);
     emu::record(what, emu::Pipe::S, {w}, {w}, emu::Cost{sizeof(T), 1}, loc);
     T old;
+    // Publish, then write, then acquire: a core that sees the new value must also find this core's
+    // clocks (write-then-publish let it pass in between and report a race the protocol has not).
+    emu::xb_release(w.begin, emu::PIPES_S, loc);
     {
         emu::AtomicGuard g;
         std::memcpy(&old, address, sizeof(T));
@@ -115,7 +118,7 @@ inline T scalar_atomic(const char* what, __gm__ T* address, F f, const emu::Loc&
         std::memcpy(address, &nv, sizeof(T));
     }
     emu::xb_acquire(w.begin, w.end, loc);
-    emu::xb_release(w.begin, emu::PIPES_S, loc);
+    emu::xb_notify();
     return old;
 }
 template <class T> constexpr bool add_type = std::is_same_v<T, int32_t> || std::is_same_v<T, uint32_t> ||
@@ -334,11 +337,12 @@ inline void IBSet(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<in
                   int32_t eventID, const emu::Loc& loc = emu::Loc::current()) {
     int32_t* w = emu_detail::ib_word<isAIVOnly>(gmWorkspace, ubWorkspace, blockIdx, eventID, "IBSet", loc);
     emu::record("IBSet", emu::Pipe::S, {}, {ubWorkspace.emu_span(8), emu_detail::gm_word(w, 32)}, emu::Cost{32, 8}, loc);
+    emu::xb_release((uint64_t)(uintptr_t)w, emu::PIPES_S | emu::PIPES_MTE3, loc);  // publish, then set
     {
         emu::AtomicGuard g;
         *w = 1;
     }
-    emu::xb_release((uint64_t)(uintptr_t)w, emu::PIPES_S | emu::PIPES_MTE3, loc);
+    emu::xb_notify();
 }
 template <bool isAIVOnly = true>
 inline void IBWait(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<int32_t>& ubWorkspace, int32_t blockIdx,
@@ -443,12 +447,14 @@ inline void NotifyNextBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int3
     auto b = (uint64_t)(uintptr_t)base;
     emu::record("NotifyNextBlock", emu::Pipe::S, {ubWorkspace.emu_span(8)}, {emu_detail::gm_word(base + me * 8, 32)}, emu::Cost{32, 8}, loc);
     int64_t* cell = emu::xb_cell(b);
+    // Publish, then pass the turn: the next block must find this block's stores once it sees its turn.
+    emu::xb_release(b + (uint64_t)me * 32, emu::PIPES_S | emu::PIPES_MTE3, loc);
     {
         emu::AtomicGuard g;
         ++*cell;
         base[me * 8] += 1;
     }
-    emu::xb_release(b + (uint64_t)me * 32, emu::PIPES_S | emu::PIPES_MTE3, loc);
+    emu::xb_notify();
     // The notification is a GM write through the UB workspace that the next WaitPreBlock reuses:
     // NotifyNextBlock returns once its MTE3 work (the section's stores included) is done
     // (assumed; the official sequential_block_sync example reuses the section's UB tensor in the
@@ -480,11 +486,12 @@ public:
         auto b = (uint64_t)(uintptr_t)ws_;
         emu::Span all = {emu::Mem::GM, b, b + GetWorkspaceLen(), -1, emu::CLS_SYNC};
         emu::record("GroupBarrier::Arrive", emu::Pipe::MTE3, {}, {all}, emu::Cost{GetWorkspaceLen(), 0}, loc);
+        emu::xb_release(b, emu::PIPES_S | emu::PIPES_MTE3, loc);  // publish, then arrive
         {
             emu::AtomicGuard g;
             ++*emu::xb_cell(b);
         }
-        emu::xb_release(b, emu::PIPES_S | emu::PIPES_MTE3, loc);
+        emu::xb_notify();
     }
     void Wait(uint32_t waitIndex, const emu::Loc& loc = emu::Loc::current()) {
         if (waitIndex >= waitSize_)
