@@ -39,8 +39,7 @@ def _mx_scale_layout(b, gemm) -> None:
 
 def assign_kernel_layouts(kernel: Kernel, arch) -> Kernel:
     buffers = kernel.copy_buffers()
-    scale_of = {r.buffer: s for s in walk(kernel.body) if isinstance(s, TileGemm)
-                for r in (s.scale_a, s.scale_b) if r is not None}
+    scale_of = {n: s for s in walk(kernel.body) if isinstance(s, TileGemm) for n in s.scale_tiles}
     for b in buffers.values():
         if b.scope in (Scope.GM, Scope.LOCAL):
             b.layout = Layout.ND

@@ -24,7 +24,7 @@ def infer_kernel_scopes(kernel: Kernel) -> Kernel:
         if isinstance(s, TileGemm):
             for name in s.inputs:
                 operands.setdefault(name, s)
-            scales |= {r.buffer for r in (s.scale_a, s.scale_b) if r is not None}
+            scales |= set(s.scale_tiles)
             accs.setdefault(s.c.buffer, s)
     used = {n for s in walk(kernel.body) if not isinstance(s, Loop) for n in tile_buffers(s)}
     for name, buf in buffers.items():

@@ -332,12 +332,15 @@ class _SyncInserter:
         primes = primes + primes_b
         slots = max(lp.num_stages, 2)
 
-        def events(items: list, step: bool) -> list:
+        # each item's events with every buffer, and (events) only those of one kind: per step or not
+        all_a = [list(_events(x, self.skip)) for x in a_items]
+        all_b = [list(_events(x, self.skip)) for x in b_items]
+
+        def events(evs: list, step: bool) -> list:
             def keep(names):
                 return frozenset(x for x in names if (x in per_step) == step)
 
-            return [[_Event(e.pipe, keep(e.reads), keep(e.writes), e.op) for e in _events(x, self.skip)]
-                    for x in items]
+            return [[_Event(e.pipe, keep(e.reads), keep(e.writes), e.op) for e in item] for item in evs]
 
         def cross(prod_evs, cons_evs, step: bool, prod_all=None, cons_all=None):
             # prod_all / cons_all: the same events with every buffer. Shared bytes are a matter of
@@ -378,12 +381,10 @@ class _SyncInserter:
         # A flag around the parts from part B to part A (set after part B, waited before the next
         # trip's part A) orders every op of a trip before every op of the next trip on its pipe pair:
         # any other flag of that pair from one trip to a later one adds nothing.
-        all_a = [list(_events(x, self.skip)) for x in a_items]
-        all_b = [list(_events(x, self.skip)) for x in b_items]
-        trip_pairs = {k for k in cross(events(b_items, False), events(a_items, False), False, all_b, all_a)
+        trip_pairs = {k for k in cross(events(all_b, False), events(all_a, False), False, all_b, all_a)
                       if k[0] != k[1]}
         for step in (True, False):
-            ev_a, ev_b = events(a_items, step), events(b_items, step)
+            ev_a, ev_b = events(all_a, step), events(all_b, step)
             full = (None, None) if step else (all_a, all_b)
             for (sp, dp), (i, p, j, c, (buf, hazard)) in cross(ev_a, ev_b, step, *full).items():
                 if sp == dp:

@@ -1146,34 +1146,36 @@ class TileLowerer:
             # (A stored K x M -> NZ M x K; B stored K x N -> ZN). srcStride/dstStride are the
             # distances between column blocks in fractals.
             rows_k, cols_k = KFractals(kv, 16), KFractals(kv, c0)
-            load_a = (LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=rows_k, k_step=M // c0,
-                                   src_stride=A.rows // 16, dst_stride=M // 16, trans=True,
-                                   note="A stored K x M, transposed into NZ", part=part_a, operand_transposed=True,
-                                   loc=s.loc) if tA else
-                      LoadData2DV2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=M // 16, k_step=cols_k,
-                                   src_stride=A.rows // 16, dst_stride=M // 16, trans=False,
-                                   note="A stored M x K, NZ into NZ", part=part_a, loc=s.loc))
-            load_b = (LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=N // 16, k_step=cols_k,
-                                   src_stride=B.rows // 16, dst_stride=N // 16, trans=False,
-                                   note="B stored N x K: its NZ fractals are already ZN", part=part_b,
-                                   operand_transposed=True, loc=s.loc) if tB
-                      else LoadData2DV2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=rows_k, k_step=N // c0,
-                                        src_stride=B.rows // 16, dst_stride=N // 16, trans=True,
-                                        note="B stored K x N, each fractal transposed into ZN", part=part_b, loc=s.loc))
+            # MX: the same LoadData moves the operand's scales into L0A_MX / L0B_MX
+            # (LoadData2DMxParams: x in fractals of 16 rows, y in pairs of scales, 64 K elements;
+            # the L1 scale tile holds its row fractal's pairs consecutively, Layout.MX).
+            V2, ext_a, ext_b = LoadData2DV2, {}, {}
+            if mx is not None:
+                V2 = LoadData2DMx
+                ext_a, ext_b = ({"scales": sc.name, "x_step": mn // 16, "y_start": k0 // 64, "y_step": K // 64,
+                                 "scale_stride": sc.cols // 2} for sc, mn in ((mx[0], M), (mx[1], N)))
+            load_a = (V2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=rows_k, k_step=M // c0,
+                         src_stride=A.rows // 16, dst_stride=M // 16, trans=True,
+                         note="A stored K x M, transposed into NZ", part=part_a, operand_transposed=True,
+                         loc=s.loc, **ext_a) if tA else
+                      V2(dst=l0a.name, src=A.name, src_offset=a_off, m_step=M // 16, k_step=cols_k,
+                         src_stride=A.rows // 16, dst_stride=M // 16, trans=False,
+                         note="A stored M x K, NZ into NZ", part=part_a, loc=s.loc, **ext_a))
+            load_b = (V2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=N // 16, k_step=cols_k,
+                         src_stride=B.rows // 16, dst_stride=N // 16, trans=False,
+                         note="B stored N x K: its NZ fractals are already ZN", part=part_b,
+                         operand_transposed=True, loc=s.loc, **ext_b) if tB
+                      else V2(dst=l0b.name, src=B.name, src_offset=b_off, m_step=rows_k, k_step=N // c0,
+                              src_stride=B.rows // 16, dst_stride=N // 16, trans=True,
+                              note="B stored K x N, each fractal transposed into ZN", part=part_b, loc=s.loc,
+                              **ext_b))
         else:
             load_a = LoadData2D(operand="A", dst=l0a.name, src=A.name, src_offset=a_off, mn=M, k=kv, trans=tA,
                                 src_rows=A.rows, part=part_a, c0=c0, loc=s.loc)
             load_b = LoadData2D(operand="B", dst=l0b.name, src=B.name, src_offset=b_off, mn=N, k=kv, trans=tB,
                                 src_rows=B.rows, part=part_b, c0=c0, loc=s.loc)
-        if mx is not None:
-            # LoadData2DMxParams: x in fractals of 16 rows, y in pairs of scales (64 K elements);
-            # the L1 scale tile holds its row fractal's pairs consecutively (Layout.MX).
-            load_a, load_b = (
-                LoadData2DMx(**{f.name: getattr(ld, f.name) for f in dataclasses.fields(ld)}, scales=sc.name,
-                             x_step=mn // 16, y_start=k0 // 64, y_step=K // 64, scale_stride=sc.cols // 2)
-                for ld, sc, mn in ((load_a, mx[0], M), (load_b, mx[1], N)))
-            return [load_a, load_b, MmadMx(dst=C.name, a=l0a.name, b=l0b.name, m=M, n=N, k=kv, init=init, loc=s.loc)]
-        mmad = Mmad(dst=C.name, a=l0a.name, b=l0b.name, m=M, n=N, k=kv, init=init, loc=s.loc)
+        mmad = (MmadMx if mx is not None else Mmad)(dst=C.name, a=l0a.name, b=l0b.name, m=M, n=N, k=kv, init=init,
+                                                    loc=s.loc)
         return [load_a, load_b, mmad]
 
     def _valid_k(self, A: Buffer, tA: bool, wa: _Window, s: TileGemm) -> Valid:

@@ -174,8 +174,7 @@ class _Partitioner:
     def _check_scales_from_gm(self) -> None:
         """The MX scale tiles of a T.gemm_blockscaled reach the Cube only by a T.copy from GM: the
         Cube loads them into L0A_MX / L0B_MX with their operand; there is no vector path to them."""
-        scales = {r.buffer for s in self.ops if isinstance(s, TileGemm) for r in (s.scale_a, s.scale_b)
-                  if r is not None}
+        scales = {n for s in self.ops if isinstance(s, TileGemm) for n in s.scale_tiles}
         for s in self.ops:
             written = tile_writes(s) & scales
             if written and not (isinstance(s, TileCopy) and self.bufs[s.src.buffer].kind.in_gm):

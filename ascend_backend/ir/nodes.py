@@ -481,10 +481,14 @@ class TileGemm(Stmt):
     scale_b: Region | None = None
 
     @property
+    def scale_tiles(self) -> tuple:
+        """The MX scale tiles (T.gemm_blockscaled), or ()."""
+        return tuple(r.buffer for r in (self.scale_a, self.scale_b) if r is not None)
+
+    @property
     def inputs(self) -> tuple:
         """The buffers the Cube loads for this gemm: the operands, then the scale tiles if any."""
-        scales = tuple(r.buffer for r in (self.scale_a, self.scale_b) if r is not None)
-        return (self.a.buffer, self.b.buffer, *scales)
+        return (self.a.buffer, self.b.buffer, *self.scale_tiles)
 
 
 @dataclass
