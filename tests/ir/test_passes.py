@@ -1028,15 +1028,18 @@ def test_insert_sync_orders_buffers_that_share_bytes_across_pipes():
     """)
 
 
-def two_way_loop(arch="dav-3510", trips=4, stages=3):
+def two_way_loop(arch="dav-3510", trips=4, stages=3, name="twoway", v_tile=False):
     """A FlashAttention-like loop: S = q k^T crosses to the Vectors, P = S / 2 comes back, o += P k.
-    Both gemms read kt, so the loop skews from 3 stages (at 2 its load could not run a step ahead)."""
+    Both gemms read kt, so the loop skews from 3 stages (at 2 its load could not run a step ahead).
+    ``v_tile``: the second gemm reads a tile of its own, vt, loaded after P (FlashAttention's V)."""
     from tvm import tirx
 
-    b = ProgramBuilder("twoway", arch)
+    b = ProgramBuilder(name, arch)
     Q, K = b.tensor("Q", (64, 64), "float16"), b.tensor("K", (64 * trips, 64), "float16")
+    V = b.tensor("V", (64 * trips, 64), "float16") if v_tile else None
     Out = b.tensor("Out", (64, 64), "float32")
     q, kt = b.tile("q", (64, 64), "float16"), b.tile("kt", (64, 64), "float16")
+    vt = b.tile("vt", (64, 64), "float16") if v_tile else kt
     s = b.tile("s", (64, 64), "float32", fragment=True)
     pt = b.tile("pt", (64, 64), "float16", fragment=True)
     o = b.tile("o", (64, 64), "float32", fragment=True)
@@ -1047,7 +1050,9 @@ def two_way_loop(arch="dav-3510", trips=4, stages=3):
             b.copy(K[kk * 64, 0], kt)
             b.gemm(q, kt, s, trans_b=True, clear=True)
             b.parallel((64, 64), lambda i, j: [(pt, (i, j), tirx.Cast("float16", s.load(i, j) * 0.5))])
-            b.gemm(pt, kt, o)
+            if v_tile:
+                b.copy(V[kk * 64, 0], vt)
+            b.gemm(pt, vt, o)
         b.copy(o, Out[0, 0])
     return b.build()
 
@@ -1118,26 +1123,7 @@ def test_insert_sync_syncs_each_part_of_a_skewed_loop_by_its_step():
 def fa_like_loop(arch="dav-c220", trips=4, stages=2):
     """FlashAttention's shape of loop: S = q kt^T crosses to the Vectors, P = S / 2 comes back,
     o += P vt; kt is read by part A only, vt by part B only, so the loop skews at 2 stages."""
-    from tvm import tirx
-
-    b = ProgramBuilder("falike", arch)
-    Q, K = b.tensor("Q", (64, 64), "float16"), b.tensor("K", (64 * trips, 64), "float16")
-    V, Out = b.tensor("V", (64 * trips, 64), "float16"), b.tensor("Out", (64, 64), "float32")
-    q, kt, vt = (b.tile(n, (64, 64), "float16") for n in ("q", "kt", "vt"))
-    s = b.tile("s", (64, 64), "float32", fragment=True)
-    pt = b.tile("pt", (64, 64), "float16", fragment=True)
-    o = b.tile("o", (64, 64), "float32", fragment=True)
-    with b.launch([1]):
-        b.copy(Q[0, 0], q)
-        b.fill(o, 0.0)
-        with b.loop("kk", trips, stages=stages) as kk:
-            b.copy(K[kk * 64, 0], kt)
-            b.gemm(q, kt, s, trans_b=True, clear=True)
-            b.parallel((64, 64), lambda i, j: [(pt, (i, j), tirx.Cast("float16", s.load(i, j) * 0.5))])
-            b.copy(V[kk * 64, 0], vt)
-            b.gemm(pt, vt, o)
-        b.copy(o, Out[0, 0])
-    return b.build()
+    return two_way_loop(arch, trips, stages, name="falike", v_tile=True)
 
 
 def test_prefetch_issues_the_next_load_of_part_a_before_part_b_waits_for_the_vectors():
