@@ -254,6 +254,38 @@ class SkewSlotsDoNotFit(SkewRetry):
     kernel again with the loop serial."""
 
 
+def _shared_by_skewed_parts(loops: list, staged: list) -> set:
+    """The staged tiles both parts of a skewed loop use (part B reads step k - 1's while part A writes
+    step k's: each needs two slots)."""
+    out: set = set()
+    for lp in loops:
+        if lp.skewed:
+            a_part, b_loop = skew_parts(lp)
+            out |= {b.name for b in staged if b.name in _touched(a_part) & _touched([b_loop])}
+    return out
+
+
+def _keep_shared_two(arch, mem, members: list, staged: list, shared: set, lives: dict, fixed: set) -> set | None:
+    """Two slots for ``shared`` and for as many other staged tiles as fit (the smallest keep
+    theirs): the names left with one slot, or None when even that does not fit. A tile only one
+    part touches is written and read in the same trip, so one slot keeps its values right; it
+    only orders that part's load of step k + 1 after its use of step k."""
+    counts = {b.name: b.slots for b in staged}
+    for b in staged:
+        b.slots = min(counts[b.name], 2)
+    one: set = set()
+    for b in sorted((b for b in staged if b.name not in shared), key=lambda b: (-b.nbytes, b.name)):
+        if not _over(arch, mem, members, lives, fixed):
+            return one
+        b.slots = 1
+        one.add(b.name)
+    if not _over(arch, mem, members, lives, fixed):
+        return one
+    for b in staged:
+        b.slots = counts[b.name]
+    return None
+
+
 def _check_skew_keeps_two(loops: list, staged: list, mem, loc) -> None:
     """One stage is all that fits: fine for a serial loop, not for a skewed one whose parts share a
     staged tile (one slot would hand part B the next step's values)."""
@@ -299,8 +331,20 @@ def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: b
         total = sum(b.nbytes for b in members)
         loop_loc = next((s.loc for s in loops if s.slots), staged[0].loc)
         if fit_stages and fits >= 1:
-            if fits < 2:
-                _check_skew_keeps_two(loops, staged, mem, loop_loc)
+            if fits < 2 and _shared_by_skewed_parts(loops, staged):
+                one = _keep_shared_two(arch, mem, members, staged, _shared_by_skewed_parts(loops, staged), lives, fixed)
+                if one is None:
+                    _check_skew_keeps_two(loops, staged, mem, loop_loc)  # raises
+                for lp in loops:
+                    for name in one:
+                        lp.slots.pop(name, None)
+                    for b in staged:
+                        if b.name in lp.slots and b.name not in one:
+                            lp.slots[b.name] = b.slots
+                warnings.warn(f"{loop_loc}: T.Pipelined with num_stages={stages} keeps 2 slots of the tiles both parts "
+                              f"of its skewed loop use, and 1 of {', '.join(sorted(one))}: {mem} holds {cap[mem]} "
+                              f"bytes on {arch.name}, {stages} stages need {total}", stacklevel=2)
+                continue
             for b in staged:
                 b.slots = min(b.slots, fits)
             for lp in loops:

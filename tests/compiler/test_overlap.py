@@ -176,12 +176,30 @@ def _attention_benchmark():
     return sys.modules["bench_attention"]
 
 
-def test_skewed_loop_whose_shared_tile_fits_once_is_lowered_serial():
-    """dav-c220, 256 x 64 blocks: two stages do not fit UB, and the running max and rescale factor,
-    which both parts of the skewed loop use, would get one slot (part B would then rescale with the
-    next step's factor: wrong numbers, no race). The compiler lowers the loop serial instead."""
+def test_skewed_loop_keeps_two_slots_of_its_shared_tiles_when_stages_do_not_fit():
+    """dav-c220, 256 x 64 blocks: two stages do not fit UB. The running max and rescale factor, which
+    both parts of the skewed loop use, keep two slots (with one, part B would rescale with the next
+    step's factor: wrong numbers, no race); the largest tiles one part uses get one slot instead,
+    and the loop stays skewed."""
     import attention
 
+    case = attention.case(heads=1, seq_q=512, seq_kv=512, dim=128, is_causal=False, block_M=256, block_N=64)
+    with pytest.warns(UserWarning, match="keeps 2 slots of the tiles both parts of its skewed loop use, and 1 of"):
+        kernel, report, errors = run_case(case, "dav-c220")
+    assert report.ok and max(errors) < 2e-3
+    assert any(t.skewed for t in kernel.program.launch.transfers)
+    aiv = kernel.program.launch.kernels[Core.AIV]
+    assert aiv.buffers["scores_scale"].slots == 2
+    assert aiv.buffers["acc_o_part"].slots == 1  # the largest (128 x 128 float32), B only
+
+
+def test_skewed_loop_whose_shared_tiles_cannot_keep_two_slots_is_lowered_serial(monkeypatch):
+    """When even two slots of the shared tiles (the others at one) do not fit, the pipeline lowers
+    the loop serial with one stage (multi_buffer.SkewSlotsDoNotFit)."""
+    import attention
+    from ascend_backend.passes import multi_buffer
+
+    monkeypatch.setattr(multi_buffer, "_keep_shared_two", lambda *a: None)
     case = attention.case(heads=1, seq_q=512, seq_kv=512, dim=128, is_causal=False, block_M=256, block_N=64)
     with pytest.warns(UserWarning, match="lowered with 1 stage"):
         kernel, report, errors = run_case(case, "dav-c220")
