@@ -100,23 +100,25 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
         program = run("frontend", import_primfunc, func, arch, name)
         done.append(("frontend", program))
         from ascend_backend.passes.prefetch import PREFETCH
-        from ascend_backend.passes.route import SKEW, SkewRetry
+        from ascend_backend.passes.route import DEEP_SKEW, SKEW, SkewRetry
 
         # Overlapping the Cube and Vector steps may need more event ids than this kernel has left, or
-        # more memory than it has (a tile both parts use, twice): lower it again without the loads
+        # more memory than it has (a tile both parts use, once per step in flight): lower it again
+        # with one step in flight instead of two (route.skew_lead), then also without the loads
         # ahead (passes/prefetch.py), then with its loops serial.
-        for switch in (None, PREFETCH, SKEW):
-            token = switch.set(False) if switch is not None else None
+        retries = ((), (DEEP_SKEW,), (DEEP_SKEW, PREFETCH), (SKEW,))
+        for n, switches in enumerate(retries):
+            tokens = [(sw, sw.set(False)) for sw in switches]
             try:
                 del done[1:]
                 program, source = _lower(done[0][1], run, done)
                 break
             except SkewRetry:
-                if switch is SKEW:
+                if n == len(retries) - 1:
                     raise
             finally:
-                if switch is not None:
-                    switch.reset(token)
+                for sw, token in reversed(tokens):
+                    sw.reset(token)
     except InternalCompilerError as ice:
         if ice.dump_path is not None:
             raise

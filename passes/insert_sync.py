@@ -33,6 +33,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ascend_backend.passes.route import SkewRetry
+from ascend_backend.passes.skew import step_slots
 from ascend_backend.passes.unit_flag import mark_unit_flags
 
 from ascend_backend.errors import EventIdError, InternalCompilerError
@@ -290,14 +291,15 @@ class _SyncInserter:
     def skewed(self, lp: Loop) -> tuple[Loop, list]:
         """Sync a skewed loop (``Loop.skewed``): each part as the body of a loop over the steps (its own
         flags, carried ones by step), then what orders one part against the other. Through a buffer
-        with a slot per step in both parts: A(k) before B(k), one trip later (a Set in A and a Wait
-        in B by step, balanced without prime or drain), and B(k) before A(k + s), s slots (primed
-        and drained). Through any other buffer (one copy, e.g. an L0 operand both parts load): the
-        trip's order, A(k) before B(k - 1) (a Set after part A, a Wait before part B, every trip)
-        and B(k - 1) before A(k + 1) (carried to the next trip, primed and drained)."""
+        with a slot per step in both parts: A(k) before B(k), ``lead`` trips later (a Set in A and a
+        Wait in B by step, balanced without prime or drain), and B(k) before A(k + s), s =
+        skew.step_slots slots > lead (primed and drained). Through any other buffer (one copy, e.g.
+        an L0 operand both parts load): the trip's order, A(k) before B(k - lead) (a Set after part
+        A, a Wait before part B, every trip) and B(k - lead) before A(k + 1) (carried to the next
+        trip, primed and drained)."""
         guard_a, guard_b = lp.body
         b_loop = guard_b.then_body[0]
-        trips = lp.extent - 1 if _static(lp.extent) is None else _static(lp.extent) - 1
+        trips = lp.extent - lp.lead if _static(lp.extent) is None else _static(lp.extent) - lp.lead
         a_items = self.block(guard_a.then_body, lp)
         b_items = self.block(b_loop.body, b_loop)
         loop_a = dataclasses.replace(lp, extent=trips, body=a_items, skewed=False)
@@ -330,7 +332,7 @@ class _SyncInserter:
 
         primes_a = primes
         primes = primes + primes_b
-        slots = max(lp.num_stages, 2)
+        slots = step_slots(lp)
 
         # each item's events with every buffer, and (events) only those of one kind: per step or not
         all_a = [list(_events(x, self.skip)) for x in a_items]
@@ -394,7 +396,8 @@ class _SyncInserter:
                 if step and ((sp, dp) in trip_pairs or ordered_in("a", sp, dp, i) or waited_in("b", sp, dp, j)):
                     continue
                 if step:
-                    f = _Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard + ", the same step one trip later",
+                    later = "one trip later" if lp.lead == 1 else f"{lp.lead} trips later"
+                    f = _Flag(sp, dp, i, j, False, p.op, c.op, buf, hazard + f", the same step {later}",
                               slots=slots, slot_var=lp.var, wait_var=b_loop.var)
                     sets_a.setdefault(i, []).append(f)
                     waits_b.setdefault(j, []).append(f)
@@ -769,7 +772,7 @@ def _runs_barrier(item) -> bool:
     if not isinstance(item, Loop) or item.kind is LoopKind.WHILE:
         return False
     n = _static(item.extent)
-    if n is None or n < (2 if item.skewed else 1):
+    if n is None or n < (item.lead + 1 if item.skewed else 1):
         return False
     body = _skew_flat(item) if item.skewed else item.body
     return any(isinstance(x, PipeBarrier) and x.pipe is Pipe.V for x in body)

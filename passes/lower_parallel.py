@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import tvm
 from tvm import tirx
 
 from ascend_backend.dtypes import DType, known
@@ -593,6 +594,7 @@ class ParallelLowerer:
         self.cols = self.shape[-1]
         self.pre: list = []
         self.index_cache: dict = {}  # (loop index position, dtype) -> UB vector of its values
+        self.scratch: str | None = None  # the stored tile, when its bytes may hold partial results (_scratch)
 
     # -- access patterns
     def _pattern(self, load) -> str:
@@ -1017,6 +1019,11 @@ class ParallelLowerer:
         and an element-wise instruction may write over its source); else a fresh temporary."""
         if out is not None and self.buffers[out].dtype == dtype and self._kind_shape(kind) == self.buffers[out].shape:
             return out
+        scratch = self.scratch
+        if scratch is not None and kind == "tile" and str(self.buffers[scratch].dtype) == str(dtype) \
+                and self.buffers[scratch].shape == self._kind_shape(kind) \
+                and any(o.buffer == scratch for o in operands):
+            return scratch  # (the stored tile, read once, element by element: its bytes hold the partial results)
         if self.vec.compact:
             for o in operands:
                 if o.temp and o.buffer and o.kind == kind and str(o.dtype) == str(dtype) and \
@@ -1029,7 +1036,7 @@ class ParallelLowerer:
 
     def _free(self, o: Opnd, keep: str | None = None) -> None:
         """Release ``o``'s temporary, unless it became the result ``keep``."""
-        if o.temp and o.buffer and o.buffer != keep:
+        if o.temp and o.buffer and o.buffer != keep and o.buffer != self.scratch:
             self.vec.release(o.buffer)
 
     def _binary(self, name: str, ea, eb, dtype: str, out: str | None) -> Opnd:
@@ -1183,8 +1190,22 @@ class ParallelLowerer:
         self._free(res)
         return self.pre
 
+    def _scratch(self, st, buf) -> str | None:
+        """In compact mode, ``x[i, j] = f(x[i, j], ...)`` with x read once, at the element it writes:
+        the element-wise steps of f may write their partial results into x itself (each reads the
+        one before, element by element), where a fresh tile-sized temporary would cost UB."""
+        loads: list = []
+        tirx.stmt_functor.post_order_visit(
+            st.value, lambda n: loads.append(n) if isinstance(n, tirx.BufferLoad) and n.buffer.name == buf.name
+            else None)
+        if len(loads) != 1 or len(loads[0].indices) != len(st.indices):
+            return None
+        same = all(tvm.ir.structural_equal(a, b) for a, b in zip(loads[0].indices, st.indices, strict=True))
+        return buf.name if same else None
+
     def _store(self, st, atomic=None) -> list:
         self.pre = []
+        self.scratch = None
         buf = self.buffers[st.buffer.name]
         post: list = []
         if buf.scope is Scope.GM:
@@ -1226,6 +1247,7 @@ class ParallelLowerer:
                 self.vec.release(row)
                 return self.pre + post
             pattern = self._pattern(st)
+            self.scratch = self._scratch(st, buf) if self.vec.compact and pattern == "tile" else None
             packed = unpack_int4.match(st, self.vars)
             if packed is not None and pattern == "tile":
                 return unpack_int4.lower(self.vec, buf.name, packed[0], self.rows, self.cols, self.loc,
@@ -1237,7 +1259,10 @@ class ParallelLowerer:
             raise UnsupportedError(f"T.Parallel cannot write '{buf.name}' in {buf.scope}", loc=self.loc,
                                    hint="element-wise work on a gemm result needs the Cube/Vector split, "
                                    "not available yet" if buf.scope is Scope.L0C else None)
-        res = self.expr(promote_bf16(st.value), out=out)
+        try:
+            res = self.expr(promote_bf16(st.value), out=out)
+        finally:
+            self.scratch = None
         if res.kind == "scalar":
             self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
         elif res.buffer != out:

@@ -46,9 +46,10 @@ from ascend_backend.ir import (
 )
 
 from .lower_tile_ops import PINGPONG
-from .plan_memory import budget_table, lifetimes, plan_buffers
+from .plan_memory import PARTS_APART, RELAXED, budget_table, lifetimes, plan_buffers
 from .route import SkewRetry
 from .skew import parts as skew_parts
+from .skew import step_slots
 
 ROTATED = (Scope.L1, Scope.UB)
 DOUBLED = (Scope.L0A, Scope.L0B, Scope.L0C)
@@ -104,7 +105,8 @@ def multi_buffer_kernel(kernel: Kernel, launch: Launch, arch, fit_stages: bool =
                         continue  # one pipe, in order: iteration k + 1 never meets iteration k here
                     b = buffers[name]
                     if b.scope in ROTATED:
-                        slots[name] = s.num_stages
+                        # (part B reads step k - lead's copy while part A writes step k's)
+                        slots[name] = step_slots(s) if name in both else s.num_stages
                     elif b.scope in DOUBLED and not name.endswith(PINGPONG) and name not in both:
                         # (a K-stepped gemm's ping/pong pair is doubled already; an L0 operand both
                         # parts of a skewed loop load keeps one copy, ordered part by part)
@@ -167,31 +169,32 @@ def _crossing_slots(launch: Launch, arch) -> Launch:
                 places.append(b_loop)
         if not places or b.slots != 1:
             continue
-        b.slots = 2
+        copies = t.lead + 1
+        b.slots = copies
         fixed = launch.fixed_tiles(owner)
         if _over(arch, b.scope, [x for x in buffers.values() if x.scope == b.scope], lifetimes(k), fixed):
             continue
         for lp in places:
-            lp.slots[name] = 2
+            lp.slots[name] = copies
         kernels[owner] = k.replace(buffers=buffers)
         free = t.free
 
         def drop(s, free=free, idx=t.index):
             return isinstance(s, CrossCoreSetOp | CrossCoreWaitOp) and s.flag == free and s.transfer == idx
 
-        def peer(s, name=name, elems=b.slot_elems):
-            return [] if drop(s) else [_two_slots_peer(s, name, elems)]
+        def peer(s, name=name, elems=b.slot_elems, copies=copies):
+            return [] if drop(s) else [_slotted_peer(s, name, elems, copies)]
 
         kernels[other] = kernels[other].replace(body=map_body(kernels[other].body, peer))
         kernels[owner] = kernels[owner].replace(body=map_body(kernels[owner].body, lambda s: [] if drop(s) else [s]))
-        transfers[n] = dataclasses.replace(t, free=None, slots=2)
+        transfers[n] = dataclasses.replace(t, free=None, slots=copies)
     return launch.replace(kernels=kernels, transfers=transfers)
 
 
-def _two_slots_peer(s, name: str, elems: int):
+def _slotted_peer(s, name: str, elems: int, copies: int = 2):
     """``s``, writing into the other core's tile ``name`` by slot when it is the transfer's op."""
     if isinstance(s, FixpipeToPeerUb | FixpipeToPeerUbDual | CopyUbToPeerL1) and s.target == name:
-        return dataclasses.replace(s, slots=2, slot_elems=elems)
+        return dataclasses.replace(s, slots=copies, slot_elems=elems)
     return s
 
 
@@ -236,7 +239,7 @@ def _one_way_slots(launch: Launch, kernels: dict, t, arch) -> dict:
         return [s]
 
     aiv_body = outer(aiv.body, twice)
-    aic_body = outer(map_body(aic.body, lambda s: [_two_slots_peer(s, name, b.slot_elems)]), twice)
+    aic_body = outer(map_body(aic.body, lambda s: [_slotted_peer(s, name, b.slot_elems)]), twice)
     primes = sum(isinstance(s, CrossCoreSetOp) for s in doubled)
     drains = sum(isinstance(s, CrossCoreWaitOp) for s in doubled)
     if (primes, drains) != (1, 2):
@@ -250,13 +253,13 @@ def _one_way_slots(launch: Launch, kernels: dict, t, arch) -> dict:
 
 class SkewSlotsDoNotFit(SkewRetry):
     """A tile both parts of a skewed loop use needs a slot per step in flight (part A works on step
-    k while part B still reads step k - 1's), and its memory holds only one: the pipeline lowers the
-    kernel again with the loop serial."""
+    k while part B still reads step k - lead's), and its memory holds fewer: the pipeline lowers the
+    kernel again with a lead of 1, then with the loop serial."""
 
 
 def _shared_by_skewed_parts(loops: list, staged: list) -> set:
-    """The staged tiles both parts of a skewed loop use (part B reads step k - 1's while part A writes
-    step k's: each needs two slots)."""
+    """The staged tiles both parts of a skewed loop use (part B reads step k - lead's while part A
+    writes step k's: each needs lead + 1 slots, ``skew.step_slots``)."""
     out: set = set()
     for lp in loops:
         if lp.skewed:
@@ -265,30 +268,30 @@ def _shared_by_skewed_parts(loops: list, staged: list) -> set:
     return out
 
 
-def _keep_shared_two(arch, mem, members: list, staged: list, shared: set, lives: dict, fixed: set) -> set | None:
-    """Two slots for ``shared`` and for as many other staged tiles as fit (the smallest keep
-    theirs): the names left with one slot, or None when even that does not fit. A tile only one
-    part touches is written and read in the same trip, so one slot keeps its values right; it
-    only orders that part's load of step k + 1 after its use of step k."""
+def _keep_shared_slots(arch, mem, members: list, staged: list, shared: set, lives: dict, fixed: set,
+                       last_tier: int) -> set | None:
+    """Every slot of ``shared``, and of as many other staged tiles as fit (the smallest keep
+    theirs; placed up to plan_memory's ``last_tier``): the names left with one slot, or None when
+    even that does not fit. A tile only one part touches is written and read in the same trip, so
+    one slot keeps its values right; it only orders that part's load of step k + 1 after its use of
+    step k."""
     counts = {b.name: b.slots for b in staged}
-    for b in staged:
-        b.slots = min(counts[b.name], 2)
     one: set = set()
     for b in sorted((b for b in staged if b.name not in shared), key=lambda b: (-b.nbytes, b.name)):
-        if not _over(arch, mem, members, lives, fixed):
+        if not _over(arch, mem, members, lives, fixed, last_tier):
             return one
         b.slots = 1
         one.add(b.name)
-    if not _over(arch, mem, members, lives, fixed):
+    if not _over(arch, mem, members, lives, fixed, last_tier):
         return one
     for b in staged:
         b.slots = counts[b.name]
     return None
 
 
-def _check_skew_keeps_two(loops: list, staged: list, mem, loc) -> None:
-    """One stage is all that fits: fine for a serial loop, not for a skewed one whose parts share a
-    staged tile (one slot would hand part B the next step's values)."""
+def _check_skew_keeps_slots(loops: list, staged: list, mem, loc) -> None:
+    """Fewer stages are all that fit: fine for a serial loop, not for a skewed one whose parts share
+    a staged tile (too few slots would hand part B a later step's values)."""
     for lp in loops:
         if not lp.skewed:
             continue
@@ -296,8 +299,8 @@ def _check_skew_keeps_two(loops: list, staged: list, mem, loc) -> None:
         both = _touched(a_part) & _touched([b_loop])
         shared = sorted(b.name for b in staged if b.name in both)
         if shared:
-            raise SkewSlotsDoNotFit(f"{loc}: {mem} holds one slot of {', '.join(shared)}, which both parts of the "
-                                    "skewed loop use", stage="multi_buffer")
+            raise SkewSlotsDoNotFit(f"{loc}: {mem} does not hold {lp.lead + 1} slots of {', '.join(shared)}, which "
+                                    "both parts of the skewed loop use", stage="multi_buffer")
 
 
 def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: bool = False) -> None:
@@ -315,49 +318,24 @@ def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: b
     for mem in ROTATED:
         members = [b for b in buffers.values() if b.scope == mem]
         staged = [b for b in members if b.slots > 1]
-        if not staged or not _over(arch, mem, members, lives, fixed):
-            continue  # plan_memory reports plain overflows
-        stages = staged[0].slots
-        counts = {b.name: b.slots for b in staged}
-        fits = 0
-        for s in range(stages - 1, 0, -1):
-            for b in staged:
-                b.slots = min(counts[b.name], s)
+        if not staged:
+            continue
+        # A skewed loop's parts overlap; bytes handed from one part to the other would serialise
+        # them in every trip. Fewer slots of the tiles one part uses cost less: those come first.
+        apart = PARTS_APART if any(lp.skewed for lp in loops) else RELAXED
+        if not _over(arch, mem, members, lives, fixed, apart):
+            continue
+        if fit_stages:
+            if apart != RELAXED and _fewer_slots(arch, mem, members, staged, loops, lives, fixed, apart, False):
+                continue
             if not _over(arch, mem, members, lives, fixed):
-                fits = s
-                break
-        for b in staged:
-            b.slots = counts[b.name]
+                continue  # every slot fits with the parts sharing bytes
+            if _fewer_slots(arch, mem, members, staged, loops, lives, fixed, RELAXED, True):
+                continue
+        stages = _stages(loops, staged)
+        fits = _uniform_fit(arch, mem, members, staged, lives, fixed, RELAXED)
         total = sum(b.nbytes for b in members)
         loop_loc = next((s.loc for s in loops if s.slots), staged[0].loc)
-        if fit_stages and fits >= 1:
-            if fits < 2 and _shared_by_skewed_parts(loops, staged):
-                one = _keep_shared_two(arch, mem, members, staged, _shared_by_skewed_parts(loops, staged), lives, fixed)
-                if one is None:
-                    _check_skew_keeps_two(loops, staged, mem, loop_loc)  # raises
-                for lp in loops:
-                    for name in one:
-                        lp.slots.pop(name, None)
-                    for b in staged:
-                        if b.name in lp.slots and b.name not in one:
-                            lp.slots[b.name] = b.slots
-                warnings.warn(f"{loop_loc}: T.Pipelined with num_stages={stages} keeps 2 slots of the tiles both parts "
-                              f"of its skewed loop use, and 1 of {', '.join(sorted(one))}: {mem} holds {cap[mem]} "
-                              f"bytes on {arch.name}, {stages} stages need {total}", stacklevel=2)
-                continue
-            for b in staged:
-                b.slots = min(b.slots, fits)
-            for lp in loops:
-                for b in staged:
-                    if b.name in lp.slots:
-                        if b.slots > 1:
-                            lp.slots[b.name] = b.slots
-                        else:
-                            lp.slots.pop(b.name)
-            warnings.warn(f"{loop_loc}: T.Pipelined with num_stages={stages} is lowered with {fits} stage(s): "
-                          f"{mem} holds {cap[mem]} bytes on {arch.name}, {stages} stages need {total}",
-                          stacklevel=2)
-            continue
         placed = {b.name: dataclasses.replace(b) for b in members}
         offsets, used, _ = plan_buffers(placed, lives, fixed, arch)
         for name, off in offsets.items():
@@ -372,10 +350,74 @@ def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: b
         )
 
 
-def _over(arch, mem, members: list, lives: dict, fixed: set) -> bool:
-    """Do ``members`` overflow ``mem`` when placed with reuse?"""
+def _stages(loops: list, staged: list) -> int:
+    return next((s.num_stages for s in loops if s.slots), max(b.slots for b in staged))
+
+
+def _uniform_fit(arch, mem, members: list, staged: list, lives: dict, fixed: set, last_tier: int) -> int:
+    """The largest number of slots s < the current ones such that every staged buffer at min(its
+    slots, s) fits (0: none); the slots are left as they were."""
+    counts = {b.name: b.slots for b in staged}
+    fits = 0
+    for s in range(max(counts.values()) - 1, 0, -1):
+        for b in staged:
+            b.slots = min(counts[b.name], s)
+        if not _over(arch, mem, members, lives, fixed, last_tier):
+            fits = s
+            break
+    for b in staged:
+        b.slots = counts[b.name]
+    return fits
+
+
+def _fewer_slots(arch, mem, members: list, staged: list, loops: list, lives: dict, fixed: set, last_tier: int,
+                 last_try: bool) -> bool:
+    """With ``fit_stages``: give the staged buffers fewer slots so that they fit (placed up to
+    plan_memory's ``last_tier``), warn naming the loop, and say True; False when nothing fits that
+    way. The tiles both parts of a skewed loop use keep their slots (``_keep_shared_slots``); when
+    even that does not fit on the ``last_try``, SkewSlotsDoNotFit (the pipeline lowers the loop
+    again with a lead of 1, then serial)."""
+    cap = arch.capacity
+    stages = _stages(loops, staged)
+    total = sum(b.nbytes for b in members)
+    loop_loc = next((s.loc for s in loops if s.slots), staged[0].loc)
+    counts = {b.name: b.slots for b in staged}
+    fits = _uniform_fit(arch, mem, members, staged, lives, fixed, last_tier)
+    shared = _shared_by_skewed_parts(loops, staged)
+    if any(fits < counts[name] for name in shared):
+        one = _keep_shared_slots(arch, mem, members, staged, shared, lives, fixed, last_tier)
+        if one is None:
+            if last_try:
+                _check_skew_keeps_slots(loops, staged, mem, loop_loc)  # raises
+            return False
+        for lp in loops:
+            for name in one:
+                lp.slots.pop(name, None)
+        kept = ", ".join(f"{n} {counts[n]}" for n in sorted(shared))
+        warnings.warn(f"{loop_loc}: T.Pipelined with num_stages={stages} keeps the slots of the tiles both parts of "
+                      f"its skewed loop use ({kept}), and 1 of {', '.join(sorted(one))}: {mem} holds {cap[mem]} "
+                      f"bytes on {arch.name}, {stages} stages need {total}", stacklevel=3)
+        return True
+    if fits < 1:
+        return False
+    for b in staged:
+        b.slots = min(b.slots, fits)
+    for lp in loops:
+        for b in staged:
+            if b.name in lp.slots:
+                if b.slots > 1:
+                    lp.slots[b.name] = b.slots
+                else:
+                    lp.slots.pop(b.name)
+    warnings.warn(f"{loop_loc}: T.Pipelined with num_stages={stages} is lowered with {fits} stage(s): "
+                  f"{mem} holds {cap[mem]} bytes on {arch.name}, {stages} stages need {total}", stacklevel=3)
+    return True
+
+
+def _over(arch, mem, members: list, lives: dict, fixed: set, last_tier: int = RELAXED) -> bool:
+    """Do ``members`` overflow ``mem`` when placed with reuse (up to plan_memory's ``last_tier``)?"""
     trial = {b.name: dataclasses.replace(b) for b in members}
-    _, used, _ = plan_buffers(trial, lives, fixed, arch)
+    _, used, _ = plan_buffers(trial, lives, fixed, arch, last_tier)
     return used[mem] > arch.capacity[mem]
 
 

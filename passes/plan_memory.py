@@ -19,7 +19,10 @@ the one before does not fit:
   later one is first written by it (the vector pipe keeps its order; the vector barrier of dav-c220
   is placed by insert_sync), and, when both live in one loop, the same the other way round;
 * also hand-overs between pipes, except for multi-buffered buffers (their slots exist so that two
-  pipes overlap; a flag between them and another buffer would serialise that);
+  pipes overlap; a flag between them and another buffer would serialise that) and between a tile
+  used only in one part of a skewed loop and one used only in its other part (such bytes are
+  handed over from part to part in every trip, which serialises the parts the skew overlaps);
+* any two buffers with disjoint lifetimes but the parts' tiles;
 * any two buffers with disjoint lifetimes.
 From the second tier on insert_sync orders the last access of one buffer before the first access
 of the other (it sees the shared bytes), at the cost of the flags that takes.
@@ -63,16 +66,29 @@ def _align(x: int, a: int) -> int:
 @dataclass
 class Life:
     """Where a buffer is used: positions [first, last] in program order (after the loop rule),
-    the pipes that touch it, the pipe of its first access, and the loops it is used in."""
+    the pipes that touch it, the pipe of its first access, the loops it is used in, and the parts
+    of skewed loops it is used in ((loop id, "A" | "B"))."""
 
     first: int
     last: int
     pipes: set = field(default_factory=set)
     first_pipe: Pipe | None = None
     loops: set = field(default_factory=set)
+    parts: set = field(default_factory=set)
 
     def overlaps(self, other: Life) -> bool:
         return not (self.last < other.first or other.last < self.first)
+
+    def in_other_part(self, other: Life) -> bool:
+        """Is one of the two used only in part A of a skewed loop, and the other only in its part B?
+        (Shared bytes would then hand the bytes over from part to part in every trip, which
+        serialises the parts the skew runs side by side.)"""
+        for lid in {lid for lid, _ in self.parts} & {lid for lid, _ in other.parts}:
+            mine = {p for x, p in self.parts if x == lid}
+            theirs = {p for x, p in other.parts if x == lid}
+            if len(mine) == 1 and len(theirs) == 1 and mine != theirs:
+                return True
+        return False
 
 
 @dataclass
@@ -151,7 +167,8 @@ def lifetimes(kernel: Kernel) -> dict[str, Life]:
     for name, xs in by_buf.items():
         first = min(xs, key=lambda a: a.pos)
         life = Life(first=first.pos, last=max(a.pos for a in xs), pipes={a.pipe for a in xs},
-                    first_pipe=first.pipe, loops={lid for a in xs for lid in a.loops})
+                    first_pipe=first.pipe, loops={lid for a in xs for lid in a.loops},
+                    parts={a.part for a in xs if a.part})
         for lid in life.loops:
             start, end = spans[lid]
             inside = sorted((a for a in xs if lid in a.loops), key=lambda a: (a.pos, not a.write))
@@ -187,14 +204,16 @@ def compatible(x: Life, y: Life, relaxed: bool) -> bool:
     return True
 
 
-STRICT, MULTI_BUFFERED_APART, RELAXED = 0, 1, 2  # the tiers of reuse, tried in this order
+STRICT, MULTI_BUFFERED_APART, PARTS_APART, RELAXED = 0, 1, 2, 3  # the tiers of reuse, tried in this order
 
 
 def place(members: list, lives: dict, fixed: set, tier: int) -> tuple[dict, int]:
     """Offsets {name: offset} for the buffers of one memory and the bytes used (the end of the
     highest buffer). ``fixed``: names that share with nothing. ``tier``: STRICT (hand-overs that
     need no flag), MULTI_BUFFERED_APART (also hand-overs that need one, except for multi-buffered
-    buffers, whose slots exist to let two pipes overlap), RELAXED (any disjoint lifetimes)."""
+    buffers, whose slots exist to let two pipes overlap, and for a tile of one part of a skewed loop
+    with a tile of the other), PARTS_APART (any disjoint lifetimes but the parts' tiles), RELAXED
+    (any disjoint lifetimes)."""
     if not members:
         return {}, 0
     mem = members[0].scope
@@ -218,6 +237,8 @@ def place(members: list, lives: dict, fixed: set, tier: int) -> tuple[dict, int]
                 return False
             if tier == STRICT or (tier == MULTI_BUFFERED_APART and (b.slots > 1 or other.slots > 1)):
                 return True
+            if tier in (MULTI_BUFFERED_APART, PARTS_APART) and life.in_other_part(lo):
+                return True
             return not compatible(life, lo, relaxed=True)
 
         busy = sorted((s, e) for s, e, o in placed if clash(o))
@@ -232,14 +253,15 @@ def place(members: list, lives: dict, fixed: set, tier: int) -> tuple[dict, int]
     return offsets, used
 
 
-def plan_buffers(buffers: dict, lives: dict, fixed: set, arch) -> tuple[dict, dict, dict]:
-    """Place every on-chip memory: ({name: offset}, {scope: bytes used}, {scope: over capacity?})."""
+def plan_buffers(buffers: dict, lives: dict, fixed: set, arch, last_tier: int = RELAXED) -> tuple[dict, dict, dict]:
+    """Place every on-chip memory: ({name: offset}, {scope: bytes used}, {scope: over capacity?}),
+    trying the tiers of reuse up to ``last_tier``."""
     offsets: dict = {}
     used: dict = {}
     over: dict = {}
     for mem in MEMORIES:
         members = [b for b in buffers.values() if b.scope == mem]
-        for tier in (STRICT, MULTI_BUFFERED_APART, RELAXED):
+        for tier in (STRICT, MULTI_BUFFERED_APART, PARTS_APART, RELAXED)[:last_tier + 1]:
             offs, n = place(members, lives, fixed, tier)
             if n <= arch.capacity[mem]:
                 break

@@ -3,7 +3,7 @@
 Needs: multi_buffer (the slots of every pipelined loop known), before plan_memory and insert_sync.
 Establishes: in a skewed loop (passes/skew.py) whose part B waits for the other core, each top-level
 op of part A on MTE2 that reads only GM nothing in the launch writes (no loaded index either) into
-a tile with s = max(num_stages, 2) slots that part B does not touch and that no other op writes, runs in part A for
+a tile with s = skew.step_slots(loop) slots that part B does not touch and that no other op writes, runs in part A for
 steps 0 .. s-1 only and is issued by part B of step kb for step kb + s, just before B's first
 cross-core wait (a loop of at most s steps is left alone):
 
@@ -48,7 +48,7 @@ from ascend_backend.ir import (
 
 from .plan_memory import lifetimes, plan_buffers
 from .skew import parts as skew_parts
-from .skew import substitute
+from .skew import step_slots, substitute
 
 # Off for a second lowering when a skewed loop's flags need more event ids than a pipe pair has
 # (pipeline.py; the loads ahead add a flag per slot from part A to part B).
@@ -86,12 +86,12 @@ def _loads_ahead(lp: Loop, kernel: Kernel, written: set) -> list:
               and all(kernel.buffers[r].scope is Scope.GM and r not in written for r in x.reads))
         w = x.writes[0] if ok else None
         # (as many slots as insert_sync's steps between the parts: B(k) before A(k + s))
-        if ok and (lp.slots.get(w, 1) == max(lp.num_stages, 2) and w not in b_touched and w not in seen
+        if ok and (lp.slots.get(w, 1) == step_slots(lp) and w not in b_touched and w not in seen
                    and all(any(y is o for o in a_part) for y in writers[w])):
             out.append(x)
         seen |= set(x.reads) | set(x.writes)
     # a loop of at most s steps loads nothing ahead
-    n = arith.Analyzer().simplify(lp.extent - 1)
+    n = arith.Analyzer().simplify(lp.extent - lp.lead)
     out = [x for x in out if not (isinstance(n, tirx.IntImm) and int(n.value) <= lp.slots[x.writes[0]])]
     # every op writing a moved tile moves (a tile loaded in two pieces moves whole or not at all)
     moved = {id(x) for x in out}
@@ -110,7 +110,7 @@ def _rewrite(lp: Loop, moved: list) -> Loop:
     guard_a, guard_b = lp.body
     b_loop = guard_b.then_body[0]
     k, kb = lp.var, b_loop.var
-    n = arith.Analyzer().simplify(lp.extent - 1)
+    n = arith.Analyzer().simplify(lp.extent - lp.lead)
     gone = {id(x): x for x in moved}
     a_part = [If(cond=k < lp.slots[x.writes[0]], then_body=[x], loc=x.loc) if id(x) in gone else x
               for x in guard_a.then_body]

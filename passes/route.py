@@ -184,7 +184,8 @@ def _receive_points(body: list, transfer: int):
 def _choose_routes(launch: Launch, arch) -> list:
     def per_step(t: Transfer) -> Transfer:
         # GM has room: a workspace copy per step in turn, ordered by the round trip like on chip
-        return dataclasses.replace(t, free=None, slots=2) if t.skewed and t.route is Route.WORKSPACE else t
+        return (dataclasses.replace(t, free=None, slots=t.lead + 1) if t.skewed and t.route is Route.WORKSPACE
+                else t)
 
     routed = [per_step(t) for t in _routes(launch, arch)]
     try:
@@ -445,6 +446,18 @@ class _Expander:
 
 # Off for a second lowering when a skewed loop cannot be lowered skewed (pipeline.py): SkewRetry.
 SKEW: contextvars.ContextVar[bool] = contextvars.ContextVar("tl_ascend_skew", default=True)
+# Off for a second lowering when a loop skewed two steps deep does not fit (pipeline.py): lead 1.
+DEEP_SKEW: contextvars.ContextVar[bool] = contextvars.ContextVar("tl_ascend_deep_skew", default=True)
+
+
+def skew_lead(arch) -> int:
+    """How many steps part A of a skewed loop runs ahead of part B. Where every tile crosses
+    through GM (no on-chip path between the cores), each step's chain waits two GM round trips (S
+    out and P back, in FlashAttention), and the extra copies a second step in flight needs are
+    workspace: lead 2. With the on-chip path the copies would cost UB/L1 and the chain is short:
+    lead 1."""
+    on_chip = arch.l0c_to_ub and arch.ub_to_l1 and arch.cross_core_mode4
+    return 1 if on_chip or not DEEP_SKEW.get() else 2
 
 
 class SkewRetry(InternalCompilerError):
@@ -453,11 +466,12 @@ class SkewRetry(InternalCompilerError):
     first without the loads ahead (prefetch.PREFETCH), then with the loop serial (SKEW off)."""
 
 
-def _skew_loops(launch: Launch) -> Launch:
-    """Skew every pipelined loop whose tiles cross both ways and whose parts allow it (passes/skew.py);
-    its transfers are marked ``skewed``."""
+def _skew_loops(launch: Launch, arch) -> Launch:
+    """Skew every pipelined loop whose tiles cross both ways and whose parts allow it (passes/skew.py),
+    ``skew_lead(arch)`` steps deep; its transfers are marked ``skewed`` with that lead."""
     if not SKEW.get():
         return launch
+    lead = skew_lead(arch)
     aic, aiv = launch.kernels[Core.AIC], launch.kernels[Core.AIV]
     loops = {c: {id(s.var): s for s in walk(k.body) if isinstance(s, Loop) and s.var is not None}
              for c, k in ((Core.AIC, aic), (Core.AIV, aiv))}
@@ -481,7 +495,7 @@ def _skew_loops(launch: Launch) -> Launch:
             continue  # skewed, such a load would lose its step ahead; serial steps keep it (faster when loads bound)
         kb = tirx.Var(f"{lp_aic.var.name}_b", lp_aic.var.dtype)  # one variable: one C++ name in the entry
         for c, lp in pair.items():
-            replace[id(lp)] = skew_mod.skewed_loop(lp, split[c], kb)
+            replace[id(lp)] = skew_mod.skewed_loop(lp, split[c], kb, lead)
             skewed |= {s.transfer for s in walk(lp.body) if isinstance(s, Send | Receive)}
     if not replace:
         return launch
@@ -499,7 +513,7 @@ def _skew_loops(launch: Launch) -> Launch:
                 out.append(s)
         return out
 
-    transfers = [dataclasses.replace(t, skewed=t.index in skewed) for t in launch.transfers]
+    transfers = [dataclasses.replace(t, skewed=True, lead=lead) if t.index in skewed else t for t in launch.transfers]
     return launch.replace(kernels={Core.AIC: aic.replace(body=rebuild(aic.body)),
                                    Core.AIV: aiv.replace(body=rebuild(aiv.body))}, transfers=transfers)
 
@@ -530,7 +544,7 @@ def _outside(body: list, loop: Loop) -> set:
 def route_launch(launch: Launch, arch) -> Launch:
     if not launch.mixed:
         return launch
-    launch = _skew_loops(launch)
+    launch = _skew_loops(launch, arch)
     transfers = _choose_routes(launch, arch)
     ex = _Expander(launch, transfers)
     transfers = [dataclasses.replace(t, ws=ex.ws_names.get(t.index)) if t.route is Route.WORKSPACE else t

@@ -16,7 +16,11 @@ k + 1's part A runs before step k's part B:
                 B(kb)                   # Cube: P(k) V(k)             | Vector: acc_o += that
 
 so the Cube computes S(k+1) while the Vectors run step k's softmax, and the Vectors run step k+1's
-softmax while the Cube computes PV(k). Legal when no statement of B(k) depends on one of A(k+1)
+softmax while the Cube computes PV(k). With a lead of 2 (route: where the tiles cross through GM,
+whose copies cost no on-chip memory), step k + 2's A runs before step k's B over n + 2 trips: the
+chain QK(k) -> softmax(k) -> PV(k) -> QK(k + 3) then spans three steps instead of two, which hides
+the GM round trips of S and P. Every tile both parts use, and every crossing tile, then needs
+lead + 1 copies (``step_slots``). Legal when no statement of B(k) depends on one of A(k+1)
 through a buffer that lives across iterations (a buffer private to one iteration gets a slot per
 step from multi_buffer, selected by the step: ``var`` in A, ``kb`` in B). A statement of A that
 B would clash with (the rescale of acc_o, written before Send P) moves to the head of B when it
@@ -280,18 +284,26 @@ def substitute(obj, vmap: dict):
     return obj
 
 
-def skewed_loop(lp: Loop, split: Split, kb=None) -> Loop:
+def skewed_loop(lp: Loop, split: Split, kb=None, lead: int = 1) -> Loop:
     """The skewed form of ``lp`` (see the module doc and ``Loop.skewed``); ``kb``: part B's step
-    variable (shared by the two cores' loops)."""
+    variable (shared by the two cores' loops); ``lead``: the steps part A runs ahead of part B."""
     k = lp.var
     n = lp.extent
     kb = kb if kb is not None else tirx.Var(f"{k.name}_b", k.dtype)
     one = tirx.IntImm(k.dtype, 1)
-    total = tirx.IntImm(k.dtype, _const(n) + 1) if _const(n) is not None else n + one
-    b_loop = Loop(var=kb, extent=one, body=substitute(split.b, {k: kb}), kind=LoopKind.SERIAL, start=k - one,
+    ahead = tirx.IntImm(k.dtype, lead)
+    total = tirx.IntImm(k.dtype, _const(n) + lead) if _const(n) is not None else n + ahead
+    b_loop = Loop(var=kb, extent=one, body=substitute(split.b, {k: kb}), kind=LoopKind.SERIAL, start=k - ahead,
                   loc=lp.loc)
-    body = [If(cond=k < n, then_body=split.a, loc=lp.loc), If(cond=k >= one, then_body=[b_loop], loc=lp.loc)]
-    return dataclasses.replace(lp, extent=total, body=body, skewed=True)
+    body = [If(cond=k < n, then_body=split.a, loc=lp.loc), If(cond=k >= ahead, then_body=[b_loop], loc=lp.loc)]
+    return dataclasses.replace(lp, extent=total, body=body, skewed=True, lead=lead)
+
+
+def step_slots(lp: Loop) -> int:
+    """The slots of a tile both parts of the skewed loop ``lp`` use (and of the steps its flags
+    between the parts count): part B reads step k - lead's while part A writes step k's, so lead + 1
+    steps are in flight, and at least num_stages."""
+    return max(lp.num_stages, lp.lead + 1)
 
 
 def parts(lp: Loop) -> tuple[list, Loop]:
@@ -299,4 +311,4 @@ def parts(lp: Loop) -> tuple[list, Loop]:
     return lp.body[0].then_body, lp.body[1].then_body[0]
 
 
-__all__ = ["Split", "plan", "private", "rw", "skewed_loop", "parts", "substitute", "skewable_loop"]
+__all__ = ["Split", "plan", "private", "rw", "skewed_loop", "step_slots", "parts", "substitute", "skewable_loop"]

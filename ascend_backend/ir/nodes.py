@@ -369,11 +369,11 @@ class Loop(Stmt):
     (var and extent None); ``slots`` (from multi_buffer) maps a rotating buffer to its slot count.
 
     ``skewed`` (route): a pipelined loop of a kernel on both core kinds whose body was split into a
-    part A and a part B so that step k + 1's A runs before step k's B (Cube/Vector overlap). Its
-    body is then ``[If(var < n, A), If(var >= 1, [Loop(var_b, start=var - 1, extent=1, B)])]``
-    (insert_sync adds flags between them) over n + 1 trips: A works on step ``var``, B on step
-    ``var_b`` = var - 1, and every buffer B rotates is selected by ``var_b`` (the one-trip loop's
-    own ``slots``)."""
+    part A and a part B so that step k + ``lead``'s A runs before step k's B (Cube/Vector overlap).
+    Its body is then ``[If(var < n, A), If(var >= lead, [Loop(var_b, start=var - lead, extent=1, B)])]``
+    (insert_sync adds flags between them) over n + lead trips: A works on step ``var``, B on step
+    ``var_b`` = var - lead, and every buffer B rotates is selected by ``var_b`` (the one-trip loop's
+    own ``slots``). ``lead`` is 1, or 2 where the tiles cross through GM (route decides)."""
 
     var: Any
     extent: Expr
@@ -385,6 +385,7 @@ class Loop(Stmt):
     step: int = 1
     cond: Expr = None
     skewed: bool = False
+    lead: int = 1
 
     @property
     def text(self) -> str:

@@ -66,7 +66,7 @@ def _loop(s: Loop, ind: str, out: list) -> None:
     slots = f" slots={dict(s.slots)}" if s.slots else ""
     start = "" if isinstance(s.start, int) and s.start == 0 else f"{s.start} + "
     step = "" if s.step == 1 else f" step {s.step}"
-    skew = " skewed" if s.skewed else ""
+    skew = (" skewed" if s.lead == 1 else f" skewed lead {s.lead}") if s.skewed else ""
     out.append(f"{ind}for {s.var} in {start}0..{s.extent}{step} ({s.kind}{stages}{skew}){slots} {{{_loc(s)}")
     for b in s.body:
         print_stmt(b, ind + "  ", out)

@@ -80,6 +80,7 @@ class Transfer:
     route: Route | None = None
     ws: str | None = None  # the GM workspace buffer carrying it (route WORKSPACE): ws_<tile>, unique
     skewed: bool = False  # route: it crosses inside a skewed loop (Cube/Vector overlap, see passes/skew.py)
+    lead: int = 1  # route: the steps that loop's part A runs ahead of its part B (lead + 1 copies in flight)
     slots: int = 1  # copies of the tile, one per step in turn (route for the workspace, multi_buffer on chip)
     dual: bool = False  # route: on chip Cube -> Vector in one dual-destination Fixpipe (else one per AIV half)
 

@@ -23,11 +23,13 @@ def test_two_way_loop_keeps_a_free_flag_for_a_tile_with_one_slot():
 
 @pytest.mark.parametrize("arch", ["dav-3510", "dav-c220"])
 def test_two_way_loop_skews_through_the_workspace_too(arch):
-    # dav-c220 carries both tiles through GM: a workspace copy per step in turn, no "free" flag.
+    # dav-c220 carries both tiles through GM: a workspace copy per step in flight, no "free" flag;
+    # there part A runs two steps ahead (three copies), on dav-3510 one (two copies).
     case = kernels.two_way_case(M=64, N=256, bM=64, bN=128)
     kernel, report, errors = run_case(case, arch)
     lc = kernel.program.launch
-    assert all(t.skewed and t.slots == 2 and t.free is None for t in lc.transfers)
+    lead = 2 if arch == "dav-c220" else 1
+    assert all(t.skewed and t.lead == lead and t.slots == lead + 1 and t.free is None for t in lc.transfers)
     if arch == "dav-c220":
         assert all(t.route is Route.WORKSPACE for t in lc.transfers)
     assert report.ok and max(errors) < 2e-2
@@ -97,14 +99,46 @@ def test_loop_sharing_a_loaded_tile_between_its_parts_skews_from_three_stages(st
     assert ("for (int32_t k_b = (k - 1)" in k.kernel_source) == (stages == 3)
 
 
-def test_flash_attention_c220_loads_the_k_tile_two_steps_on_before_waiting_for_p():
-    # dav-c220: P comes back through the workspace and the Cube's MTE2 waits for it in part B. The
-    # K tile (2 L1 slots, read by part A only) of step k_b + 2 is loaded before that wait, so MTE2
-    # loads it while the Vector cores run the softmax; part A loads steps 0 and 1 itself.
+def test_flash_attention_c220_runs_part_a_two_steps_ahead():
+    # dav-c220: S and P cross through GM, so each step's chain waits two GM round trips; part A
+    # runs two steps ahead of part B (route.skew_lead): n + 2 trips, B works on k - 2, and the
+    # tiles both parts use and the workspace copies rotate through three slots.
     import attention
 
     src = ascend_backend.lower(attention.flashattn(1, 1, 64, 256, 64, False, 64, 64, 2),
                                {"kind": "ascendc", "arch": "dav-c220"}).source
+    filecheck(src, """
+        CHECK: if ASCEND_IS_AIC {
+        CHECK: for (int32_t k = 0; k < 6; ++k) {
+        CHECK: if ((k < 4)) {
+        CHECK: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_acc_s_gm[{{.*}}(k % 3)
+        CHECK: if ((k >= 2)) {
+        CHECK-NEXT: for (int32_t k_b = (k - 2);
+        CHECK: CrossCoreWaitFlag<2, PIPE_MTE2>(1);
+        CHECK-NEXT: DataCopy(acc_s_cast, ws_acc_s_cast_gm[{{.*}}(k_b % 3)
+        CHECK: if ASCEND_IS_AIV {
+        CHECK: LocalTensor<float> scores_scale_slots = {{.*}}slots=3
+        CHECK: for (int32_t k = 0; k < 6; ++k) {
+        CHECK: if ((k >= 2)) {
+        CHECK-NEXT: for (int32_t k_b = (k - 2);
+        CHECK-NEXT: LocalTensor<float> scores_scale = scores_scale_slots[(k_b % 3) * 32];
+    """)
+
+
+def test_flash_attention_c220_with_one_step_ahead_loads_the_k_tile_two_steps_on_before_waiting_for_p():
+    # dav-c220 with part A one step ahead (the pipeline's first fallback when two do not fit): P
+    # comes back through the workspace and the Cube's MTE2 waits for it in part B. The K tile (2
+    # L1 slots, read by part A only) of step k_b + 2 is loaded before that wait, so MTE2 loads it
+    # while the Vector cores run the softmax; part A loads steps 0 and 1 itself.
+    import attention
+    from ascend_backend.passes.route import DEEP_SKEW
+
+    token = DEEP_SKEW.set(False)
+    try:
+        src = ascend_backend.lower(attention.flashattn(1, 1, 64, 256, 64, False, 64, 64, 2),
+                                   {"kind": "ascendc", "arch": "dav-c220"}).source
+    finally:
+        DEEP_SKEW.reset(token)
     filecheck(src, """
         CHECK: if ASCEND_IS_AIC {
         CHECK: for (int32_t k = 0; k < 5; ++k) {
@@ -131,22 +165,37 @@ def test_flash_attention_with_loads_ahead_runs_clean(arch, causal, stages):
     # four (2 stages) or eight (3 stages) K/V steps per block, fewer in causal blocks: part B loads
     # K `stages` steps on and each slot is reused
     import attention
+    from ascend_backend.passes.route import DEEP_SKEW
 
     seq_kv = 256 if stages == 2 else 512
     case = attention.case(batch=1, heads=1, seq_q=128, seq_kv=seq_kv, dim=64, is_causal=causal, num_stages=stages)
-    kernel, report, errors = run_case(case, arch)
+    # (two steps ahead, dav-c220's default, the K tile needs three slots to be loaded ahead)
+    token = DEEP_SKEW.set(stages > 2)
+    try:
+        kernel, report, errors = run_case(case, arch)
+    finally:
+        DEEP_SKEW.reset(token)
     assert f"k_b + {stages}" in kernel.kernel_source
     assert report.ok and not report.races and not report.flag_errors and not report.deadlock
     assert max(errors) < 2e-2
 
 
 @pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
-def test_skewed_parts_sharing_bytes_are_ordered_by_the_trip(arch):
-    """Causal FlashAttention with a sink logit, 128-row blocks: on dav-c220 UB is full, so part A's
-    tiles (the scores' cast) share bytes with part B's per-step tile (the partial output). Those
-    bytes are handed over in the trip's order: part A before part B, part B before the next trip's
-    part A (the emulator once reported 260 races here)."""
-    kernel, report, errors = run_case(kernels.causal_sink_attention_case(), arch)
+def test_skewed_parts_sharing_bytes_are_ordered_by_the_trip(arch, monkeypatch):
+    """Causal FlashAttention with a sink logit, 128-row blocks: on dav-c220 UB is full, and with
+    plan_memory's tier that keeps the parts of a skewed loop apart taken out, part A's tiles (the
+    scores' cast) share bytes with part B's per-step tile (the partial output). Those bytes are
+    handed over in the trip's order: part A before part B, part B before the next trip's part A
+    (the emulator once reported 260 races here)."""
+    from ascend_backend.passes import plan_memory
+    from ascend_backend.passes.route import DEEP_SKEW
+
+    monkeypatch.setattr(plan_memory.Life, "in_other_part", lambda self, other: False)
+    token = DEEP_SKEW.set(False)  # (the flags pinned below are those of one step ahead)
+    try:
+        kernel, report, errors = run_case(kernels.causal_sink_attention_case(), arch)
+    finally:
+        DEEP_SKEW.reset(token)
     assert report.ok and max(errors) < 2e-3
     if arch == "dav-c220":
         aiv = kernel.kernel_source[kernel.kernel_source.index("ASCEND_IS_AIV"):]
@@ -184,12 +233,12 @@ def test_skewed_loop_keeps_two_slots_of_its_shared_tiles_when_stages_do_not_fit(
     import attention
 
     case = attention.case(heads=1, seq_q=512, seq_kv=512, dim=128, is_causal=False, block_M=256, block_N=64)
-    with pytest.warns(UserWarning, match="keeps 2 slots of the tiles both parts of its skewed loop use, and 1 of"):
+    with pytest.warns(UserWarning, match="keeps the slots of the tiles both parts of its skewed loop use"):
         kernel, report, errors = run_case(case, "dav-c220")
     assert report.ok and max(errors) < 2e-3
     assert any(t.skewed for t in kernel.program.launch.transfers)
     aiv = kernel.program.launch.kernels[Core.AIV]
-    assert aiv.buffers["scores_scale"].slots == 2
+    assert aiv.buffers["scores_scale"].slots == 3  # part A runs two steps ahead: three in flight
     assert aiv.buffers["acc_o_part"].slots == 1  # the largest (128 x 128 float32), B only
 
 
@@ -199,7 +248,7 @@ def test_skewed_loop_whose_shared_tiles_cannot_keep_two_slots_is_lowered_serial(
     import attention
     from ascend_backend.passes import multi_buffer
 
-    monkeypatch.setattr(multi_buffer, "_keep_shared_two", lambda *a: None)
+    monkeypatch.setattr(multi_buffer, "_keep_shared_slots", lambda *a: None)
     case = attention.case(heads=1, seq_q=512, seq_kv=512, dim=128, is_causal=False, block_M=256, block_N=64)
     with pytest.warns(UserWarning, match="lowered with 1 stage"):
         kernel, report, errors = run_case(case, "dav-c220")

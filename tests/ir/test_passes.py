@@ -1126,7 +1126,40 @@ def fa_like_loop(arch="dav-c220", trips=4, stages=2):
     return two_way_loop(arch, trips, stages, name="falike", v_tile=True)
 
 
-def test_prefetch_issues_the_next_load_of_part_a_before_part_b_waits_for_the_vectors():
+@pytest.fixture
+def one_step_ahead():
+    """Skewed loops with part A one step ahead where it would run two (dav-c220; the pipeline's
+    first fallback, route.DEEP_SKEW)."""
+    from ascend_backend.passes.route import DEEP_SKEW
+
+    token = DEEP_SKEW.set(False)
+    yield
+    DEEP_SKEW.reset(token)
+
+
+def test_route_runs_part_a_two_steps_ahead_where_tiles_cross_through_gm():
+    # dav-c220: every tile crosses through GM, so part A runs two steps ahead: n + 2 trips, part B
+    # on kk - 2, the workspace copies and the flags between the parts by three steps
+    filecheck(after(fa_like_loop(), "insert_sync"), """
+        CHECK: == AIC ==
+        CHECK: for kk in 0..6 (pipelined stages=2 skewed lead 2)
+        CHECK-NEXT: if kk < 4 {
+        CHECK: fixpipe_to_gm_v220 Fixpipe s -> ws_s (float32)
+        CHECK-SAME: window=ws_s[(bx * 3 + kk % 3) * 64, 0]
+        CHECK: if kk >= 2 {
+        CHECK-NEXT: for kk_b in kk - 2 + 0..1 (serial)
+        CHECK: copy_gm_to_l1 Nd2Nz ws_pt -> pt
+        CHECK-SAME: window=ws_pt[(bx * 3 + kk_b % 3) * 64, 0]
+        CHECK: == AIV ==
+        CHECK: for kk in 0..6 (pipelined stages=2 skewed lead 2)
+    """)
+    lc = upto(fa_like_loop(), "multi_buffer").launch
+    assert all(t.skewed and t.lead == 2 and t.slots == 3 for t in lc.transfers)
+    # dav-3510 keeps its tiles on chip (two copies each): one step ahead
+    assert "skewed lead" not in after(fa_like_loop("dav-3510"), "route")
+
+
+def test_prefetch_issues_the_next_load_of_part_a_before_part_b_waits_for_the_vectors(one_step_ahead):
     # dav-c220: P comes back through GM, so the Cube's MTE2 waits for it; kt (2 slots, part A only)
     # is loaded by part B of step kk_b for step kk_b + 2, ahead of that wait; part A loads steps 0, 1
     filecheck(after(fa_like_loop(), "prefetch"), """
@@ -1156,7 +1189,14 @@ def test_prefetch_leaves_short_loops_and_tiles_part_b_reads_alone():
     assert after(two_way_loop(), "prefetch") == after(two_way_loop(), "multi_buffer")
 
 
-def test_insert_sync_orders_a_load_ahead_by_step_and_drops_its_part_a_carried_flag():
+def test_prefetch_needs_a_slot_per_step_in_flight_and_one_more():
+    # two steps ahead (dav-c220's default), part B of step kk_b runs in trip kk_b + 2, after part A
+    # of step kk_b + 2: a load for s = 2 steps on would come after its use, so with kt's 2 slots
+    # nothing is loaded ahead (with 3, num_stages=3, it is: the slow test in test_overlap.py)
+    assert "kk_b + 2" not in after(fa_like_loop(), "prefetch")
+
+
+def test_insert_sync_orders_a_load_ahead_by_step_and_drops_its_part_a_carried_flag(one_step_ahead):
     # part A's read of kt before part B's load into that slot for two steps on: a flag by step, one
     # trip later; part A's own load runs in steps 0 and 1 only, so no flag carries a read of step k
     # to it at step k + 2 (no MTE1 -> MTE2 prime on kt); the load's RAW to part A of step kk_b + 2
