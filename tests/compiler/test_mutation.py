@@ -87,10 +87,9 @@ KNOWN_REDUNDANT = {
         "AIC: flag #2 M_MTE1(0..1 by k % 2) on Q_shared_l0a",
         "AIC: flag #6 M_MTE1(2..3 by k_b % 2) on acc_s_cast_l0a",
         "AIV: flag #1 MTE3_V(0..1 by k % 2) on acc_s_cast"},
-    ("dav-c220", "flash_attention_causal"): {
-        "AIC: flag #2 M_MTE1(0..1 by k % 2) on Q_shared_l0a",
-        "AIC: flag #6 M_MTE1(2..3 by k_b % 2) on acc_s_cast_l0a", "AIV: flag #2 V_MTE2(0..1 by k % 2) on acc_s_part",
-        "AIV: flag #3 MTE3_V(0..1 by k % 2) on acc_s_cast", "AIV: flag #5 V_MTE2(2..3 by k_b % 2) on acc_o_part"},
+    # (dav-c220 had five: with part A two steps ahead there, route.skew_lead, the round trip of step k
+    # ends after the reuse of its slot in step k + 2, so each of them is needed and caught)
+    ("dav-c220", "flash_attention_causal"): set(),
     ("dav-3510", "two_way_free"): {"AIV: flag #1 V_MTE3(0) on run"},
 }
 

@@ -269,6 +269,43 @@ def test_compact_lowering_writes_results_over_their_operands_temporaries():
     """)
 
 
+def test_compact_lowering_computes_a_tile_into_itself_when_it_reads_it_once():
+    # x = (x - v[row]) * 0.25 + 1: x is read once, at the element it writes, so the compact lowering
+    # writes each step into x (no tile temporary); y = x * x + x reads x three times: a temporary
+    def program(expr):
+        b = ProgramBuilder("inplace", "dav-c220")
+        X, V = b.tensor("X", (16, 64), "float32"), b.tensor("V", (16,), "float32")
+        x, v = b.tile("x", (16, 64), "float32"), b.tile("v", (16,), "float32")
+        with b.launch([1]):
+            b.copy(X[0, 0], x)
+            b.copy(V[0], v)
+            b.parallel((16, 64), lambda i, j: [(x, (i, j), expr(x, v, i, j))])
+            b.copy(x, X[0, 0])
+        return b.build()
+
+    from ascend_backend.passes.lower_tile_ops import lower_tile_ops
+    from test_passes import upto
+
+    from ascend_backend.ir.printer import print_program
+
+    def compact(expr):
+        return print_program(lower_tile_ops(upto(program(expr), "assign_layout"), compact_temps=True))
+
+    once = compact(lambda x, v, i, j: (x.load(i, j) - v.load(i)) * 0.25 + 1.0)
+    filecheck(once, """
+        CHECK: [V] vec_binary_bcast Sub x(tile), v(row) -> x
+        CHECK-NEXT: [V] vec_scalar Muls x, 0.25 -> x
+        CHECK-NEXT: [V] vec_scalar Adds x, 1.0 -> x
+    """)
+    assert "Muls x, 0.25 -> x" not in print_program(upto(program(
+        lambda x, v, i, j: (x.load(i, j) - v.load(i)) * 0.25 + 1.0), "lower_tile_ops"))  # only when compact
+    thrice = compact(lambda x, v, i, j: x.load(i, j) * x.load(i, j) + x.load(i, j))
+    filecheck(thrice, """
+        CHECK: [V] vec_binary Mul x, x -> tmp
+        CHECK-NEXT: [V] vec_binary Add tmp{{.*}}, x -> x
+    """)
+
+
 def test_long_rows_broadcast_one_call_per_row():
     b = ProgramBuilder("longbc", "dav-3510")
     X = b.tensor("X", (2, 4096), "float32")

@@ -989,6 +989,43 @@ def test_plan_memory_keeps_a_loop_carried_buffer_for_the_whole_loop():
     assert overlap("t1", "t2")  # t1 dies with the loop; t2 is born after it
 
 
+def test_plan_memory_keeps_the_parts_of_a_skewed_loop_apart_before_the_last_tier():
+    # a (part A only) dies before b (part B only) is born, across pipes: bytes handed from part to
+    # part would need a flag pair every trip and serialise the parts the skew overlaps, so only
+    # the last tier (any disjoint lifetimes) lets them share
+    from ascend_backend.passes.plan_memory import (
+        MULTI_BUFFERED_APART,
+        PARTS_APART,
+        RELAXED,
+        STRICT,
+        Life,
+        place,
+    )
+
+    from ascend_backend.dtypes import DType
+    from ascend_backend.ir import Pipe
+    from ascend_backend.ir.nodes import Buffer, BufferKind
+
+    lid = 7
+    lives = {"a": Life(first=1, last=3, pipes={Pipe.MTE2, Pipe.V}, first_pipe=Pipe.MTE2, loops={lid},
+                       parts={(lid, "A")}),
+             "b": Life(first=5, last=6, pipes={Pipe.MTE2, Pipe.V}, first_pipe=Pipe.MTE2, loops={lid},
+                       parts={(lid, "B")}),
+             "c": Life(first=5, last=6, pipes={Pipe.MTE2, Pipe.V}, first_pipe=Pipe.MTE2, loops={lid},
+                       parts={(lid, "A")})}
+
+    def bufs(*names):
+        return [Buffer(name=n, shape=(16, 64), dtype=DType.FLOAT32, kind=BufferKind.FRAGMENT, scope=Scope.UB)
+                for n in names]
+
+    assert lives["a"].in_other_part(lives["b"]) and not lives["a"].in_other_part(lives["c"])
+    for tier, shared in ((STRICT, False), (MULTI_BUFFERED_APART, False), (PARTS_APART, False), (RELAXED, True)):
+        offs, _ = place(bufs("a", "b"), lives, set(), tier)
+        assert (offs["a"] == offs["b"]) is shared, tier
+    offs, _ = place(bufs("a", "c"), lives, set(), MULTI_BUFFERED_APART)  # one part: shared from tier 1
+    assert offs["a"] == offs["c"]
+
+
 def test_plan_memory_budget_error_shows_the_reuse():
     b = ProgramBuilder("huge", "dav-c220")
     A = b.tensor("A", (64, 8192), "float32")
