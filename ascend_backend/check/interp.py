@@ -1470,9 +1470,10 @@ class Interp:
         if not own and isinstance(left, Tree) and left.data == "id_expr" and x is not None:
             own = [r for r in self.rings if r[3] < depth and r[0] is not None and r[1] == x]
         r = (own or self.rings)[-1]
-        # An index derived from the counter (a skewed loop's `k_b = k - 1`) may lag it: one lap more.
+        # An index derived from the counter (a skewed loop's `k_b = k - lead`, lead 1 or 2) may lag
+        # it: two laps more.
         bare = isinstance(left, Tree) and left.data == "id_expr" and _id_name(left) == r[0]
-        r[2] = max(r[2], ring if bare else ring + 1)
+        r[2] = max(r[2], ring if bare else ring + 2)
 
     def binop(self, op: str, a, b, e=None):
         # pointer arithmetic on GM
