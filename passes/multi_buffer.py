@@ -289,20 +289,6 @@ def _keep_shared_slots(arch, mem, members: list, staged: list, shared: set, live
     return None
 
 
-def _check_skew_keeps_slots(loops: list, staged: list, mem, loc) -> None:
-    """Fewer stages are all that fit: fine for a serial loop, not for a skewed one whose parts share
-    a staged tile (too few slots would hand part B a later step's values)."""
-    for lp in loops:
-        if not lp.skewed:
-            continue
-        a_part, b_loop = skew_parts(lp)
-        both = _touched(a_part) & _touched([b_loop])
-        shared = sorted(b.name for b in staged if b.name in both)
-        if shared:
-            raise SkewSlotsDoNotFit(f"{loc}: {mem} does not hold {lp.lead + 1} slots of {', '.join(shared)}, which "
-                                    "both parts of the skewed loop use", stage="multi_buffer")
-
-
 def _fit(arch, buffers: dict, body: list, lives: dict, fixed: set, fit_stages: bool = False) -> None:
     """L0 memories: drop the second slot of the largest doubled buffers until the rest fit.
     L1/UB: fail naming the stages that fit (placed as plan_memory places them, with reuse)."""
@@ -388,7 +374,10 @@ def _fewer_slots(arch, mem, members: list, staged: list, loops: list, lives: dic
         one = _keep_shared_slots(arch, mem, members, staged, shared, lives, fixed, last_tier)
         if one is None:
             if last_try:
-                _check_skew_keeps_slots(loops, staged, mem, loop_loc)  # raises
+                lead = max(lp.lead for lp in loops if lp.skewed)
+                raise SkewSlotsDoNotFit(f"{loop_loc}: {mem} does not hold {lead + 1} slots of "
+                                        f"{', '.join(sorted(shared))}, which both parts of the skewed loop use",
+                                        stage="multi_buffer")
             return False
         for lp in loops:
             for name in one:

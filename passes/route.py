@@ -199,11 +199,16 @@ def _choose_routes(launch: Launch, arch) -> list:
         return _assign_ids([per_step(dataclasses.replace(t, route=Route.WORKSPACE, dual=False)) for t in routed])
 
 
+def _on_chip_path(arch) -> bool:
+    """Can tiles cross between the cores on chip (L0C -> UB, UB -> L1, mode-4 flags)?"""
+    return arch.l0c_to_ub and arch.ub_to_l1 and arch.cross_core_mode4
+
+
 def _routes(launch: Launch, arch) -> list:
     transfers = _keep_free(launch)
     aic = launch.kernels[Core.AIC]
     aiv = launch.kernels[Core.AIV]
-    if not (arch.l0c_to_ub and arch.ub_to_l1 and arch.cross_core_mode4):
+    if not _on_chip_path(arch):
         return [dataclasses.replace(t, route=Route.WORKSPACE) for t in transfers]
     shapes = {aic.buffers[t.tile].shape if t.tile in aic.buffers else aiv.buffers[t.tile].shape for t in transfers}
     heights = {s[0] if len(s) == 2 else None for s in shapes}
@@ -456,14 +461,14 @@ def skew_lead(arch) -> int:
     out and P back, in FlashAttention), and the extra copies a second step in flight needs are
     workspace: lead 2. With the on-chip path the copies would cost UB/L1 and the chain is short:
     lead 1."""
-    on_chip = arch.l0c_to_ub and arch.ub_to_l1 and arch.cross_core_mode4
-    return 1 if on_chip or not DEEP_SKEW.get() else 2
+    return 1 if _on_chip_path(arch) or not DEEP_SKEW.get() else 2
 
 
 class SkewRetry(InternalCompilerError):
     """A later stage cannot lower a skewed loop as skewed (its flags need more event ids than a pipe
-    pair has, or a tile both parts use does not fit twice): the pipeline lowers the kernel again,
-    first without the loads ahead (prefetch.PREFETCH), then with the loop serial (SKEW off)."""
+    pair has, or a tile both parts use does not fit a slot per step in flight): the pipeline lowers
+    the kernel again with part A one step ahead (DEEP_SKEW off), then also without the loads ahead
+    (prefetch.PREFETCH), then with the loop serial (SKEW off)."""
 
 
 def _skew_loops(launch: Launch, arch) -> Launch:
