@@ -21,11 +21,12 @@ nothing.
     kernel = matmul(4096, 4096, 4096)           # tunes, then compiles the best configuration
     matmul.tune(4096, 4096, 4096).table()       # the ranking
 
-Which blocks are emulated (``blocks``): "first_wave" (default) emulates min(grid, groups) blocks and
-scales by the number of waves (right when every block runs the same schedule; the per-core
-bandwidth share is the full launch's, see docs/performance.md), "all" emulates every block (blocks
-that differ, like causal attention). Inputs are zeros unless ``supply_prog`` gives them: values do
-not change the modelled time. Every figure is modelled, not measured.
+Which blocks are emulated (``blocks``): "first_wave" (default) emulates min(grid, groups) blocks,
+scales them by the number of full waves and emulates a partial last wave on its own (right when
+every block runs the same schedule: each wave's blocks share the chip as in the full launch, see
+docs/timing-model.md), "all" emulates every block (blocks that differ, like causal attention).
+Inputs are zeros unless ``supply_prog`` gives them: values do not change the modelled time.
+Every figure is modelled, not measured.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 BLOCKS = ("first_wave", "all")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: a partial last wave emulated on its own; block_cycles over the grid
 
 
 @dataclass
@@ -61,7 +62,7 @@ class Trial:
     blocks_emulated: int = 0
     waves: int = 1
     block_dim: int = 0
-    block_cycles: int = 0  # the emulated blocks' modelled durations, summed (per-core figures)
+    block_cycles: int = 0  # modelled durations of every block of the grid, summed (per-core figures)
     gm_bpc: float = 0.0  # GM read bytes per cycle per core the model used
     error: str = ""
     cached: bool = False
@@ -243,7 +244,7 @@ def measure(job: dict) -> dict:
     trial = Trial(config=config)
     try:
         from .emulator import run_source
-        from .emulator.timing import ASSUMPTIONS
+        from .emulator.waves import emulate_waves, slots
         from .errors import AscendCompileError
         from .kernel import compile as compile_kernel
         from .kernel import launch_args
@@ -260,7 +261,7 @@ def measure(job: dict) -> dict:
             trial.error = "autotune: kernels with several T.Kernel launches are not supported"
             return dataclasses.asdict(trial)
         grid = program.launch.block_dim
-        groups = int(ASSUMPTIONS[job["arch"]]["groups"])
+        groups = slots(job["arch"], program.launch.kernel_type)
         if job["blocks"] == "all":
             blocks, waves = grid, 1
         else:
@@ -277,18 +278,31 @@ def measure(job: dict) -> dict:
             if hit is not None:
                 hit.update(config=config, cached=True, wall_s=time.perf_counter() - t0)
                 return hit
-        rep = run_source(kernel.kernel_source, kernel.name, launch_args(program, inputs), block_dim=blocks,
-                         arch=job["arch"], strict=False, checks=False, auto_sync=False)
-        if callable(miss):  # the launch's L2 miss fraction, from this run (e.g. a first wave of a larger launch)
-            miss = float(miss(rep, program, config))
-        t = rep.timing_with(miss) if miss is not None else rep.timing
-        if not t or t.get("truncated_trace"):
+
+        def run(n: int):
+            return run_source(kernel.kernel_source, kernel.name, launch_args(program, inputs), block_dim=n,
+                              arch=job["arch"], strict=False, checks=False, auto_sync=False)
+
+        def launch_miss(rep) -> float | None:  # the launch's L2 miss fraction (e.g. from a first wave's run)
+            return float(miss(rep, program, config)) if callable(miss) else miss
+
+        if job["blocks"] == "all":
+            rep = run(grid)
+            f = launch_miss(rep)
+            t = rep.timing_with(f) if f is not None else rep.timing
+            cycles, block_cycles, busy = int(t["total_cycles"]), sum(int(v) for v in t["block_cycles"].values()), \
+                t["busy_percent"]
+            truncated = not t or t.get("truncated_trace")
+        else:
+            w = emulate_waves(run, grid, groups, launch_miss)
+            t, cycles, block_cycles, busy, truncated = w.first, w.cycles, w.block_cycles, w.busy, w.truncated
+            trial.blocks_emulated = w.blocks_emulated
+        if truncated:
             trial.error = "the emulator's trace was cut short (raise TL_ASCEND_EMU_TRACE_CAP)"
             return dataclasses.asdict(trial)
-        trial.cycles = int(t["total_cycles"]) * (waves if job["blocks"] != "all" else 1)
+        trial.cycles, trial.block_cycles = cycles, block_cycles
         trial.time_us = trial.cycles / (t["clock_ghz"] * 1e3)
-        trial.busy = {k: round(float(v), 2) for k, v in t["busy_percent"].items()}
-        trial.block_cycles = sum(int(v) for v in t["block_cycles"].values())
+        trial.busy = {k: round(float(v), 2) for k, v in busy.items()}
         trial.gm_bpc = float(t["gm_bytes_per_cycle_per_core"])
         out = dataclasses.asdict(trial)
         if job.get("cache", True):

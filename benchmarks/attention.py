@@ -19,17 +19,19 @@ so that even S=1024 fills one wave of the larger chip.
 
 Non-causal: every block runs the same schedule, so only the first wave of blocks is emulated
 (block_dim = min(grid, groups), `groups` from the timing model's ASSUMPTIONS; the GM bandwidth
-share of each core is then the same as in the full launch) and
+share of each core is then the same as in the full launch), and a partial last wave on its own
+(its fewer blocks share the chip among themselves):
 
-    modelled total = waves x (modelled cycles of the first wave),  waves = ceil(grid / groups).
+    modelled total = (waves - 1) x (cycles of the first wave) + (cycles of the last wave),
+    waves = ceil(grid / groups).
 
 Causal: block bx processes ceil((bx+1) * block_M / block_N) K/V blocks, so blocks differ and the
 first wave is not representative: every block is emulated and the total is the model's own
 list schedule of them (no scaling).
 
 Fraction of Cube peak:
-  per core = MACs of the two gemms issued by the emulated blocks / (sum of their modelled block
-             cycles x cube_macs_per_cycle_16bit)
+  per core = MACs of the two gemms issued by every block of the grid / (sum of their modelled
+             block cycles x cube_macs_per_cycle_16bit)
   chip     = useful MACs of the whole launch (causal: only the unmasked half, S(S+1)/2 pairs) /
              (modelled total x cube_macs_per_cycle_16bit x aic_cores)
 """
@@ -116,7 +118,7 @@ def from_trial(arch: str, seq: int, causal: bool, t: Trial) -> Run:
     r.emulated, r.total_cycles = t.blocks_emulated, int(t.cycles)
     r.time_us, r.busy, r.gm_bpc = float(t.time_us), dict(t.busy), t.gm_bpc
     macs16 = a["cube_macs_per_cycle_16bit"]
-    r.core_peak = 100.0 * _issued(seq, causal, bm, bn, r.emulated) / (t.block_cycles * macs16)
+    r.core_peak = 100.0 * _issued(seq, causal, bm, bn, r.grid) / (t.block_cycles * macs16)
     pairs = seq * (seq + 1) // 2 if causal else seq * seq
     r.chip_peak = 100.0 * 2 * pairs * DIM * r.heads / (r.total_cycles * macs16 * a["aic_cores"])
     return r
@@ -189,8 +191,9 @@ def main() -> None:
     t_start = time.perf_counter()
     console.print("[bold]FlashAttention forward on the emulator's timing model: every figure is MODELLED "
                   "(docs/timing-model.md), not measured.[/bold]")
-    console.print(f"dim={DIM}, fp16, num_stages={STAGES}, batch=1. Non-causal: first wave emulated, total = waves x "
-                  "first-wave cycles. Causal: every block emulated (blocks differ), total = the model's list schedule.")
+    console.print(f"dim={DIM}, fp16, num_stages={STAGES}, batch=1. Non-causal: first wave (and a partial last "
+                  "wave) emulated, total = full waves x first wave + last wave. Causal: every block emulated "
+                  "(blocks differ), total = the model's list schedule.")
     runs: list[Run] = []
     best: list[Run] = []
     ranked: dict = {}

@@ -22,9 +22,10 @@ The attention rows run on dav-3510 only (the issue's targets are for dav-3510).
 Every figure is MODELLED by ascend_backend/emulator/timing.py (docs/timing-model.md); nothing is
 measured on an NPU. Method (as benchmarks/gemm.py): each kernel is compiled for the full shape,
 only the first wave of blocks of a launch is emulated (min(grid, cores) blocks, the cores being
-the AIVs of a vector-only launch and the AIC/AIV groups of a mixed one), and
+the AIVs of a vector-only launch and the AIC/AIV groups of a mixed one), plus a partial last wave
+on its own (its fewer blocks share the chip among themselves; ascend_backend.emulator.waves), and
 
-    modelled launch = waves x (modelled cycles of the first wave),  waves = ceil(grid / cores).
+    modelled launch = (waves - 1) x (first wave) + (last wave),  waves = ceil(grid / cores).
 
 Every block of these kernels runs the same schedule (the attention inputs have equal sequence
 lengths and full top-k sets), so this equals the model's list schedule of all blocks. A kernel
@@ -78,6 +79,7 @@ import mla_decode  # noqa: E402
 import ascend_backend  # noqa: E402
 from ascend_backend.emulator import run_source  # noqa: E402
 from ascend_backend.emulator.timing import ASSUMPTIONS, l2_miss_fraction  # noqa: E402
+from ascend_backend.emulator.waves import emulate_waves, slots  # noqa: E402
 from ascend_backend.errors import AscendCompileError  # noqa: E402
 from ascend_backend.kernel import launch_args  # noqa: E402
 
@@ -459,20 +461,26 @@ def run_launches(spec: Spec, arch: str, build, args, config: str, launches: tupl
         lc = k.program.launches[n]
         grid = int(k.block_dims[n])
         ktype = lc.kernel_type.value
-        cores = int(a["aiv_cores"] if ktype == "AIV_ONLY" else a["aic_cores"] if ktype == "AIC_ONLY" else a["groups"])
-        first = min(grid, cores)
+        cores = slots(arch, lc.kernel_type)
         waves = math.ceil(grid / cores)
-        rep = run_source(k.kernel_source, k.program.entry_name(n), entry, first, arch=arch, strict=False,
-                         checks=False, auto_sync=False, kernel_type=ktype)
-        miss = l2_miss_fraction(arch, rep.gm_reads["bytes"] / first * grid, uniq.unique, uniq.reuse) if uniq else 1.0
-        t = rep.timing_with(miss)
-        if t.get("truncated_trace"):
+
+        def run(blocks: int, n=n, ktype=ktype):
+            return run_source(k.kernel_source, k.program.entry_name(n), entry, blocks, arch=arch, strict=False,
+                              checks=False, auto_sync=False, kernel_type=ktype)
+
+        def launch_miss(rep, grid=grid, uniq=uniq, cores=cores) -> float:
+            if not uniq:
+                return 1.0
+            return l2_miss_fraction(arch, rep.gm_reads["bytes"] / min(grid, cores) * grid, uniq.unique, uniq.reuse)
+
+        w = emulate_waves(run, grid, cores, launch_miss)
+        if w.truncated:
             raise RuntimeError(f"{spec.name}: the emulator's trace was truncated; raise TL_ASCEND_EMU_TRACE_CAP")
-        cycles = waves * int(t["total_cycles"])
+        cycles = w.cycles
         row.parts.append((name, grid, waves, cycles))
         if row.busy is None:  # the first timed launch is the main one
-            row.grid, row.cores, row.waves, row.wave_cycles = grid, cores, waves, int(t["total_cycles"])
-            row.busy = dict(t["busy_percent"])
+            row.grid, row.cores, row.waves, row.wave_cycles = grid, cores, waves, int(w.first["total_cycles"])
+            row.busy = dict(w.busy)
         row.total_cycles += cycles
     row.wall = time.perf_counter() - t0
     row.time_us = row.total_cycles / (a["clock_ghz"] * 1e3)
@@ -494,26 +502,29 @@ def run_one(spec: Spec, arch: str, build, config: str) -> Row:
         row.skipped = f"{type(e).__name__}: {str(e).splitlines()[0]}".replace(f"{ROOT}/", "")
         return row
     row.grid = k.block_dim
-    ktype = k.program.launches[0].kernel_type
-    vector_only = "AIV" in str(ktype) and "MIX" not in str(ktype)
-    row.cores = int(a["aiv_cores"] if vector_only else a["groups"])
+    row.cores = slots(arch, k.program.launches[0].kernel_type)
     first = min(row.grid, row.cores)
     row.waves = math.ceil(row.grid / row.cores)
     t0 = time.perf_counter()
-    rep = run_source(k.kernel_source, k.name, spec.args(), block_dim=first, arch=arch, strict=False, checks=False,
-                     auto_sync=False)
-    row.wall = time.perf_counter() - t0
-    if spec.kind == "gemm":
-        launch_reads = rep.gm_reads["bytes"] / first * row.grid
-        miss = l2_miss_fraction(arch, launch_reads, spec.unique_read)
-    else:   # a cast reads every byte once from HBM, plus what it reads again
+
+    def run(blocks: int):
+        return run_source(k.kernel_source, k.name, spec.args(), block_dim=blocks, arch=arch, strict=False,
+                          checks=False, auto_sync=False)
+
+    def launch_miss(rep) -> float:
+        if spec.kind == "gemm":
+            return l2_miss_fraction(arch, rep.gm_reads["bytes"] / first * row.grid, spec.unique_read)
+        # a cast reads every byte once from HBM, plus what it reads again
         reads = rep.gm_reads["bytes"] / first * row.grid
-        miss = l2_miss_fraction(arch, reads, reads - spec.reread) if spec.reread else 1.0
-    t = rep.timing_with(miss)
+        return l2_miss_fraction(arch, reads, reads - spec.reread) if spec.reread else 1.0
+
+    w = emulate_waves(run, row.grid, row.cores, launch_miss)
+    row.wall = time.perf_counter() - t0
+    t = w.first
     row.wave_cycles = int(t["total_cycles"])
-    row.total_cycles = row.waves * row.wave_cycles
+    row.total_cycles = w.cycles
     row.time_us = row.total_cycles / (t["clock_ghz"] * 1e3)
-    row.busy = dict(t["busy_percent"])
+    row.busy = dict(w.busy)
     gm_cycles = spec.gm_bytes / chip_bpc(arch)
     if spec.kind == "cast":
         row.roofline = gm_cycles
@@ -576,7 +587,8 @@ def write_docs(rows: list[Row], quick: bool) -> None:
     block = "\n".join([
         BEGIN,
         "Generated by `python benchmarks/deepseek.py --write-docs`" + (" (--quick shapes)" if quick else "") +
-        ". MODELLED: first wave emulated, total = waves x first wave (see the script's docstring); a kernel of "
+        ". MODELLED: first wave and a partial last wave emulated, total = full waves x first wave + last wave "
+        "(see the script's docstring); a kernel of "
         "several launches: the sum of the timed launches, grid, waves and busy % of the first.",
         "",
         *arch_lines,

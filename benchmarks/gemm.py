@@ -9,11 +9,13 @@ the assumptions in docs/timing-model.md; nothing is measured on an NPU.
 
 First-wave scaling. Every block of this GEMM runs the same schedule (one output tile, the full
 K loop), so the kernel is compiled for the full shape but only its first wave of blocks is
-emulated: block_dim = min(grid, groups), with `groups` the physical AI-core groups of the arch
-in the timing model's ASSUMPTIONS. The GM bandwidth share of a core is then the same as in the
-full launch (the model divides the chip bandwidth among the blocks resident at once), and
+emulated: block_dim = min(grid, groups), with `groups` the AICs of the arch in the timing
+model's ASSUMPTIONS (Cube-only blocks take one AIC each). The GM bandwidth share of a core is
+then the same as in the full launch (the model divides the chip bandwidth among the blocks
+running at once); a partial last wave, whose fewer blocks share the chip among themselves, is
+emulated on its own (ascend_backend.emulator.waves), and
 
-    modelled total = waves x (modelled cycles of the first wave),  waves = ceil(grid / groups)
+    modelled total = (waves - 1) x (first wave) + (last wave),  waves = ceil(grid / groups)
 
 which equals the model's own list schedule of all blocks when every block lasts the same.
 
@@ -49,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 import ascend_backend  # noqa: E402
 from ascend_backend.emulator import run_source  # noqa: E402
 from ascend_backend.emulator.timing import ASSUMPTIONS, l2_miss_fraction  # noqa: E402
+from ascend_backend.emulator.waves import emulate_waves  # noqa: E402
 from ascend_backend.errors import AscendCompileError  # noqa: E402
 from examples.gemm import matmul  # noqa: E402
 
@@ -131,7 +134,7 @@ def run_one(arch: str, dtype: str, shape: tuple[int, int, int], tile: tuple[int,
     bm, bn, bk = tile
     r = Run(arch, dtype, shape, tile, stages)
     r.cube_bound, r.gm_bound = roofline(arch, dtype, M, N, K)
-    groups = int(ASSUMPTIONS[arch]["groups"])
+    groups = int(ASSUMPTIONS[arch]["aic_cores"])  # Cube-only blocks: one per AIC
     r.grid = math.ceil(M / bm) * math.ceil(N / bn)
     r.wave_blocks = min(r.grid, groups)
     r.waves = math.ceil(r.grid / groups)
@@ -149,19 +152,27 @@ def run_one(arch: str, dtype: str, shape: tuple[int, int, int], tile: tuple[int,
     td = TORCH_DTYPE[dtype]
     args = [torch.zeros(M, K, dtype=td), torch.zeros(K, N, dtype=td), torch.zeros(M, N, dtype=td)]
     t0 = time.perf_counter()
-    rep = run_source(kernel.kernel_source, kernel.name, args, block_dim=r.wave_blocks, arch=arch,
-                     strict=False, checks=False, auto_sync=False)
+
+    def run(blocks: int):
+        return run_source(kernel.kernel_source, kernel.name, args, block_dim=blocks, arch=arch,
+                          strict=False, checks=False, auto_sync=False)
+
+    def launch_miss(rep) -> float:
+        # L2: the emulated first wave reads its operand panels once per block; over the whole
+        # launch every element of A and B is read from HBM once and then from L2
+        # (docs/timing-model.md)
+        launch_reads = rep.gm_reads["bytes"] / r.wave_blocks * r.grid
+        return l2_miss_fraction(arch, launch_reads, (M * K + K * N) * ELEM_BYTES[dtype])
+
+    w = emulate_waves(run, r.grid, groups, launch_miss)
     r.wall = time.perf_counter() - t0
-    # L2: the emulated first wave reads its operand panels once per block; over the whole launch
-    # every element of A and B is read from HBM once and then from L2 (docs/timing-model.md).
-    launch_reads = rep.gm_reads["bytes"] / r.wave_blocks * r.grid
-    r.l2_miss = l2_miss_fraction(arch, launch_reads, (M * K + K * N) * ELEM_BYTES[dtype])
-    t = rep.timing_with(r.l2_miss)
-    assert t["modelled"] and not t["truncated_trace"]
+    t = w.first
+    assert t["modelled"] and not w.truncated
+    r.l2_miss = float(t["l2_miss_fraction"])
     r.wave_cycles = int(t["total_cycles"])
-    r.total_cycles = r.waves * r.wave_cycles
+    r.total_cycles = w.cycles
     r.time_us = r.total_cycles / (t["clock_ghz"] * 1e3)
-    r.busy = dict(t["busy_percent"])
+    r.busy = dict(w.busy)
     r.gm_bpc = float(t["gm_bytes_per_cycle_per_core"])
     return r
 
@@ -256,9 +267,9 @@ def main() -> None:
 
     console.print("[bold]GEMM on the emulator's timing model: every figure is MODELLED (docs/timing-model.md), "
                   "not measured.[/bold]")
-    console.print("Only the first wave of blocks (min(grid, groups) blocks) is emulated; total = waves x first-wave "
-                  "cycles, waves = ceil(grid / groups). Roofline = max(Cube at peak over all AIC cores, "
-                  "compulsory GM traffic at the chip bandwidth).")
+    console.print("Only the first wave of blocks (min(grid, AICs) blocks) and a partial last wave are "
+                  "emulated; total = full waves x first wave + last wave, waves = ceil(grid / AICs). "
+                  "Roofline = max(Cube at peak over all AIC cores, compulsory GM traffic at the chip bandwidth).")
     for arch in archs:
         a = ASSUMPTIONS[arch]
         console.print(f"  {arch}: {a['aic_cores']} AIC, groups {a['groups']}, "

@@ -16,9 +16,11 @@ cycles after the setting pipe is idle. Blocks are list-scheduled, in index order
 the physical cores (``aiv_cores`` for AIV-only blocks, ``aic_cores`` for AIC-only ones,
 ``groups`` for mix blocks); each block is replayed independently (mode-0 barriers
 between blocks are not modelled in time). GM reads cost a blend of L2-hit and HBM rates: the
-first read of each byte in the launch misses L2, later reads hit (``l2_miss_fraction``).
-GM bandwidth is shared: each block resident at once gets an equal part of the chip's HBM and L2
-bandwidth, split among its cores by the GM bytes each moves (``share_bandwidth``).
+first read of each byte in the launch misses L2 unless the launch wrote it before, later reads
+hit (``l2_miss_fraction``). GM bandwidth is shared: each block gets an equal part of the chip's
+HBM and L2 bandwidth with the blocks running beside it (their time-weighted count over its run,
+read off the list schedule), split among its cores by the GM bytes each moves
+(``share_bandwidth``).
 """
 
 from __future__ import annotations
@@ -456,6 +458,36 @@ def _replay_block(arch: str, names: list[str], threads: list[dict[str, Any]], gt
     return total, busy, tl
 
 
+def _list_schedule(durations: dict[int, int], groups: int) -> tuple[dict[int, int], list[int]]:
+    """Blocks in index order onto the first free of ``groups`` physical groups: (each block's
+    start, when each group is free)."""
+    free_at = [0] * groups
+    start: dict[int, int] = {}
+    for b in sorted(durations):
+        g = min(range(groups), key=lambda i: free_at[i])
+        start[b] = free_at[g]
+        free_at[g] += durations[b]
+    return start, free_at
+
+
+def _blocks_running(start: dict[int, int], durations: dict[int, int]) -> dict[int, float]:
+    """Each block's mean number of blocks running (itself included) over its run, weighted by
+    time: the integral of the running count over [start, end), divided by the duration."""
+    delta: dict[int, int] = {}
+    for b, s in start.items():
+        delta[s] = delta.get(s, 0) + 1
+        delta[s + durations[b]] = delta.get(s + durations[b], 0) - 1
+    integral: dict[int, float] = {}  # the running count integrated from 0 to each edge
+    acc, running, prev = 0.0, 0, 0
+    for t in sorted(delta):
+        acc += running * (t - prev)
+        integral[t] = acc
+        running += delta[t]
+        prev = t
+    return {b: (integral[s + durations[b]] - integral[s]) / durations[b] if durations[b] > 0 else 1.0
+            for b, s in start.items()}
+
+
 def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, int] | None = None,
           miss_fraction: float | None = None, gm_writes: dict[str, int] | None = None
           ) -> tuple[dict[str, Any], list[tuple]]:
@@ -500,25 +532,32 @@ def model(trace: dict[str, Any], arch: str, block_dim: int, gm_reads: dict[str, 
                     wr += r[6]
         reads[gt], writes[gt] = float(rd), float(wr)
     # the chip's bandwidth is split evenly among the blocks running at once, then among each
-    # block's cores by the bytes they move (thread_gm_rates)
-    blocks_at_once = min(len(by_block), groups)
-    rates: dict[int, GMRates] = {}
-    for gts in by_block.values():
-        for gt, r in zip(gts, thread_gm_rates(arch, blocks_at_once, [reads[g] for g in gts],
-                                              [writes[g] for g in gts], f), strict=True):
-            rates[gt] = r
-    for b, gts in sorted(by_block.items()):
-        dur, busy, tl = _replay_block(arch, names, threads, gts, times, rates)
-        durations[b] = dur
-        busy_all.update(busy)
-        block_tl[b] = tl
-    # list-schedule blocks onto the physical groups
-    free_at = [0] * groups
-    start: dict[int, int] = {}
-    for b in sorted(durations):
-        g = min(range(groups), key=lambda i: free_at[i])
-        start[b] = free_at[g]
-        free_at[g] += durations[b]
+    # block's cores by the bytes they move (thread_gm_rates). How many run at once is read off the
+    # list schedule: a block's count is the time-weighted mean over its run, so the blocks of a
+    # partial last wave, or the tail of blocks of unequal length, share the chip among fewer.
+    # Replayed until the counts settle (blocks of equal length: one replay).
+    full = min(len(by_block), groups)
+    conc = {b: full for b in by_block}
+    replayed_at: dict[int, int] = {}  # block -> the count its last replay used
+    block_rates: dict[int, list[GMRates]] = {}
+    for _round in range(4):
+        for b, gts in sorted(by_block.items()):
+            if replayed_at.get(b) == conc[b]:
+                continue
+            block_rates[b] = thread_gm_rates(arch, conc[b], [reads[g] for g in gts], [writes[g] for g in gts], f)
+            dur, busy, tl = _replay_block(arch, names, threads, gts, times,
+                                          dict(zip(gts, block_rates[b], strict=True)))
+            durations[b] = dur
+            busy_all.update(busy)
+            block_tl[b] = tl
+            replayed_at[b] = conc[b]
+        start, free_at = _list_schedule(durations, groups)
+        running = _blocks_running(start, durations)
+        settled = {b: max(1, min(full, round(running[b]))) for b in by_block}
+        if settled == conc:
+            break
+        conc = settled
+    rates = {g: r for b, gts in by_block.items() for g, r in zip(gts, block_rates[b], strict=True)}
     total = max(free_at) if durations else 0
     # Chip floors: the launch cannot end before the chip's HBM has moved its L2 misses and its
     # written bytes (writes go to L2 per op, but leave for HBM in the end), nor before the chip's

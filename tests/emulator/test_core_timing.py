@@ -301,6 +301,42 @@ def test_emulator_counts_distinct_gm_writes_and_the_hbm_floor_counts_them_once()
     assert t["hbm_floor_cycles"] == math.ceil((4 * 1024 * f + 4 * 8 * 1024) / chip)
 
 
+WRITE_THEN_READ = HEADER + r"""
+extern "C" __global__ __aicore__ void write_then_read(GM_ADDR x, GM_ADDR ws, GM_ADDR y) {
+    GlobalTensor<float> gx, gw, gy;
+    gx.SetGlobalBuffer((__gm__ float*)x, 256);
+    gw.SetGlobalBuffer((__gm__ float*)ws, 1024);
+    gy.SetGlobalBuffer((__gm__ float*)y, 1024);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 1024);
+    LocalTensor<float> t = buf.Get<float>();
+    // each block reads x (first reads), writes its quarter of a workspace and reads it back twice
+    DataCopy(t, gx, 256);
+    SetFlag<HardEvent::MTE2_MTE3>(0);
+    WaitFlag<HardEvent::MTE2_MTE3>(0);
+    DataCopy(gw[256 * GetBlockIdx()], t, 256);
+    SetFlag<HardEvent::MTE3_MTE2>(0);
+    WaitFlag<HardEvent::MTE3_MTE2>(0);
+    DataCopy(t, gw[256 * GetBlockIdx()], 256);
+    PipeBarrier<PIPE_MTE2>();
+    DataCopy(t, gw[256 * GetBlockIdx()], 256);
+    SetFlag<HardEvent::MTE2_MTE3>(0);
+    WaitFlag<HardEvent::MTE2_MTE3>(0);
+    DataCopy(gy[256 * GetBlockIdx()], t, 256);
+}
+"""
+
+
+def test_reading_back_bytes_the_launch_wrote_is_not_a_first_read():
+    # the write left them in L2: only x's 1 KB is a compulsory miss, not the workspace's 4 KB
+    x = torch.arange(256, dtype=torch.float32)
+    rep = run(WRITE_THEN_READ, [x, torch.zeros(1024), torch.zeros(1024)], block_dim=4)
+    assert rep.ok, rep
+    assert rep.gm_reads == {"bytes": 12 * 1024, "unique_bytes": 1024}
+    assert rep.timing["l2_miss_fraction"] == pytest.approx(1 / 12)
+
+
 CUBE_DTYPES = HEADER + r"""
 // One 128x128x128 Mmad per operand type, then a Fixpipe L0C -> L1 (fp32 -> fp16), each after a
 // PIPE_ALL barrier so that every op starts on an idle core.
@@ -471,3 +507,30 @@ def test_chip_floors_bind_when_per_core_shares_exceed_the_chip():
     one = {"names": ["copy"], "threads": [{"block": b, "core": "AIC", "ops": ops[::2] * 2} for b in range(n)]}
     t = timing.model(one, arch, n, miss_fraction=0.0)[0]
     assert t["total_cycles"] > t["l2_floor_cycles"] == floor
+
+
+def test_blocks_running_is_the_time_weighted_count_over_each_run():
+    # block 0 runs 0..10 with block 1 beside it for 0..2; block 2 runs alone, 10..14
+    start = {0: 0, 1: 0, 2: 10}
+    dur = {0: 10, 1: 2, 2: 4}
+    got = timing._blocks_running(start, dur)
+    assert got == {0: pytest.approx((2 * 2 + 8 * 1) / 10), 1: 2.0, 2: 1.0}
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_a_partial_last_wave_shares_the_chip_among_fewer_blocks(arch, monkeypatch):
+    # the part of the chip binds (the cores' own rates raised): the 4 blocks of the second wave
+    # each get chip / 4, the first wave's blocks chip / groups
+    a = timing.ASSUMPTIONS[arch]
+    monkeypatch.setitem(a, "core_hbm_read_bpc", 10_000)
+    n = int(a["groups"])
+    vadd = _op(V, UB, UB, 16384, name=1, repeats=64)
+    tr = _mixed_launch(n + 4, [_op(MTE2, GM, L1, 65536)], [vadd], [vadd])
+    t = timing.model(tr, arch, n + 4, miss_fraction=1.0)[0]
+    first, last = t["block_cycles"]["0"], t["block_cycles"][str(n)]
+    alone = timing.model(_mixed_launch(4, [_op(MTE2, GM, L1, 65536)], [vadd], [vadd]), arch, 4,
+                         miss_fraction=1.0)[0]["block_cycles"]["0"]
+    full = timing.model(_mixed_launch(n, [_op(MTE2, GM, L1, 65536)], [vadd], [vadd]), arch, n,
+                        miss_fraction=1.0)[0]["block_cycles"]["0"]
+    assert first == full and last == alone and last < first
+    assert t["total_cycles"] == first + last

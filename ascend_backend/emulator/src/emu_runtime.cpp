@@ -283,7 +283,8 @@ struct Region {
     int arg = -1;        // kernel argument index
     uint64_t ob = 0;     // the caller's address of the argument
     std::atomic<bool> written{false};
-    std::vector<uint64_t> read_blocks;  // bitmap of the 32 B blocks read so far (L2 model: first reads miss)
+    std::vector<uint64_t> read_blocks;  // bitmap of the 32 B blocks read so far (L2 model: first reads miss,
+                                        // unless written before: see note_gm)
     std::vector<uint64_t> write_blocks;  // ... written so far (HBM floor: a rewritten block leaves L2 once)
     Region(uint64_t b_, uint64_t e_, std::string n) : b(b_), e(e_), name(std::move(n)) {}
 };
@@ -869,23 +870,28 @@ void fail(const char* kind, const std::string& msg, const Loc& loc) {
 
 // Count a GM access for the timing model: all its bytes, and those of its 32 B blocks not
 // touched before in the same way (reads: the L2 term, first reads miss; writes: the HBM floor,
-// a block rewritten while it sits in L2 leaves for HBM once).
+// a block rewritten while it sits in L2 leaves for HBM once). A read of a block the launch has
+// written before is not a first read: the write left it in L2 (``in_l2``, the write bitmap).
 static void note_gm(std::vector<uint64_t>& blocks, const Region* r, uint64_t b, uint64_t e, uint64_t& bytes,
-                    uint64_t& unique) {
+                    uint64_t& unique, const std::vector<uint64_t>* in_l2 = nullptr) {
     const uint64_t lo = (b - r->b) / 32, hi = (e - r->b + 31) / 32;
     std::lock_guard<std::mutex> lk(G->reads_mu);
     if (blocks.empty()) blocks.assign(((r->e - r->b + 31) / 32 + 63) / 64, 0);
+    const bool warm = in_l2 && !in_l2->empty();
     uint64_t fresh = 0;
     for (uint64_t k = lo; k < hi; ++k) {
         uint64_t& w = blocks[k >> 6];
         const uint64_t bit = 1ull << (k & 63);
-        if (!(w & bit)) { w |= bit; ++fresh; }
+        if (!(w & bit)) {
+            w |= bit;
+            if (!(warm && ((*in_l2)[k >> 6] & bit))) ++fresh;
+        }
     }
     bytes += e - b;
     unique += std::min<uint64_t>(fresh * 32, e - b);
 }
 void note_gm_read(Region* r, uint64_t b, uint64_t e) {
-    if (r && e > b) note_gm(r->read_blocks, r, b, e, G->gm_read_bytes, G->gm_read_unique_bytes);
+    if (r && e > b) note_gm(r->read_blocks, r, b, e, G->gm_read_bytes, G->gm_read_unique_bytes, &r->write_blocks);
 }
 static void note_gm_write(Region* r, uint64_t b, uint64_t e) {
     if (r && e > b) note_gm(r->write_blocks, r, b, e, G->gm_write_bytes, G->gm_write_unique_bytes);
