@@ -299,7 +299,7 @@ class _SyncInserter:
         trip, primed and drained)."""
         guard_a, guard_b = lp.body
         b_loop = guard_b.then_body[0]
-        trips = lp.extent - lp.lead if _static(lp.extent) is None else _static(lp.extent) - lp.lead
+        trips = lp.steps
         a_items = self.block(guard_a.then_body, lp)
         b_items = self.block(b_loop.body, b_loop)
         loop_a = dataclasses.replace(lp, extent=trips, body=a_items, skewed=False)

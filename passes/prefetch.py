@@ -91,7 +91,7 @@ def _loads_ahead(lp: Loop, kernel: Kernel, written: set) -> list:
             out.append(x)
         seen |= set(x.reads) | set(x.writes)
     # a loop of at most s steps loads nothing ahead
-    n = arith.Analyzer().simplify(lp.extent - lp.lead)
+    n = arith.Analyzer().simplify(lp.steps)
     out = [x for x in out if not (isinstance(n, tirx.IntImm) and int(n.value) <= lp.slots[x.writes[0]])]
     # every op writing a moved tile moves (a tile loaded in two pieces moves whole or not at all)
     moved = {id(x) for x in out}
@@ -110,7 +110,7 @@ def _rewrite(lp: Loop, moved: list) -> Loop:
     guard_a, guard_b = lp.body
     b_loop = guard_b.then_body[0]
     k, kb = lp.var, b_loop.var
-    n = arith.Analyzer().simplify(lp.extent - lp.lead)
+    n = arith.Analyzer().simplify(lp.steps)
     gone = {id(x): x for x in moved}
     a_part = [If(cond=k < lp.slots[x.writes[0]], then_body=[x], loc=x.loc) if id(x) in gone else x
               for x in guard_a.then_body]

@@ -388,6 +388,12 @@ class Loop(Stmt):
     lead: int = 1
 
     @property
+    def steps(self) -> Expr:
+        """A skewed loop's steps: its trips less ``lead`` (an int when the extent is static)."""
+        e = static_int(self.extent)
+        return e - self.lead if e is not None else self.extent - self.lead
+
+    @property
     def text(self) -> str:
         """How the sync table names the loop when the scalar unit's reads of its bounds are ordered."""
         if self.kind is LoopKind.WHILE:
