@@ -2,9 +2,10 @@
 
 Run by insert_sync before it places flags. Where a statement list holds a K loop whose only
 accesses to an L0C accumulator ``C`` are Mmads at its top level, the first overwriting ``C`` on
-the loop's first trip and the others accumulating (or a single overwriting Mmad outside a loop),
-followed by the Fixpipe(s) reading ``C`` with nothing else touching ``C`` between, the last of
-those Mmads gets unitFlag 2 (3 on the loop's last trip), the others 2, and the Fixpipe 3. L0C
+the loop's first trip and the others accumulating (or, outside a loop, one overwriting Mmad or
+an unrolled chain of them: the first overwriting, the others accumulating), followed by the
+Fixpipe(s) reading ``C`` with nothing else touching ``C`` between, the last of those Mmads gets
+unitFlag 2 (3 on the loop's last trip; 3 outside a loop), the others 2, and the Fixpipe 3. L0C
 then carries one unit flag per 512-byte block: the Fixpipe reads each block once the last Mmad
 wrote it, and a later Mmad with unitFlag writes each block once the Fixpipe read it. So
 insert_sync places no SetFlag/WaitFlag<M_FIX> for that Mmad -> Fixpipe order and no FIX -> M
@@ -134,8 +135,23 @@ class _Marker:
                 return
             mms = inside
             loop = src
-        elif isinstance(src, Mmad) and src.init is True:
-            mms = [src]
+        elif isinstance(src, Mmad):
+            # one overwriting Mmad, or an unrolled K chain at this level: the first overwrites,
+            # the others accumulate (a K step split over ping/pong L0 buffers, unrolled)
+            mms = []
+            for x in reversed(items[:i + 1]):
+                ops = _touches(x, acc)
+                if not ops:
+                    continue
+                if not (isinstance(x, Mmad) and x.dst == acc and (x.m, x.n) == (src.m, src.n)):
+                    return
+                mms.insert(0, x)
+                if x.init is True:
+                    break
+                if x.init is not False:
+                    return
+            if not mms or mms[0].init is not True:
+                return
         else:
             return
         mm = mms[-1]  # the last Mmad of the chain (on the loop's last trip)
@@ -173,14 +189,14 @@ class _Marker:
         f_reason = (f"reads each block of {acc} once '{mm.text}' marked it (instead of "
                     f"SetFlag/WaitFlag<M_FIX>) and clears it, so the next Mmad with unitFlag writes behind this "
                     f"read (instead of SetFlag/WaitFlag<FIX_M>)")
-        other_reason = (f"2: writes {acc} once its blocks are free (the K loop's last Mmad gives 3), instead of "
+        other_reason = (f"2: writes {acc} once its blocks are free (the K chain's last Mmad gives 3), instead of "
                         f"SetFlag/WaitFlag<FIX_M>")
         new = {id(x): dataclasses.replace(x, unit_flag=UnitFlagUse(value, n, m_reason) if x is mm
                                           else UnitFlagUse(2, n, other_reason)) for x in mms}
         if loop is not None:
             items[i] = dataclasses.replace(loop, body=[new.get(id(x), x) for x in loop.body])
         else:
-            items[i] = new[id(mm)]
+            items[:i + 1] = [new.get(id(x), x) for x in items[:i + 1]]
         for k in fixes:
             items[k] = dataclasses.replace(items[k], unit_flag=UnitFlagUse(3, n, f_reason, ran))
         if partial:

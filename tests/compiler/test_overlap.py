@@ -125,6 +125,32 @@ def test_flash_attention_c220_runs_part_a_two_steps_ahead():
     """)
 
 
+def test_flash_attention_unrolled_k_chain_streams_out_on_unit_flags():
+    # dim 128 does not fit L0A/L0B twice: QK^T runs as four unrolled K chunks (ping/pong), no K
+    # loop. The chain's Mmads carry unitFlag 2, its last 3, and the Fixpipe 3: S streams out behind
+    # the last chunk, and the next step's first chunk writes each block once the Fixpipe read it
+    # (no M_FIX / FIX_M flag on acc_s). The same kernel runs strict in the sweep below (64x256, S=1024).
+    import attention
+
+    src = ascend_backend.lower(attention.flashattn(1, 1, 1024, 1024, 128, False, 64, 256, 2, causal_mask="diagonal"),
+                               {"kind": "ascendc", "arch": "dav-c220"}).source
+    filecheck(src, """
+        CHECK: if ASCEND_IS_AIC {
+        CHECK-NOT: M_FIX>{{.*}}on acc_s
+        CHECK: mp.unitFlag = 2;  // unit flag, sync table #{{.*}}: 2: writes acc_s once
+        CHECK-NEXT: Mmad(acc_s, Q_shared_l0a_ping, K_shared_l0b_ping, mp);
+        CHECK: mp.unitFlag = 2;  // unit flag, sync table #{{.*}}
+        CHECK: mp.unitFlag = 2;  // unit flag, sync table #{{.*}}
+        CHECK: mp.unitFlag = 3;  // unit flag, sync table #{{.*}}: 3 marks acc_s's blocks full
+        CHECK-NEXT: Mmad(acc_s, Q_shared_l0a_pong, K_shared_l0b_pong, mp);
+        CHECK-NOT: M_FIX
+        CHECK: fp.unitFlag = 3;  // unit flag, sync table #{{.*}}
+        CHECK-NEXT: Fixpipe<float, float, CFG_ROW_MAJOR>(ws_acc_s_gm
+        CHECK-NOT: FIX_M>{{.*}}on acc_s
+        CHECK: if ASCEND_IS_AIV {
+    """)
+
+
 def test_flash_attention_c220_with_one_step_ahead_loads_the_k_tile_two_steps_on_before_waiting_for_p():
     # dav-c220 with part A one step ahead (the pipeline's first fallback when two do not fit): P
     # comes back through the workspace and the Cube's MTE2 waits for it in part B. The K tile (2

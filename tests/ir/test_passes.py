@@ -484,20 +484,73 @@ def test_insert_sync_round_trip_needs_a_tile_derived_from_the_received_one():
 
 
 def test_insert_sync_unit_flags_replace_m_fix_and_fix_m():
-    # The same kernel with unit flags (both arches have them): o's Mmad gets unitFlag 3 and its
-    # Fixpipe 3, no M_FIX / FIX_M flag orders them, the sync table has a unitFlag row naming both.
+    # The same kernel with unit flags (both arches have them): o's first Mmad gets unitFlag 3 and
+    # its Fixpipe 3; the chain after it (a product written, another added, then a Fixpipe) gets
+    # 2, 3 and 3. No M_FIX / FIX_M flag orders o any more, and the sync table has a unitFlag row
+    # for each chain naming its last Mmad and its Fixpipe.
     p = upto(handover_then_partial(), "insert_sync")
     aic = p.launch.kernels[Core.AIC]
     ops = [x for x in walk(aic.body) if getattr(x, "unit_flag", None) is not None]
-    assert {type(x).__name__ for x in ops} == {"Mmad", "FixpipeToGmV220"}
-    assert all(x.unit_flag.value == 3 and "sync table #" in x.unit_flag.reason for x in ops)
+    assert [type(x).__name__ for x in ops] == ["Mmad", "FixpipeToGmV220", "Mmad", "Mmad", "FixpipeToGmV220"]
+    assert [x.unit_flag.value for x in ops] == [3, 3, 2, 3, 3]
+    assert [x.init for x in ops if type(x).__name__ == "Mmad"] == [True, True, False]
+    assert all("sync table #" in x.unit_flag.reason for x in ops)
     rows = [f for f in aic.flags if f.event == "unitFlag"]
-    assert len(rows) == 1 and rows[0].buffer == "o" and rows[0].index == ops[0].unit_flag.flag
-    # no flag orders the marked pair either way (Mmad -> Fixpipe, Fixpipe -> the next trip's Mmad);
-    # the other ops on o (a product added into it, another Fixpipe) keep theirs
-    pair = {ops[0].text, ops[1].text}
-    assert not [f for f in aic.flags if f.event != "unitFlag" and {f.producer, f.consumer} == pair]
-    assert [f for f in aic.flags if f.event in ("M_FIX", "FIX_M") and f.buffer == "o"]
+    assert [(r.buffer, r.producer, r.consumer) for r in rows] == [
+        ("o", ops[0].text, ops[1].text), ("o", ops[3].text, ops[4].text)]
+    assert [x.unit_flag.flag for x in ops] == [rows[0].index] * 2 + [rows[1].index] * 3
+    # no flag orders a marked pair either way (Mmad -> Fixpipe, Fixpipe -> the next Mmad)
+    assert not [f for f in aic.flags if f.event in ("M_FIX", "FIX_M") and f.buffer == "o"]
+
+
+def test_unit_flag_chain_stops_at_anything_but_an_accumulating_mmad():
+    # an unrolled chain is marked only when every op on the accumulator between its overwriting
+    # Mmad and the Fixpipe is an Mmad into it of the same shape
+    from ascend_backend.passes.unit_flag import mark_unit_flags
+
+    from ascend_backend.ir import Mmad
+
+    p = upto(handover_then_partial(), "insert_sync")
+    aic = p.launch.kernels[Core.AIC]
+    plain = dataclasses.replace(aic, body=_strip_unit_flags(aic.body))
+    first, second, third = [x for x in walk(plain.body) if isinstance(x, Mmad)]
+    # the third Mmad made an overwrite: the chain is then that Mmad alone (marked 3)
+    broken = _replace_op(plain.body, third, dataclasses.replace(third, init=True))
+    marked, rows = mark_unit_flags(dataclasses.replace(plain, body=broken), p.arch)
+    mm = [x for x in walk(marked.body) if isinstance(x, Mmad)]
+    assert [x.unit_flag.value if x.unit_flag else None for x in mm] == [3, None, 3] and len(rows) == 2
+
+
+def _strip_unit_flags(items: list) -> list:
+    from ascend_backend.ir import If, Loop
+
+    out = []
+    for x in items:
+        if isinstance(x, Loop):
+            x = dataclasses.replace(x, body=_strip_unit_flags(x.body))
+        elif isinstance(x, If):
+            x = dataclasses.replace(x, then_body=_strip_unit_flags(x.then_body),
+                                    else_body=_strip_unit_flags(x.else_body))
+        elif getattr(x, "unit_flag", None) is not None:
+            x = dataclasses.replace(x, unit_flag=None)
+        out.append(x)
+    return out
+
+
+def _replace_op(items: list, old, new) -> list:
+    from ascend_backend.ir import If, Loop
+
+    out = []
+    for x in items:
+        if x is old:
+            x = new
+        elif isinstance(x, Loop):
+            x = dataclasses.replace(x, body=_replace_op(x.body, old, new))
+        elif isinstance(x, If):
+            x = dataclasses.replace(x, then_body=_replace_op(x.then_body, old, new),
+                                    else_body=_replace_op(x.else_body, old, new))
+        out.append(x)
+    return out
 
 
 # ------------------------------------------------------------------ split_rows
