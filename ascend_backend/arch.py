@@ -60,6 +60,10 @@ class Arch:
     # MX-scaled fp8 gemms (MmadMx and LoadData with LoadData2DMxParams, Ascend 950 only on both
     # pages): T.gemm_blockscaled with one E8M0 scale per 32 K elements.
     mmad_mx: bool = False
+    # bfloat16 arithmetic in the vector units: Add, Sub, Mul, Max, Min, their scalar forms Adds,
+    # Muls, Maxs, Mins, FusedMulAdd and Select take bfloat16_t on Ascend 950 (those pages'
+    # dtype lists); on the A2/A3 series bfloat16 is converted (Cast), copied and filled only.
+    bf16_vector_math: bool = False
 
     @property
     def macro(self) -> str:
@@ -114,6 +118,7 @@ DAV_3510 = Arch(
                     ((F32, F16), QuantMode.F32_TO_F16_SCALED), ((F32, BF16), QuantMode.F32_TO_BF16_SCALED)),
     unit_flag=True,
     mmad_mx=True,
+    bf16_vector_math=True,
 )
 
 ARCHES = {a.name: a for a in (DAV_3510, DAV_C220)}

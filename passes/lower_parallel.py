@@ -4,8 +4,9 @@ A T.Parallel assignment is an expression tree over tiles; each node becomes one 
 instruction over the whole tile (count form), or a mask/repeat instruction when one operand
 is broadcast along rows (a per-row value, expanded with Brcb) or along columns (a per-column
 vector, read with a repeat stride of 0). Intermediate values live in UB temporaries drawn from
-a pool, so the UB footprint stays bounded. fp16/bf16 expressions are computed in their own
-dtype, one rounding per instruction, as the hardware does.
+a pool, so the UB footprint stays bounded. fp16 expressions are computed in their own dtype, one
+rounding per instruction, as the hardware does; bf16 ones too where the arch computes in bf16
+(promote_narrow), in float32 elsewhere.
 """
 
 from __future__ import annotations
@@ -521,35 +522,57 @@ def cast_round_mode(src: DType, dst: DType) -> Rounding:
     return Rounding.NONE
 
 
-# Float types the vector units convert but do not compute in: bfloat16 (only in casts on
-# dav-c220) and the fp8 types (dav-3510's Cast page converts them to and from float32 only).
+# Float types the vector units convert but do not compute in: the fp8 types (dav-3510's Cast page
+# converts them to and from float32 only) and bfloat16, except where the arch computes in it
+# (Arch.bf16_vector_math: dav-3510's Add/Sub/Mul/Max/Min, their scalar forms and Select take
+# bfloat16_t; dav-c220 converts bfloat16 only).
 NARROW = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+# The bfloat16 operations dav-3510 computes in bfloat16 (with tiles, vectors or scalars).
+_BF16_NATIVE = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Max, tirx.Min)
 
 
-def promote_bf16(e):
-    """Rewrite bfloat16 and fp8 arithmetic to float32 (casts at the leaves and at the root).
+def promote_narrow(e, arch):
+    """Rewrite the narrow-float arithmetic ``arch``'s vector units do not do to float32.
 
-    Every such value is widened to float32 for arithmetic and rounded back once where a
-    narrow result is needed.
+    Such a value is widened to float32 for arithmetic (casts at the leaves) and rounded back once
+    where a narrow result is needed (a Cast, the store). On an arch with ``bf16_vector_math`` a
+    bfloat16 + - * max min or select whose operands are bfloat16 values (tiles, vectors, constants,
+    casts to bfloat16 and such operations) stays bfloat16: one instruction, one rounding per
+    instruction, as its TIR type says. Every other bfloat16 operation (/, exp, ...) is widened.
     """
     f32 = "float32"
+    native = "bfloat16" if arch.bf16_vector_math else None
+
+    def wide(x):
+        return tirx.Cast(f32, x) if str(x.dtype) in NARROW else x
 
     def go(x):
         dt = str(x.dtype)
         if isinstance(x, tirx.BufferLoad | tirx.Var | tirx.FloatImm | tirx.IntImm):
-            return tirx.Cast(f32, x) if dt in NARROW else x
+            return x if dt == native else wide(x)
         if isinstance(x, tirx.Cast):
             inner = go(x.value)
+            if dt == native:
+                return tirx.Cast(dt, inner) if str(inner.dtype) != dt else inner
             if dt in NARROW:  # keep the rounding to the narrow type, then widen again
                 return tirx.Cast(f32, tirx.Cast(dt, inner))
             return tirx.Cast(dt, inner) if str(inner.dtype) != dt else inner
         for cls in _BINARY:
             if isinstance(x, cls):
-                return cls(go(x.a), go(x.b))
-        if isinstance(x, tirx.Select):
-            return tirx.Select(x.condition, go(x.true_value), go(x.false_value))
+                a, b = go(x.a), go(x.b)
+                if dt == native and cls in _BF16_NATIVE and str(a.dtype) == str(b.dtype) == dt:
+                    return cls(a, b)
+                return cls(wide(a), wide(b))
+        if isinstance(x, tirx.Select) or _is_if_then_else(x):
+            cond, t, f = (x.condition, x.true_value, x.false_value) if isinstance(x, tirx.Select) else x.args
+            a, b = go(t), go(f)
+            if not (dt == native and str(a.dtype) == str(b.dtype) == dt):
+                a, b = wide(a), wide(b)
+            if isinstance(x, tirx.Select):
+                return tirx.Select(cond, a, b)
+            return tirx.Call(str(a.dtype), x.op, [cond, a, b])
         if isinstance(x, tirx.Call) and dt in NARROW:
-            return tirx.Call(f32, x.op, [go(a) for a in x.args])
+            return tirx.Call(f32, x.op, [wide(go(a)) for a in x.args])
         if isinstance(x, tirx.Call):
             return tirx.Call(dt, x.op, [go(a) for a in x.args])
         return x
@@ -557,7 +580,11 @@ def promote_bf16(e):
     if not _has_bf16(e):
         return e
     out = go(e)
-    return tirx.Cast(str(e.dtype), out) if str(e.dtype) in NARROW else out
+    return tirx.Cast(str(e.dtype), out) if str(out.dtype) != str(e.dtype) else out
+
+
+def _is_if_then_else(e) -> bool:
+    return isinstance(e, tirx.Call) and str(getattr(e.op, "name", "")).endswith("if_then_else")
 
 
 def _has_bf16(e) -> bool:
@@ -723,8 +750,7 @@ class ParallelLowerer:
         for cls, name in _BINARY.items():
             if isinstance(e, cls):
                 return self._binary(name, e.a, e.b, dtype, out)
-        if isinstance(e, tirx.Call | tirx.Select) and (isinstance(e, tirx.Select) or str(e.op.name).endswith(
-                "if_then_else")):
+        if isinstance(e, tirx.Select) or _is_if_then_else(e):
             return self._select(e, dtype, out)
         if isinstance(e, tirx.Call):
             fname = str(e.op.name).split(".")[-1] if hasattr(e.op, "name") else str(e.op)
@@ -1171,7 +1197,7 @@ class ParallelLowerer:
         if self._uses_domain(other) is False:
             raise UnsupportedError(f"'{other}' does not vary inside T.Parallel: accumulating it into {target} adds "
                                    f"it once per {axis}", loc=self.loc, hint="multiply it by the extent instead")
-        res = self.expr(promote_bf16(other))
+        res = self.expr(promote_narrow(other, self.vec.arch))
         if res.kind not in ("tile",):
             raise UnsupportedError(f"the value accumulated into {target} does not vary along {axis}", loc=self.loc,
                                    hint="accumulate a value of both indices, or write the per-row value directly")
@@ -1238,7 +1264,7 @@ class ParallelLowerer:
                 post.append(VecCopy(dst=buf.name, src=row.name, count=self.vec.count(row.name),
                                     dst_offset=idx[0] * buf.pitch, loc=self.loc))
                 out = row.name
-                res = self.expr(promote_bf16(st.value), out=out)
+                res = self.expr(promote_narrow(st.value, self.vec.arch), out=out)
                 if res.kind == "scalar":
                     self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
                 elif res.buffer != out:
@@ -1260,7 +1286,7 @@ class ParallelLowerer:
                                    hint="element-wise work on a gemm result needs the Cube/Vector split, "
                                    "not available yet" if buf.scope is Scope.L0C else None)
         try:
-            res = self.expr(promote_bf16(st.value), out=out)
+            res = self.expr(promote_narrow(st.value, self.vec.arch), out=out)
         finally:
             self.scratch = None
         if res.kind == "scalar":

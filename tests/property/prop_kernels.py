@@ -133,7 +133,7 @@ def check_elementwise(tree, dtype: str, arch: str, M: int, N: int, bM: int, bN: 
         kernel(a, b, r, w, c)
         leaves = {"a": orc.as_float64(a), "b": orc.as_float64(b), "r": orc.as_float64(r)[:, None],
                   "w": orc.as_float64(w)[None, :]}
-        iv = orc.evaluate_tir(stored, {f"{k}_t": v for k, v in leaves.items()}, dtype)
+        iv = orc.evaluate_tir(stored, {f"{k}_t": v for k, v in leaves.items()}, dtype, arch)
         bad = orc.violations(c, iv)
         if bad.any():
             used = {k: v for k, v in leaves.items() if k in leaves_of(tree)}

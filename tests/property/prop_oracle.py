@@ -5,10 +5,11 @@ Every value of an expression is an interval [lo, hi] that must contain the kerne
 whether the result may be, or must be, NaN, and (for an exact zero) its sign. Each operation takes
 the exact float64 image of its operands' intervals and widens it by the rounding of the dtype it
 is computed in: float16 rounds after every instruction, float32 too, bfloat16 is widened to
-float32 for arithmetic and rounded once at the end. Widening uses a relative bound of a few units
-in the last place (enough for a division done as a reciprocal and a multiply, or a transcendental
-within 1-2 ulps of libm) plus one subnormal step, and a result beyond the largest finite value may
-be infinite. No order of evaluation and no particular libm is assumed, so a result outside its
+float32 for arithmetic and rounded once at the end (on dav-3510 its + - * max min of bfloat16
+values round after every instruction, as float16 does: `evaluate_tir`). Widening uses a relative
+bound of a few units in the last place (enough for a division done as a reciprocal and a
+multiply, or a transcendental within 1-2 ulps of libm) plus one subnormal step, and a result
+beyond the largest finite value may be infinite. No order of evaluation and no particular libm is assumed, so a result outside its
 interval is a real error: a wrong operand, a tail read from garbage, a lost NaN or infinity, an
 extra rounding, a wrong sign of zero.
 """
@@ -273,11 +274,13 @@ _TIR_CALL = {"tirx.exp": "exp", "tirx.exp2": "exp2", "tirx.log": "log", "tirx.lo
              "tirx.rsqrt": "rsqrt", "tirx.fabs": "abs", "tirx.tanh": "tanh", "tirx.sigmoid": "sigmoid"}
 
 
-def evaluate_tir(expr, leaves: dict[str, np.ndarray], out_dtype: str) -> Iv:
+def evaluate_tir(expr, leaves: dict[str, np.ndarray], out_dtype: str, arch: str) -> Iv:
     """The interval of a TIR expression as the kernel computes it, with the semantics the compiler
-    documents for TIR: every node is computed in its own dtype and rounded to it (float16 and
-    float32), bfloat16 nodes are computed in float32 (docs/supported.md) and a Cast rounds to its
-    dtype; the store rounds to ``out_dtype``. ``leaves`` maps a tile's name to its values.
+    documents for TIR (docs/supported.md): every node is computed in its own dtype and rounded to it
+    (float16 and float32); a bfloat16 node is computed in float32, except on dav-3510 a + - * max
+    min whose operands are bfloat16 values (tiles, constants, casts to bfloat16, such nodes), which
+    is computed in bfloat16; a Cast rounds to its dtype; the store rounds to ``out_dtype``.
+    ``leaves`` maps a tile's name to its values.
 
     The oracle reads the TIR rather than the expression the test wrote because tilelang decides
     dtypes while it builds the kernel: `2.0 / x` on a float16 x is a float32 division
@@ -285,30 +288,35 @@ def evaluate_tir(expr, leaves: dict[str, np.ndarray], out_dtype: str) -> Iv:
     (`T.log(x + 100.0)` becomes `Cast("float16", log(Cast("float32", x) + 100f))`)."""
     from tvm import tirx
 
+    native = "bfloat16" if arch == "dav-3510" else None
+
     def work(dt: str) -> str:
         return "float32" if dt == "bfloat16" else dt
 
-    def go(e) -> Iv:
+    def go(e) -> tuple[Iv, str]:
+        """The value's interval and the dtype the kernel holds it in."""
         dt = str(e.dtype)
         if isinstance(e, tirx.FloatImm | tirx.IntImm):
-            return Iv.exact(np.asarray(float(e.value), dtype=np.float64))
+            return Iv.exact(np.asarray(float(e.value), dtype=np.float64)), dt
         if isinstance(e, tirx.BufferLoad):
-            return Iv.exact(leaves[str(e.buffer.name)])
+            return Iv.exact(leaves[str(e.buffer.name)]), dt
         if isinstance(e, tirx.Cast):
-            inner = go(e.value)
-            return round_to(inner, dt, 1.0) if dt != str(e.value.dtype) else inner
+            inner, held = go(e.value)
+            return (round_to(inner, dt, 1.0) if dt != held else inner), dt
         name = type(e).__name__
         if name in _TIR_BINARY:
             fn, ulps = BINARY[_TIR_BINARY[name]]
-            r = fn(go(e.a), go(e.b))
-            return round_to(r, work(dt), ulps) if ulps else r
+            (a, ha), (b, hb) = go(e.a), go(e.b)
+            held = dt if dt == native and ha == hb == dt and name != "Div" else work(dt)
+            r = fn(a, b)
+            return (round_to(r, held, ulps) if ulps else r), held
         if isinstance(e, tirx.Call) and str(e.op.name) in _TIR_CALL:
             kind = _TIR_CALL[str(e.op.name)]
-            return _unary(kind, go(e.args[0]), work(dt))
+            return _unary(kind, go(e.args[0])[0], work(dt)), work(dt)
         raise NotImplementedError(f"the oracle has no rule for {name}: {e}")
 
-    out = go(expr)
-    return round_to(out, out_dtype, 1.0) if out_dtype != work(str(expr.dtype)) else out
+    out, held = go(expr)
+    return round_to(out, out_dtype, 1.0) if out_dtype != held else out
 
 
 def _unary(kind: str, arg: Iv, work: str) -> Iv:

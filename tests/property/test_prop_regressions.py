@@ -67,3 +67,12 @@ def test_signed_zeros_and_specials_through_abs_and_neg(arch, dtype):
 def test_streamed_sum_with_column_tail_and_specials(arch):
     check_reduce("sum", "float16", arch, 7, 150, 4, 64, False, [Data(seed=5, scale=300.0, p_special=0.2)])
 
+
+
+def test_bf16_adds_round_per_instruction_on_dav_3510():
+    """r + (a - r) in bfloat16: on dav-3510 both adds are bfloat16 instructions, each rounding
+    (issue 14's native bf16); an oracle that widened bfloat16 to float32 there rejected the
+    kernel's exact per-instruction result (found by the elementwise tier when the compiler began
+    computing bfloat16 natively). The oracle now follows docs/supported.md's rule per arch."""
+    check_elementwise(("+", ("r",), ("+", ("a",), ("neg", ("r",)))), "bfloat16", "dav-3510", 1, 2, 1, 8,
+                      [Data(seed=0, scale=1.0, p_special=0.0)])
