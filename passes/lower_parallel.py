@@ -580,7 +580,11 @@ def promote_narrow(e, arch):
     if not _has_bf16(e):
         return e
     out = go(e)
-    return tirx.Cast(str(e.dtype), out) if str(out.dtype) != str(e.dtype) else out
+    if str(out.dtype) == str(e.dtype):
+        return out
+    if isinstance(out, tirx.Cast) and isinstance(out.value, tirx.Cast) and str(out.value.dtype) == str(e.dtype):
+        return out.value  # a root Cast widened again only to be rounded back (float32 holds it exactly)
+    return tirx.Cast(str(e.dtype), out)
 
 
 def _is_if_then_else(e) -> bool:

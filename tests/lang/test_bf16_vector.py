@@ -176,3 +176,19 @@ def test_exp_of_bf16_is_computed_in_float32(arch):
         CHECK-NEXT: Exp(tmp{{.*}}_float32
         CHECK-NEXT: Cast(c,
     """)
+
+
+def test_a_float32_literal_makes_a_float32_multiply_rounded_once_at_the_store(arch):
+    """a * 2.0: tilelang types the literal float32 and builds Cast("bfloat16", Cast("float32", a)
+    * 2.0f): one Cast up, one Muls, one Cast into the stored tile (the root's rounding is not
+    repeated through a bfloat16 temporary)."""
+    src, (a, b, r), c = _run(lambda x, y, _r: x * 2.0 + y * 0.5, arch)
+    assert torch.equal(c, (_f(a) * 2.0 + _f(b) * 0.5).to(torch.bfloat16))
+    filecheck(src, """
+        CHECK: Cast(tmp{{.*}}_float32, a, RoundMode::CAST_NONE
+        CHECK: Muls(tmp{{.*}}_float32
+        CHECK: Add(tmp{{.*}}_float32
+        CHECK-NOT: _bfloat16
+        CHECK: Cast(c, tmp{{.*}}_float32, RoundMode::CAST_RINT
+    """)
+    assert "_bfloat16" not in src
