@@ -6,6 +6,8 @@
 // (round to nearest even) per op; integer types use integer arithmetic.
 // One repeat covers 256 bytes = 8 blocks of 32 bytes; block and repeat strides are in 32-byte
 // blocks (a block stride of 0 re-reads the same block: broadcast).
+// The element-wise ops, Duplicate and the count-form reductions accept only the data types their
+// API page lists for the arch (compile-time tables in emu::vec, below), as bisheng does.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -85,6 +87,62 @@ enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
 namespace emu::vec {
 
 using AscendC::LocalTensor;
+
+// ---- per-arch data types of the basic ops (checked at compile time, as bisheng would)
+// One table per op family, from the "数据类型" section of the op's API page: dav-c220 is the
+// page's "Atlas A2 训练系列产品/Atlas A2 推理系列产品" line, dav-3510 its "Ascend 950PR/Ascend 950DT"
+// line. dtypes_row<Every, CountOnly>: Every = the types of all forms, CountOnly = the types the
+// page gives to the count form only ("仅支持tensor前n个数据计算接口"; the mask/repeat forms reject
+// them). Types the emulator does not define (complex32, complex64) are left out.
+template <class... L> struct tlist {};
+template <class T, class L> inline constexpr bool in_list = false;
+template <class T, class... L> inline constexpr bool in_list<T, tlist<L...>> = (std::is_same_v<T, L> || ...);
+template <class Every, class CountOnly = tlist<>>
+struct dtypes_row {
+    template <class T> static constexpr bool rep = in_list<T, Every>;                       // mask/repeat forms
+    template <class T> static constexpr bool count = in_list<T, Every> || in_list<T, CountOnly>;  // count form
+};
+template <class C220, class A3510> using by_arch = std::conditional_t<is_c220(), C220, A3510>;
+using dt_a2_basic = dtypes_row<tlist<int16_t, half, int32_t, float>>;   // A2 line of most arithmetic pages
+using dt_hf = dtypes_row<tlist<half, float>>;
+// Add, Sub, Max, Min pages
+using dt_add = by_arch<dt_a2_basic, dtypes_row<tlist<int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>,
+                                               tlist<int8_t, uint8_t, int64_t, uint64_t>>>;
+// Mul page
+using dt_mul = by_arch<dt_a2_basic, dtypes_row<tlist<int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>,
+                                               tlist<int64_t, uint64_t>>>;
+// Div page (no bfloat16_t on either arch)
+using dt_div = by_arch<dt_hf, dtypes_row<tlist<int16_t, uint16_t, half, int32_t, uint32_t, float>, tlist<int64_t, uint64_t>>>;
+// Adds, Maxs, Mins pages
+using dt_adds = by_arch<dt_a2_basic, dtypes_row<tlist<int16_t, half, bfloat16_t, int32_t, float>,
+                                                tlist<int8_t, uint8_t, int64_t, uint64_t>>>;
+// Muls page
+using dt_muls = by_arch<dt_a2_basic, dtypes_row<tlist<int16_t, half, bfloat16_t, int32_t, float>, tlist<int64_t, uint64_t>>>;
+// Exp, Ln, Sqrt, Rsqrt pages: half and float on every product
+using dt_exp = dt_hf;
+// Reciprocal page
+using dt_recip = by_arch<dt_hf, dtypes_row<tlist<half, float>, tlist<int64_t, uint64_t>>>;
+// Abs page
+using dt_abs = by_arch<dt_hf, dtypes_row<tlist<int16_t, half, int32_t, float>, tlist<int8_t, int64_t>>>;
+// Relu page
+using dt_relu = by_arch<dtypes_row<tlist<half, int32_t, float>>, dtypes_row<tlist<half, int32_t, float>, tlist<int64_t>>>;
+// Duplicate page (the count form here; its mask/repeat forms are in emu_vector_ext.h)
+using dt_dup = by_arch<dtypes_row<tlist<int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>>,
+                       dtypes_row<tlist<int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>,
+                                  tlist<bool, int8_t, uint8_t, fp4x2_e2m1_t, fp4x2_e1m2_t, hifloat8_t, fp8_e8m0_t,
+                                        fp8_e5m2_t, fp8_e4m3fn_t, int64_t, uint64_t>>>;
+// ReduceSum page (count form; its mask forms are in emu_vector_ext.h)
+using dt_rsum = by_arch<dt_hf, dtypes_row<tlist<half, float, int32_t, uint32_t>, tlist<int64_t, uint64_t>>>;
+// ReduceMax, ReduceMin pages (count form)
+using dt_rmax = by_arch<dt_hf, dtypes_row<tlist<int16_t, uint16_t, half, int32_t, uint32_t, float>, tlist<int64_t, uint64_t>>>;
+// The checks of one call (count form, or a mask/repeat form); #undef at the end of this file.
+#define EMU_DT_MSG(NAME) NAME ": data type not supported on this arch (see the API page)"
+#define EMU_DT_COUNT_MSG(NAME) \
+    NAME ": on this arch this data type takes only the count form, not the mask/repeat forms (see the API page)"
+#define EMU_DT_CHECK_COUNT(TABLE, NAME, T) static_assert(emu::vec::TABLE::count<T>, EMU_DT_MSG(NAME))
+#define EMU_DT_CHECK_REP(TABLE, NAME, T)                                \
+    static_assert(emu::vec::TABLE::count<T>, EMU_DT_MSG(NAME));         \
+    static_assert(emu::vec::TABLE::rep<T> || !emu::vec::TABLE::count<T>, EMU_DT_COUNT_MSG(NAME))
 
 // Per-core vector mask register (each emulated core is one thread).
 struct MaskState { bool counter = false; uint64_t hi = ~0ull, lo = ~0ull; };
@@ -486,15 +544,17 @@ inline void SetMaskNorm() { emu::vec::mask_state().counter = false; }
 inline void ResetMask() { auto& s = emu::vec::mask_state(); s.hi = ~0ull; s.lo = ~0ull; }
 
 // ---------------------------------------------------------------- binary ops
-#define EMU_BINARY_OP(NAME, EXPR)                                                                                     \
+#define EMU_BINARY_OP(NAME, TYPES, EXPR)                                                                              \
     template <typename T>                                                                                             \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,                 \
                      const int32_t& count, const emu::Loc& loc = emu::Loc::current()) {                                \
+        EMU_DT_CHECK_COUNT(TYPES, #NAME, T);                                                                          \
         emu::vec::binary_count(#NAME, dst, src0, src1, count, [](auto a, auto b) { return EXPR; }, loc);               \
     }                                                                                                                 \
     template <typename T, bool isSetMask = true>                                                                      \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, uint64_t mask, \
                      const uint8_t repeatTime, const BinaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        EMU_DT_CHECK_REP(TYPES, #NAME, T);                                                                            \
         emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
         emu::vec::binary_rep(#NAME, dst, src0, src1, mk, repeatTime, p, [](auto a, auto b) { return EXPR; }, loc);     \
     }                                                                                                                 \
@@ -502,16 +562,17 @@ inline void ResetMask() { auto& s = emu::vec::mask_state(); s.hi = ~0ull; s.lo =
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,                 \
                      const uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& p,                    \
                      const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        EMU_DT_CHECK_REP(TYPES, #NAME, T);                                                                            \
         emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
         emu::vec::binary_rep(#NAME, dst, src0, src1, mk, repeatTime, p, [](auto a, auto b) { return EXPR; }, loc);     \
     }
 
-EMU_BINARY_OP(Add, a + b)
-EMU_BINARY_OP(Sub, a - b)
-EMU_BINARY_OP(Mul, a * b)
-EMU_BINARY_OP(Div, (b == 0 && !std::is_floating_point_v<decltype(a)>) ? decltype(a)(0) : a / b)
-EMU_BINARY_OP(Max, (a > b || a != a) ? a : b)
-EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
+EMU_BINARY_OP(Add, dt_add, a + b)
+EMU_BINARY_OP(Sub, dt_add, a - b)
+EMU_BINARY_OP(Mul, dt_mul, a * b)
+EMU_BINARY_OP(Div, dt_div, (b == 0 && !std::is_floating_point_v<decltype(a)>) ? decltype(a)(0) : a / b)
+EMU_BINARY_OP(Max, dt_add, (a > b || a != a) ? a : b)
+EMU_BINARY_OP(Min, dt_add, (a < b || a != a) ? a : b)
 #undef EMU_BINARY_OP
 
 // ---------------------------------------------------------------- scalar ops (tensor op scalar)
@@ -521,10 +582,11 @@ EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
 // The count form with isSetMask = false takes its extent from the mask register: its count in
 // counter mode; in normal mode its bit mask over ceil(count * sizeof(T) / 256) repeats
 // (**assumed**; the page only says count is then unused).
-#define EMU_SCALAR_OP(NAME, EXPR)                                                                                     \
+#define EMU_SCALAR_OP(NAME, TYPES, EXPR)                                                                              \
     template <typename T, bool isSetMask = true>                                                                      \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count, \
                      const emu::Loc& loc = emu::Loc::current()) {                                                     \
+        EMU_DT_CHECK_COUNT(TYPES, #NAME, T);                                                                          \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
         auto f = [b](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); };                             \
         if (isSetMask) { emu::vec::unary_count(#NAME, dst, src, count, f, loc); return; }                             \
@@ -541,6 +603,7 @@ EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
               std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, uint64_t mask,        \
                      const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        EMU_DT_CHECK_REP(TYPES, #NAME, T);                                                                            \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
         emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
         emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
@@ -550,6 +613,7 @@ EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
               std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue, const uint64_t mask[], \
                      const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
+        EMU_DT_CHECK_REP(TYPES, #NAME, T);                                                                            \
         const auto b = emu::vec::in<T>(T(scalarValue));                                                              \
         emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
         emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
@@ -566,25 +630,25 @@ EMU_BINARY_OP(Min, (a < b || a != a) ? a : b)
         NAME<T, T, isSetMask>(dst, src, scalarValue, mask, repeatTime, p, loc);                                       \
     }
 
-EMU_SCALAR_OP(Adds, a + b)
-EMU_SCALAR_OP(Muls, a * b)
-EMU_SCALAR_OP(Maxs, (a > b || a != a) ? a : b)
-EMU_SCALAR_OP(Mins, (a < b || a != a) ? a : b)
+EMU_SCALAR_OP(Adds, dt_adds, a + b)
+EMU_SCALAR_OP(Muls, dt_muls, a * b)
+EMU_SCALAR_OP(Maxs, dt_adds, (a > b || a != a) ? a : b)
+EMU_SCALAR_OP(Mins, dt_adds, (a < b || a != a) ? a : b)
 #undef EMU_SCALAR_OP
 
 // ---------------------------------------------------------------- unary ops
-#define EMU_UNARY_OP(NAME, FLOAT_ONLY, EXPR)                                                                          \
+#define EMU_UNARY_OP(NAME, TYPES, EXPR)                                                                              \
     template <typename T>                                                                                             \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count,                       \
                      const emu::Loc& loc = emu::Loc::current()) {                                                     \
-        static_assert(!FLOAT_ONLY || emu::is_float_like<T>, #NAME " needs a floating-point type");                    \
+        EMU_DT_CHECK_COUNT(TYPES, #NAME, T);                                                                          \
         emu::vec::unary_count(#NAME, dst, src, count,                                                                 \
                               [](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc);          \
     }                                                                                                                 \
     template <typename T, bool isSetMask = true>                                                                      \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,   \
                      const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) {                          \
-        static_assert(!FLOAT_ONLY || emu::is_float_like<T>, #NAME " needs a floating-point type");                    \
+        EMU_DT_CHECK_REP(TYPES, #NAME, T);                                                                            \
         emu::vec::Mask mk = isSetMask ? emu::vec::mask_cont<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
         emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
                             p.srcRepStride, [](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
@@ -592,25 +656,26 @@ EMU_SCALAR_OP(Mins, (a < b || a != a) ? a : b)
     template <typename T, bool isSetMask = true>                                                                      \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],                     \
                      const uint8_t repeatTime, const UnaryRepeatParams& p, const emu::Loc& loc = emu::Loc::current()) { \
-        static_assert(!FLOAT_ONLY || emu::is_float_like<T>, #NAME " needs a floating-point type");                    \
+        EMU_DT_CHECK_REP(TYPES, #NAME, T);                                                                            \
         emu::vec::Mask mk = isSetMask ? emu::vec::mask_bits<T>(mask, #NAME, loc) : emu::vec::mask_reg<T>();           \
         emu::vec::unary_rep(#NAME, dst, src, mk, repeatTime, p.dstBlkStride, p.srcBlkStride, p.dstRepStride,           \
                             p.srcRepStride, [](T x) { auto a = emu::vec::in<T>(x); return emu::vec::out<T>(EXPR); }, loc); \
     }
 
-EMU_UNARY_OP(Exp, true, std::exp(a))
-EMU_UNARY_OP(Ln, true, std::log(a))
-EMU_UNARY_OP(Sqrt, true, std::sqrt(a))
-EMU_UNARY_OP(Rsqrt, true, 1.0f / std::sqrt(a))
-EMU_UNARY_OP(Reciprocal, true, 1.0f / a)
-EMU_UNARY_OP(Abs, false, emu::vec::abs_val(a))
-EMU_UNARY_OP(Relu, false, (a > 0 || a != a) ? a : decltype(a)(0))
+EMU_UNARY_OP(Exp, dt_exp, std::exp(a))
+EMU_UNARY_OP(Ln, dt_exp, std::log(a))
+EMU_UNARY_OP(Sqrt, dt_exp, std::sqrt(a))
+EMU_UNARY_OP(Rsqrt, dt_exp, 1.0f / std::sqrt(a))
+EMU_UNARY_OP(Reciprocal, dt_recip, 1.0f / a)
+EMU_UNARY_OP(Abs, dt_abs, emu::vec::abs_val(a))
+EMU_UNARY_OP(Relu, dt_relu, (a > 0 || a != a) ? a : decltype(a)(0))
 #undef EMU_UNARY_OP
 
 // ---------------------------------------------------------------- Duplicate
 template <typename T, typename U, std::enable_if_t<std::is_arithmetic_v<U> || emu::is_f16_like<U>, int> = 0>
 inline void Duplicate(const LocalTensor<T>& dst, const U& scalarValue, const int32_t& count,
                       const emu::Loc& loc = emu::Loc::current()) {
+    EMU_DT_CHECK_COUNT(dt_dup, "Duplicate", T);
     emu::vec::check_count(count, "Duplicate", loc); emu::vec::check_ub(dst, "Duplicate", loc);
     emu::ops::SpanSet r, w; w.add(dst, 0, (uint64_t)count * sizeof(T));
     emu::Cost c; c.elems = (uint64_t)count; c.repeats = (uint32_t)(((uint64_t)count * sizeof(T) + 255) / 256);
@@ -720,16 +785,19 @@ inline void reduce_all(const char* op, const LocalTensor<T>& dst, const LocalTen
 template <typename T>
 inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& workLocal,
                       const int32_t count, const emu::Loc& loc = emu::Loc::current()) {
+    EMU_DT_CHECK_COUNT(dt_rsum, "ReduceSum", T);
     emu_detail::reduce_all<T, 0>("ReduceSum", dst, src, workLocal, count, false, loc);
 }
 template <typename T>
 inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& workLocal,
                       const int32_t count, bool calIndex = false, const emu::Loc& loc = emu::Loc::current()) {
+    EMU_DT_CHECK_COUNT(dt_rmax, "ReduceMax", T);
     emu_detail::reduce_all<T, 1>("ReduceMax", dst, src, workLocal, count, calIndex, loc);
 }
 template <typename T>
 inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& workLocal,
                       const int32_t count, bool calIndex = false, const emu::Loc& loc = emu::Loc::current()) {
+    EMU_DT_CHECK_COUNT(dt_rmax, "ReduceMin", T);
     emu_detail::reduce_all<T, 2>("ReduceMin", dst, src, workLocal, count, calIndex, loc);
 }
 
@@ -838,3 +906,8 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
 // Compare / Compares / Select (all forms) and the CmpMask register: emu_vector_ext.h.
 
 }  // namespace AscendC
+
+#undef EMU_DT_CHECK_REP
+#undef EMU_DT_CHECK_COUNT
+#undef EMU_DT_COUNT_MSG
+#undef EMU_DT_MSG
