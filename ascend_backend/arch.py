@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .dtypes import DType
-from .ir.enums import Layout, QuantMode, Scope
+from .ir.enums import Layout, QuantMode, Scope, VecBinary, VecOther, VecScalarOp, VecUnary
 
 KB = 1024
+
+
+@dataclass(frozen=True)
+class VecOpTypes:
+    """The element types one vector instruction takes on one arch, as the "数据类型" section of its
+    API page lists them: ``every`` in all its forms, ``count_only`` in the count form only (the
+    Ascend 950 pages' "仅支持tensor前n个数据计算接口": the mask/repeat forms reject them). The
+    compiler's whole-tile ops use the count form; its broadcast and fold ops (VecBinaryBcast,
+    VecFold, ...) the mask/repeat forms. ``page`` is the page's path under
+    docs/zh/api/SIMD-API/基础API/Memory矢量计算/."""
+
+    page: str
+    every: frozenset
+    count_only: frozenset = frozenset()
+
+    def takes(self, dt: DType, count_form: bool = True) -> bool:
+        return dt in self.every or (count_form and dt in self.count_only)
 
 
 @dataclass(frozen=True)
@@ -64,21 +81,87 @@ class Arch:
     # Muls, Maxs, Mins, FusedMulAdd and Select take bfloat16_t on Ascend 950 (those pages'
     # dtype lists); on the A2/A3 series bfloat16 is converted (Cast), copied and filled only.
     bf16_vector_math: bool = False
+    # The element types of the vector instructions the compiler builds on a tile's dtype
+    # (VecBinary / VecScalarOp / VecUnary / VecOther -> VecOpTypes), from each op's page: dav-c220 is
+    # the pages' "Atlas A2 训练系列产品/Atlas A2 推理系列产品" line, dav-3510 their "Ascend 950PR/
+    # Ascend 950DT" line. passes/lower_parallel.py refuses any other type at the DSL line (bisheng,
+    # and the emulator's tables at the top of emu_vector.h, would fail to compile it).
+    vector_op_dtypes: dict = field(default_factory=dict)
 
     @property
     def macro(self) -> str:
         return "EMU_ARCH_C220" if self.name == "dav-c220" else "EMU_ARCH_3510"
 
+    def vector_op(self, op: VecBinary | VecScalarOp | VecUnary | VecOther) -> VecOpTypes:
+        """The element types ``op`` takes on this arch."""
+        return self.vector_op_dtypes[op]
+
 
 F16, BF16, F32, I8, U8, I32, I16 = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.INT8, DType.UINT8,
                                     DType.INT32, DType.INT16)
 E4M3, E5M2, I4 = DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.INT4
+U16, U32, I64, U64, BOOL, E8M0 = (DType.UINT16, DType.UINT32, DType.INT64, DType.UINT64, DType.BOOL,
+                                  DType.FLOAT8_E8M0FNU)
 _COMMON_CUBE = ((F16, F16, F32), (BF16, BF16, F32), (I8, I8, I32))
 _COMMON_CASTS = frozenset({
     (F16, F32), (BF16, F32), (F32, F16), (F32, BF16), (F32, I32), (I32, F32), (F16, I32), (BF16, I32),
     (F16, I8), (F16, U8), (I8, F16), (U8, F16), (F16, I16), (I16, F16), (I16, F32), (F32, I16), (I32, I16),
     (I4, F16), (F16, I4),
 })
+
+# The vector op tables (VecOpTypes). Types the pages list that DType has no member for (complex32,
+# complex64, hifloat8, fp4x2) are left out.
+_HF = frozenset({F16, F32})
+# dav-c220: the A2 line of the pages.
+_A2_ARITH = frozenset({I16, F16, I32, F32})  # Add, Sub, Mul, Max, Min, Adds, Muls, Maxs, Mins
+_C220_VECTOR_OPS = {
+    VecBinary.ADD: VecOpTypes("基础算术/Add.md", _A2_ARITH),
+    VecBinary.SUB: VecOpTypes("基础算术/Sub.md", _A2_ARITH),
+    VecBinary.MUL: VecOpTypes("基础算术/Mul.md", _A2_ARITH),
+    VecBinary.DIV: VecOpTypes("基础算术/Div.md", _HF),
+    VecBinary.MAX: VecOpTypes("基础算术/Max.md", _A2_ARITH),
+    VecBinary.MIN: VecOpTypes("基础算术/Min.md", _A2_ARITH),
+    VecScalarOp.ADDS: VecOpTypes("基础算术/Adds.md", _A2_ARITH),
+    VecScalarOp.MULS: VecOpTypes("基础算术/Muls.md", _A2_ARITH),
+    VecScalarOp.MAXS: VecOpTypes("基础算术/Maxs.md", _A2_ARITH),
+    VecScalarOp.MINS: VecOpTypes("基础算术/Mins.md", _A2_ARITH),
+    VecUnary.EXP: VecOpTypes("基础算术/Exp.md", _HF),
+    VecUnary.LN: VecOpTypes("基础算术/Ln.md", _HF),
+    VecUnary.SQRT: VecOpTypes("基础算术/Sqrt.md", _HF),
+    VecUnary.RSQRT: VecOpTypes("基础算术/Rsqrt.md", _HF),
+    VecUnary.RECIPROCAL: VecOpTypes("基础算术/Reciprocal.md", _HF),
+    VecUnary.ABS: VecOpTypes("基础算术/Abs.md", _HF),
+    # no 1-byte type: a 1-byte fill is a Duplicate of the tile's 16-bit words (lower_parallel)
+    VecOther.DUPLICATE: VecOpTypes("数据填充/Duplicate.md", frozenset({I16, U16, F16, BF16, I32, U32, F32})),
+    VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", _HF),
+}
+# dav-3510: the Ascend 950 line of the pages; the 8-bit integers (and the 64-bit ones) of Add, Sub,
+# Max, Min, Adds, Maxs, Mins take the count form only.
+_950_ADD = frozenset({I16, U16, F16, BF16, I32, U32, F32})  # Add, Sub, Mul, Max, Min
+_950_ADDS = frozenset({I16, F16, BF16, I32, F32})  # Adds, Muls, Maxs, Mins: no uint16
+_950_B8 = frozenset({I8, U8, I64, U64})
+_950_B64 = frozenset({I64, U64})
+_3510_VECTOR_OPS = {
+    VecBinary.ADD: VecOpTypes("基础算术/Add.md", _950_ADD, _950_B8),
+    VecBinary.SUB: VecOpTypes("基础算术/Sub.md", _950_ADD, _950_B8),
+    VecBinary.MUL: VecOpTypes("基础算术/Mul.md", _950_ADD, _950_B64),
+    VecBinary.DIV: VecOpTypes("基础算术/Div.md", frozenset({I16, U16, F16, I32, U32, F32}), _950_B64),
+    VecBinary.MAX: VecOpTypes("基础算术/Max.md", _950_ADD, _950_B8),
+    VecBinary.MIN: VecOpTypes("基础算术/Min.md", _950_ADD, _950_B8),
+    VecScalarOp.ADDS: VecOpTypes("基础算术/Adds.md", _950_ADDS, _950_B8),
+    VecScalarOp.MULS: VecOpTypes("基础算术/Muls.md", _950_ADDS, _950_B64),
+    VecScalarOp.MAXS: VecOpTypes("基础算术/Maxs.md", _950_ADDS, _950_B8),
+    VecScalarOp.MINS: VecOpTypes("基础算术/Mins.md", _950_ADDS, _950_B8),
+    VecUnary.EXP: VecOpTypes("基础算术/Exp.md", _HF),
+    VecUnary.LN: VecOpTypes("基础算术/Ln.md", _HF),
+    VecUnary.SQRT: VecOpTypes("基础算术/Sqrt.md", _HF),
+    VecUnary.RSQRT: VecOpTypes("基础算术/Rsqrt.md", _HF),
+    VecUnary.RECIPROCAL: VecOpTypes("基础算术/Reciprocal.md", _HF, _950_B64),
+    VecUnary.ABS: VecOpTypes("基础算术/Abs.md", frozenset({I16, F16, I32, F32}), frozenset({I8, I64})),
+    VecOther.DUPLICATE: VecOpTypes("数据填充/Duplicate.md", frozenset({I16, U16, F16, BF16, I32, U32, F32}),
+                                   frozenset({BOOL, I8, U8, E4M3, E5M2, E8M0, I64, U64})),
+    VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", frozenset({F16, BF16, F32})),
+}
 
 DAV_C220 = Arch(
     name="dav-c220",
@@ -93,6 +176,7 @@ DAV_C220 = Arch(
     fixpipe_dtypes=((F32, (F32, F16, BF16, I8)), (I32, (I32, F16, I8))),
     fixpipe_scaled=(((I32, F16), QuantMode.S32_TO_F16),),
     unit_flag=True,
+    vector_op_dtypes=_C220_VECTOR_OPS,
 )
 
 DAV_3510 = Arch(
@@ -119,6 +203,7 @@ DAV_3510 = Arch(
     unit_flag=True,
     mmad_mx=True,
     bf16_vector_math=True,
+    vector_op_dtypes=_3510_VECTOR_OPS,
 )
 
 ARCHES = {a.name: a for a in (DAV_3510, DAV_C220)}

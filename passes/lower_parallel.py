@@ -19,7 +19,7 @@ from tvm import tirx
 
 from ascend_backend.dtypes import DType, known
 from ascend_backend.dtypes import dtype as to_dtype
-from ascend_backend.errors import UnsupportedError
+from ascend_backend.errors import InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
     Buffer,
     BufferKind,
@@ -55,6 +55,7 @@ from ascend_backend.ir import (
     VecFoldRows,
     VecIndex,
     VecMaskLogic,
+    VecOther,
     VecScalar,
     VecScalarOp,
     VecSelect,
@@ -156,8 +157,80 @@ _SCALAR_FORM = {VecBinary.ADD: VecScalarOp.ADDS, VecBinary.MUL: VecScalarOp.MULS
                 VecBinary.MIN: VecScalarOp.MINS}
 
 
+# What a vector op computes, in the DSL's words (the errors of VectorEmitter.check_dtype).
+_OP_WORDS = {
+    VecBinary.ADD: "`+`", VecBinary.SUB: "`-`", VecBinary.MUL: "`*`", VecBinary.DIV: "`/`",
+    VecBinary.MAX: "T.max", VecBinary.MIN: "T.min",
+    VecScalarOp.ADDS: "`+` or `-` of a scalar",
+    VecScalarOp.MULS: "`*` by a scalar (so are `s - x`, `-x`, T.abs and `x / c`)",
+    VecScalarOp.MAXS: "T.max with a scalar", VecScalarOp.MINS: "T.min with a scalar",
+    VecUnary.EXP: "T.exp (and exp2, tanh, sigmoid)", VecUnary.LN: "T.log (and log2)", VecUnary.SQRT: "T.sqrt",
+    VecUnary.RSQRT: "T.rsqrt", VecUnary.ABS: "T.abs", VecUnary.RECIPROCAL: "a reciprocal (tanh, sigmoid)",
+    VecOther.DUPLICATE: "a fill (T.fill, T.clear, a scalar stored into every element)",
+    VecOther.FUSED_MUL_ADD: "a fused multiply-add",
+}
+_DTYPE_ORDER = (DType.BOOL, DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.FLOAT16, DType.BFLOAT16,
+                DType.INT32, DType.UINT32, DType.FLOAT32, DType.INT64, DType.UINT64, DType.FLOAT8_E4M3FN,
+                DType.FLOAT8_E5M2, DType.FLOAT8_E8M0FNU)
+# The types a refused op's hint offers to compute in instead.
+_WIDER = (DType.INT16, DType.INT32, DType.FLOAT16, DType.FLOAT32)
+
+
+def _names(types) -> str:
+    return ", ".join(str(t) for t in sorted(types, key=lambda t: _DTYPE_ORDER.index(t) if t in _DTYPE_ORDER else 99))
+
+
+def _holds(wide: DType, dt: DType) -> bool:
+    """Does ``wide`` hold every value of ``dt`` exactly?"""
+    if dt.int_range is None:
+        return wide == DType.FLOAT32 and dt.bytes < 4  # the narrow floats
+    lo, hi = dt.int_range
+    if wide.int_range is not None:
+        return wide.int_range[0] <= lo and hi <= wide.int_range[1]
+    exact = 2 ** 11 if wide == DType.FLOAT16 else 2 ** 24  # every integer up to this is exact
+    return -exact <= lo and hi <= exact
+
+
+def _byte_words(value: ScalarValue | float, dt: DType, arch, loc) -> ScalarValue:
+    """The 16-bit word whose two bytes are both ``value`` converted to the 1-byte ``dt``: a
+    constant, or the scalar unit's ``(x & 255) * 257`` of a runtime integer (its low byte is the
+    int8 / uint8 conversion; a bool is 0 or 1)."""
+    if isinstance(value, ScalarLit):
+        value = value.value
+    if isinstance(value, int | float):
+        byte = (1 if value else 0) if dt == DType.BOOL else int(value) & 0xFF
+        return ScalarLit(float(byte * 0x0101), DType.UINT16)
+    e = _scalar_tir(ScalarConv(value, dt))
+    floats: list = []
+    tirx.stmt_functor.post_order_visit(e, lambda n: floats.append(n) if "float" in str(getattr(n, "dtype", ""))
+                                       else None)
+    if floats:
+        raise UnsupportedError(f"a float scalar stored into every element of a {dt} tile on {arch.name}, whose "
+                               f"Duplicate takes no 1-byte type (the tile is filled as 16-bit words)", loc=loc,
+                               hint="convert the value to an integer scalar first (an int32 T.alloc_var)")
+    i32 = "int32"
+    byte = tirx.bitwise_and(tirx.Cast(i32, e), tirx.IntImm(i32, 0xFF))
+    return ScalarExpr(byte * tirx.IntImm(i32, 0x0101), DType.UINT16)
+
+
+def _scalar_tir(v: ScalarValue):
+    """A runtime scalar operand as a TIR expression."""
+    if isinstance(v, ScalarExpr):
+        return tirx.Cast(str(v.dtype), v.expr)
+    if isinstance(v, ScalarConv):
+        return tirx.Cast(str(v.dtype), _scalar_tir(v.inner))
+    if isinstance(v, ScalarNeg):
+        return -_scalar_tir(v.inner)
+    if isinstance(v, ScalarLit):
+        if v.dtype.is_float:
+            return tirx.FloatImm(str(v.dtype), v.value)
+        return tirx.IntImm(str(v.dtype), int(v.value))
+    raise InternalCompilerError(f"cannot convert scalar {v!r}", stage="lower_tile_ops")
+
+
 class VectorEmitter:
-    """Builds vector ops and manages UB temporaries."""
+    """Builds vector ops and manages UB temporaries. Every op built on a tile's element type is
+    checked against the arch's list for it (``check_dtype``, ``Arch.vector_op_dtypes``)."""
 
     def __init__(self, buffers: dict, arch, compact: bool = False) -> None:
         self.buffers = buffers
@@ -199,14 +272,61 @@ class VectorEmitter:
         b = self.buffers[name]
         return b.rows * b.pitch
 
+    # -- the element types of the arch's vector instructions
+    def check_dtype(self, op: VecBinary | VecScalarOp | VecUnary | VecOther, dt: DType, loc, *, count_form: bool = True,
+                    what: str | None = None) -> None:
+        """Refuse, at the DSL line ``loc``, ``op`` built on ``dt`` elements when the arch's page for
+        it does not list ``dt`` for the form it is built in: the count form (whole tiles) or, with
+        ``count_form=False``, the mask/repeat form of the broadcast ops."""
+        t = self.arch.vector_op(op)
+        if t.takes(dt, count_form):
+            return
+        if what is None:
+            what = _OP_WORDS[op] + ("" if count_form else " with a per-row or per-column operand")
+        arch = self.arch.name
+        also = f"; {_names(t.count_only)} in its count form only" if t.count_only else ""
+        if t.takes(dt, True):
+            msg = (f"{what} on {dt} tiles: on {arch} the vector unit's {op} takes {dt} only in its count form (whole "
+                   f"tiles, element by element); the mask/repeat form a broadcast needs takes {_names(t.every)} "
+                   f"({t.page}{also})")
+        else:
+            msg = f"{what} on {dt} tiles: the vector unit's {op} takes {_names(t.every)} on {arch} ({t.page}{also})"
+        wide = [w for w in _WIDER if t.takes(w, count_form) and _holds(w, dt)]
+        if wide:
+            types = ", ".join(map(str, wide[:-1])) + " or " * (len(wide) > 1) + str(wide[-1])
+            hint = (f"compute in {types} (exact for every {dt} value): cast the operands "
+                    f"first, e.g. T.Cast(\"{wide[0]}\", x[i, j]), and the result back with T.Cast(\"{dt}\", ...)")
+        else:
+            hint = f"compute in float32: cast the operands first and the result back with T.Cast(\"{dt}\", ...)"
+        raise UnsupportedError(msg, loc=loc, hint=hint)
+
     # -- simple instructions
     def duplicate(self, dst: str, value: float, loc) -> list:
         b = self.buffers[dst]
+        if self._byte_fill(b):
+            return self._duplicate_words(dst, _byte_words(value, b.dtype, self.arch, loc), loc)
+        self.check_dtype(VecOther.DUPLICATE, b.dtype, loc)
         return [VecDuplicate(dst=dst, value=scalar_literal(value, b.dtype), count=self.count(dst), loc=loc)]
 
     def duplicate_expr(self, dst: str, expr: ScalarValue, loc) -> list:
         b = self.buffers[dst]
+        if self._byte_fill(b):
+            return self._duplicate_words(dst, _byte_words(expr, b.dtype, self.arch, loc), loc)
+        self.check_dtype(VecOther.DUPLICATE, b.dtype, loc)
         return [VecDuplicate(dst=dst, value=ScalarConv(expr, b.dtype), count=self.count(dst), loc=loc)]
+
+    def _byte_fill(self, b: Buffer) -> bool:
+        """A 1-byte tile whose type the arch's Duplicate does not take (int8, uint8, bool on
+        dav-c220): it is filled as 16-bit words, each holding the value's byte twice."""
+        dup = self.arch.vector_op(VecOther.DUPLICATE)
+        return b.dtype.bytes == 1 and not dup.takes(b.dtype) and dup.takes(DType.UINT16)
+
+    def _duplicate_words(self, dst: str, word: ScalarValue, loc) -> list:
+        n = self.count(dst)
+        if n % 2:  # rows of 1-byte tiles are padded to 32 bytes in UB
+            raise InternalCompilerError(f"1-byte tile '{dst}' of {n} elements filled as 16-bit words",
+                                        stage="lower_tile_ops")
+        return [VecDuplicate(dst=dst, value=word, count=n // 2, as_dtype=DType.UINT16, loc=loc)]
 
     def copy_or_cast(self, dst: str, src: str, loc) -> list:
         d, s = self.buffers[dst], self.buffers[src]
@@ -270,17 +390,22 @@ class VectorEmitter:
         if fn == "log2":
             return (self.unary(VecUnary.LN, dst, src, loc)
                     + self.scalar_op(VecScalarOp.MULS, dst, dst, lit(1 / LN2), loc))
+        self.check_dtype(fn, self.buffers[dst].dtype, loc)
         return [VecUnaryOp(op=fn, dst=dst, src=src, count=self.count(dst), loc=loc)]
 
     def scalar_op(self, op: VecScalarOp, dst: str, src: str, scalar: ScalarValue, loc) -> list:
+        self.check_dtype(op, self.buffers[dst].dtype, loc)
         return [VecScalar(op=op, dst=dst, src=src, scalar=scalar, count=self.count(dst), loc=loc)]
 
     def binary(self, op: VecBinary, dst: str, a: str, b: str, loc) -> list:
+        self.check_dtype(op, self.buffers[dst].dtype, loc)
         return [VecBinaryOp(op=op, dst=dst, src0=a, src1=b, count=self.count(dst), loc=loc)]
 
-    def broadcast_binary(self, op: VecBinary, dst: str, a: Opnd, b: Opnd, rows: int, cols: int, loc) -> list:
+    def broadcast_binary(self, op: VecBinary, dst: str, a: Opnd, b: Opnd, rows: int, cols: int, loc,
+                         what_bcast: str | None = None) -> list:
         """dst[r, c] = a op b where a/b are tiles, per-row vectors or per-column vectors."""
         d = self.buffers[dst]
+        self.check_dtype(op, d.dtype, loc, count_form=False, what=what_bcast)
         esz = d.dtype.bytes
         blk = 32 // esz
         ops: list = []
@@ -327,7 +452,9 @@ class VectorEmitter:
 
     def expand(self, dst: str, o: Opnd, rows: int, cols: int, loc) -> list:
         """A per-row or per-column vector repeated into a whole tile (max(v, v) = v, exactly)."""
-        return self.broadcast_binary(VecBinary.MAX, dst, o, o, rows, cols, loc)
+        return self.broadcast_binary(VecBinary.MAX, dst, o, o, rows, cols, loc,
+                                     what_bcast="a per-row or per-column value repeated over a tile (a broadcast "
+                                     "T.max(v, v))")
 
     def row_reduce(self, kind: ReduceKind, dst: str, src: str, clear: bool, loc, valid_cols=None,
                    scratch: bool = False) -> list:
@@ -349,6 +476,7 @@ class VectorEmitter:
                                    "a reduction over such rows takes one row per tile", loc=loc,
                                    hint="use a block of one row, or a block width that divides the global width")
         vop = {ReduceKind.SUM: VecBinary.ADD, ReduceKind.MAX: VecBinary.MAX, ReduceKind.MIN: VecBinary.MIN}[kind]
+        self.check_dtype(vop, s.dtype, loc, count_form=False, what=f"a {kind} reduction")
         ops: list = []
         out = dst if clear else self.temp(d.shape, d.dtype).name
         if valid_cols is not None:
@@ -411,6 +539,7 @@ class VectorEmitter:
             raise UnsupportedError(f"reduce output '{dst}' has {d.numel} elements for the {cols} columns of '{src}'",
                                    loc=loc)
         vop = {ReduceKind.SUM: VecBinary.ADD, ReduceKind.MAX: VecBinary.MAX, ReduceKind.MIN: VecBinary.MIN}[kind]
+        self.check_dtype(vop, s.dtype, loc, count_form=False, what=f"a {kind} reduction over dim 0")
         ops: list = []
         if clear:
             ops.extend(self.duplicate(dst, identity(kind, d.dtype), loc))
@@ -849,6 +978,8 @@ class ParallelLowerer:
             return None
         dst = self._dest(out, "tile", dtype)
         d = self.buffers[dst]
+        self.vec.check_dtype(VecOther.DUPLICATE, d.dtype, self.loc,
+                             what="a diagonal mask (T.if_then_else of i and j between two scalars, a Duplicate a row)")
         self.pre.append(VecDiagFill(dst=dst, rows=self.rows, cols=self.cols, pitch=d.pitch, prefix=prefix, first=first,
                                     rest=rest, barrier=self.vec.arch.needs_vector_barrier, loc=self.loc))
         return Opnd("tile", dtype, buffer=dst, temp=dst != out)

@@ -87,6 +87,7 @@ from ascend_backend.ir import (
     VecCopy,
     VecFusedMulAddBcast,
     VecMulAddDstBcast,
+    VecOther,
     VecScanRows,
     VecUnary,
     VecWholeReduce,
@@ -319,7 +320,8 @@ class TileLowerer:
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
         body = self.lower_body(_elide_staging_copies(self.kernel.body, self.buffers))
-        body = resolve_cross_core_pipes(_fuse_rescale(_fuse_mul_add_dst(body, self.buffers)))
+        body = _fuse_rescale(_fuse_mul_add_dst(body, self.buffers), self.buffers, self.arch)
+        body = resolve_cross_core_pipes(body)
         # vector temporaries a fusion left unused take no memory
         used = {b for s in walk(body) if isinstance(s, AscOp) for b in (*s.reads, *s.writes)}
         buffers = {n: b for n, b in self.buffers.items()
@@ -1257,18 +1259,21 @@ class TileLowerer:
     }
 
 
-def _fuse_rescale(body: list) -> list:
+def _fuse_rescale(body: list, buffers: dict, arch) -> list:
     """``x = x * r[row]`` (a broadcast Mul) followed, with nothing touching x or r's block vector in
-    between, by ``x = x + p`` over the same whole tile: one FusedMulAdd (x = r * x + p, documented
-    for half/float), the online softmax's rescale of acc_o and the add of the step's P V. A vector
-    pass fewer per step."""
+    between, by ``x = x + p`` over the same whole tile: one FusedMulAdd (x = r * x + p), the online
+    softmax's rescale of acc_o and the add of the step's P V. A vector pass fewer per step. Only
+    for the types the arch's FusedMulAdd takes (half, float; bfloat16 on dav-3510): the others
+    keep the Mul and the Add."""
     out: list = []
     pending: dict = {}  # x -> index in out of its broadcast Mul
+    fma = arch.vector_op(VecOther.FUSED_MUL_ADD)
     for s in body:
         if isinstance(s, Loop):
-            s = dataclasses.replace(s, body=_fuse_rescale(s.body))
+            s = dataclasses.replace(s, body=_fuse_rescale(s.body, buffers, arch))
         elif isinstance(s, If):
-            s = dataclasses.replace(s, then_body=_fuse_rescale(s.then_body), else_body=_fuse_rescale(s.else_body))
+            s = dataclasses.replace(s, then_body=_fuse_rescale(s.then_body, buffers, arch),
+                                    else_body=_fuse_rescale(s.else_body, buffers, arch))
         if (isinstance(s, VecBinaryOp) and s.op is VecBinary.ADD and s.dst == s.src0 != s.src1
                 and s.dst in pending):
             n = pending.pop(s.dst)
@@ -1290,7 +1295,7 @@ def _fuse_rescale(body: list) -> list:
             del pending[x]
         if (type(s) is VecBinaryBcast and s.op is VecBinary.MUL and s.s0.buffer == s.dst and s.s0.blk == 1
                 and s.s0.chunk == 1 and s.s1.blk == 0 and s.s1.chunk == 0 and s.cols == s.dst_row
-                and s.s1.buffer != s.dst):
+                and s.s1.buffer != s.dst and fma.takes(buffers[s.dst].dtype, count_form=False)):
             pending[s.dst] = len(out)
         out.append(s)
     return [x for x in out if x is not None]

@@ -187,6 +187,14 @@ class VecScalarOp(_Named):
     MINS = "Mins"
 
 
+class VecOther(_Named):
+    """The other vector instructions the compiler builds on a tile's element type, whose types an
+    arch lists beside VecBinary / VecScalarOp / VecUnary's (``Arch.vector_op_dtypes``)."""
+
+    DUPLICATE = "Duplicate"
+    FUSED_MUL_ADD = "FusedMulAdd"
+
+
 class AtomicOp(_Named):
     """How a store to GM combines with what is there (DMA atomics)."""
 
@@ -250,5 +258,5 @@ class Event:
 __all__ = [
     "AIC_PIPES", "AIV_PIPES", "ON_CHIP", "AtomicOp", "BufferKind", "CmpMode", "CopyForm", "Core", "Direction", "Event",
     "KernelType", "Layout", "LoopKind", "MaskLogic", "Pipe", "QuantMode", "ReduceKind", "Rounding", "Route", "Scope",
-    "SyncPhase", "VecBinary", "VecScalarOp", "VecUnary",
+    "SyncPhase", "VecBinary", "VecOther", "VecScalarOp", "VecUnary",
 ]

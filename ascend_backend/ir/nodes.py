@@ -1074,13 +1074,24 @@ def _off(name: str, offset) -> str:
 
 @dataclass
 class VecDuplicate(_VecOp):
+    """dst[k] = value, k < count. ``as_dtype``: the element type the Duplicate writes in when the
+    tile's own is not one it takes (dst seen as ``as_dtype`` elements, ``count`` of them, ``value``
+    one of them: a 1-byte tile filled as 16-bit words on dav-c220); None: the tile's own."""
+
     dst: str
     value: ScalarValue
     count: int
+    as_dtype: DType | None = None
 
     macro: ClassVar[str] = "vec_duplicate"
     writes = property(lambda self: (self.dst,))
-    text = property(lambda self: f"Duplicate {self.dst} = {self.value}")
+
+    @property
+    def text(self) -> str:
+        if self.as_dtype is None:
+            return f"Duplicate {self.dst} = {self.value}"
+        value = f"0x{int(self.value.value):04x}" if isinstance(self.value, ScalarLit) else str(self.value)
+        return f"Duplicate {self.dst} = {value} (as {self.as_dtype} words)"
 
 
 @dataclass

@@ -418,3 +418,45 @@ def test_unsigned_int4_decode_is_the_int4_cast_plus_a_fix_up_of_negative_values(
         CHECK-NEXT: Maxs
         CHECK-NEXT: Sub d,
     """)
+
+
+@pytest.mark.parametrize("arch,checks", [
+    ("dav-c220", """
+        CHECK: [V] vec_duplicate Duplicate m = 0xc8c8 (as uint16 words)  reads() writes(m)
+        CHECK-SAME: count=1024 as_dtype=uint16
+        CHECK: [V] vec_duplicate Duplicate v = 0x0101 (as uint16 words)
+        CHECK-SAME: count=16 as_dtype=uint16
+    """),
+    ("dav-3510", """
+        CHECK: [V] vec_duplicate Duplicate m = 200.0  reads() writes(m)
+        CHECK-SAME: count=2048 as_dtype=None
+        CHECK: [V] vec_duplicate Duplicate v = 1.0
+        CHECK-SAME: count=32 as_dtype=None
+    """),
+])
+def test_byte_fill_writes_16_bit_words_where_duplicate_takes_no_byte(arch, checks):
+    """T.fill of 1-byte tiles: dav-c220's Duplicate takes no 1-byte type, so it writes the tile's
+    bytes as half as many uint16 words, the byte twice in each (and still declares the whole tile
+    written); dav-3510's takes them in the count form."""
+    b = ProgramBuilder("fill8", arch)
+    M, V = b.tensor("M", (32, 64), "uint8"), b.tensor("V", (20,), "bool")
+    m, v = b.tile("m", (32, 64), "uint8"), b.tile("v", (20,), "bool")
+    with b.launch([1]):
+        b.fill(m, 200)
+        b.fill(v, 1)
+        b.copy(m, M[0, 0])
+        b.copy(v, V[0])
+    filecheck(after(b.build(), "lower_tile_ops"), checks)
+
+
+@pytest.mark.parametrize("arch", ["dav-c220", "dav-3510"])
+def test_int8_multiply_is_refused_where_the_op_is_built(arch):
+    b = ProgramBuilder("mul8", arch)
+    A = b.tensor("A", (32, 64), "int8")
+    x = b.tile("x", (32, 64), "int8")
+    with b.launch([1]):
+        b.copy(A[0, 0], x)
+        b.parallel((32, 64), lambda i, j: [(x, (i, j), x.load(i, j) * x.load(i, j))])
+        b.copy(x, A[0, 0])
+    with pytest.raises(UnsupportedError, match=f"`\\*` on int8 tiles: the vector unit's Mul takes .* on {arch}"):
+        after(b.build(), "lower_tile_ops")
