@@ -77,10 +77,6 @@ class Arch:
     # MX-scaled fp8 gemms (MmadMx and LoadData with LoadData2DMxParams, Ascend 950 only on both
     # pages): T.gemm_blockscaled with one E8M0 scale per 32 K elements.
     mmad_mx: bool = False
-    # bfloat16 arithmetic in the vector units: Add, Sub, Mul, Max, Min, their scalar forms Adds,
-    # Muls, Maxs, Mins, FusedMulAdd and Select take bfloat16_t on Ascend 950 (those pages'
-    # dtype lists); on the A2/A3 series bfloat16 is converted (Cast), copied and filled only.
-    bf16_vector_math: bool = False
     # The element types of the vector instructions the compiler builds on a tile's dtype
     # (VecBinary / VecScalarOp / VecUnary / VecOther -> VecOpTypes), from each op's page: dav-c220 is
     # the pages' "Atlas A2 训练系列产品/Atlas A2 推理系列产品" line, dav-3510 their "Ascend 950PR/
@@ -95,6 +91,13 @@ class Arch:
     def vector_op(self, op: VecBinary | VecScalarOp | VecUnary | VecOther) -> VecOpTypes:
         """The element types ``op`` takes on this arch."""
         return self.vector_op_dtypes[op]
+
+    @property
+    def bf16_vector_math(self) -> bool:
+        """Does the Vector compute in bfloat16? Add, Sub, Mul, Max, Min, their scalar forms,
+        FusedMulAdd and Select take bfloat16_t on Ascend 950; on the A2/A3 series bfloat16 is
+        converted (Cast), copied and filled only."""
+        return BF16 in self.vector_op(VecBinary.ADD).every
 
 
 F16, BF16, F32, I8, U8, I32, I16 = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.INT8, DType.UINT8,
@@ -202,7 +205,6 @@ DAV_3510 = Arch(
                     ((F32, F16), QuantMode.F32_TO_F16_SCALED), ((F32, BF16), QuantMode.F32_TO_BF16_SCALED)),
     unit_flag=True,
     mmad_mx=True,
-    bf16_vector_math=True,
     vector_op_dtypes=_3510_VECTOR_OPS,
 )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import tvm
 from tvm import tirx
 
+from ascend_backend.arch import Arch
 from ascend_backend.dtypes import DType, known
 from ascend_backend.dtypes import dtype as to_dtype
 from ascend_backend.errors import InternalCompilerError, UnsupportedError
@@ -656,11 +657,9 @@ def cast_round_mode(src: DType, dst: DType) -> Rounding:
 # (Arch.bf16_vector_math: dav-3510's Add/Sub/Mul/Max/Min, their scalar forms and Select take
 # bfloat16_t; dav-c220 converts bfloat16 only).
 NARROW = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
-# The bfloat16 operations dav-3510 computes in bfloat16 (with tiles, vectors or scalars).
-_BF16_NATIVE = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Max, tirx.Min)
 
 
-def promote_narrow(e, arch):
+def promote_narrow(e: tirx.PrimExpr, arch: Arch) -> tirx.PrimExpr:
     """Rewrite the narrow-float arithmetic ``arch``'s vector units do not do to float32.
 
     Such a value is widened to float32 for arithmetic (casts at the leaves) and rounded back once
@@ -689,7 +688,8 @@ def promote_narrow(e, arch):
         for cls in _BINARY:
             if isinstance(x, cls):
                 a, b = go(x.a), go(x.b)
-                if dt == native and cls in _BF16_NATIVE and str(a.dtype) == str(b.dtype) == dt:
+                if dt == native and arch.vector_op(_BINARY[cls]).takes(DType.BFLOAT16) and \
+                        str(a.dtype) == str(b.dtype) == dt:
                     return cls(a, b)
                 return cls(wide(a), wide(b))
         if isinstance(x, tirx.Select) or _is_if_then_else(x):
@@ -706,7 +706,7 @@ def promote_narrow(e, arch):
             return tirx.Call(dt, x.op, [go(a) for a in x.args])
         return x
 
-    if not _has_bf16(e):
+    if not _has_narrow(e):
         return e
     out = go(e)
     if str(out.dtype) == str(e.dtype):
@@ -720,7 +720,7 @@ def _is_if_then_else(e) -> bool:
     return isinstance(e, tirx.Call) and str(getattr(e.op, "name", "")).endswith("if_then_else")
 
 
-def _has_bf16(e) -> bool:
+def _has_narrow(e) -> bool:
     found = []
 
     def visit(n):
