@@ -43,6 +43,7 @@ from .ir import (
     FixpipeToPeerUbDual,
     GmWindow,
     If,
+    InitFlag,
     Kernel,
     KFractals,
     Launch,
@@ -391,7 +392,9 @@ def _load_data_2d_v2(op: LoadData2DV2) -> dict:
 
 def _mmad(op: Mmad) -> dict:
     if isinstance(op.init, FirstIteration):
-        init = " && ".join(f"({cname(v)} == 0)" for v in op.init.loop_vars)
+        init = " && ".join(f"({cname(v)} == {cexpr(s)})" for v, s in op.init.firsts())
+    elif isinstance(op.init, InitFlag):
+        init = f"({B(op.init.flag)}[0] != 0)"
     else:
         init = "true" if op.init else "false"
     return {"dst": op.dst, "a": op.a, "b": op.b, "m": op.m, "n": op.n, "k": valid_k(op.k), "init": init,

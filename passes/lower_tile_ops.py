@@ -52,6 +52,7 @@ from ascend_backend.ir import (
     FixpipeToPeerUbDual,
     GmWindow,
     If,
+    InitFlag,
     Kernel,
     KFractals,
     Layout,
@@ -309,6 +310,14 @@ class TileLowerer:
         self.vec = VectorEmitter(self.buffers, arch, compact=compact_temps)
         self.loop_stack: list = []
         self.pending_clear: dict[str, int] = {}  # L0C buffer -> loop depth at T.clear
+        # L0C accumulators whose T.clear the next gemm cannot be told statically -> their clear flag
+        self.clear_flags: dict[str, str] = {}
+        for acc in sorted(_clears_needing_a_flag(kernel.body, self.buffers)):
+            flag = fresh_name(f"{acc}_cleared", set(self.buffers))
+            self.buffers[flag] = Buffer(name=flag, shape=(1,), dtype=DType.INT32, kind=BufferKind.LOCAL,
+                                        loc=self.buffers[acc].loc, scope=Scope.LOCAL,
+                                        role=f"set by T.clear({acc}), read and reset by the next gemm into it")
+            self.clear_flags[acc] = flag
         self.valid_extents: dict[str, tuple] = {}  # L1 buffer -> (valid rows, valid cols, global shape, loc)
         # UB tile -> runtime valid column count, when its last fill from GM may have had a column
         # tail (the columns past it hold stale data, which reductions must not see).
@@ -319,7 +328,8 @@ class TileLowerer:
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
-        body = self.lower_body(_elide_staging_copies(self.kernel.body, self.buffers))
+        body = [_set_flag(flag, 0, None) for flag in self.clear_flags.values()]
+        body += self.lower_body(_elide_staging_copies(self.kernel.body, self.buffers))
         body = _fuse_rescale(_fuse_mul_add_dst(body, self.buffers), self.buffers, self.arch)
         body = resolve_cross_core_pipes(body)
         # vector temporaries a fusion left unused take no memory
@@ -714,6 +724,8 @@ class TileLowerer:
             if value != 0:
                 raise UnsupportedError(f"T.fill of gemm accumulator '{dst.name}' with {value}; only T.clear (0) is "
                                        "supported on an accumulator", loc=s.loc)
+            if dst.name in self.clear_flags:
+                return [_set_flag(self.clear_flags[dst.name], 1, s.loc)]
             self.pending_clear[dst.name] = len(self.loop_stack)
             return []
         if dst.scope is not Scope.UB:
@@ -877,6 +889,13 @@ class TileLowerer:
 
     # ------------------------------------------------------------ gemm
     def lower_gemm(self, s: TileGemm) -> list:
+        ops = self._lower_gemm(s)
+        flag = self.clear_flags.get(s.c.buffer)
+        if flag is not None:  # the accumulator holds a product: the next gemm adds to it unless cleared again
+            ops.append(_set_flag(flag, 0, s.loc))
+        return ops
+
+    def _lower_gemm(self, s: TileGemm) -> list:
         A = self.buffers[s.a.buffer]
         B = self.buffers[s.b.buffer]
         C = self.buffers[s.c.buffer]
@@ -1235,13 +1254,28 @@ class TileLowerer:
     def _init(self, C: Buffer, clear_accum: bool):
         if clear_accum:
             return True
+        if C.name in self.clear_flags:
+            return InitFlag(self.clear_flags[C.name])
         if C.name not in self.pending_clear:
             return False
         depth = self.pending_clear.pop(C.name)
         new_loops = self.loop_stack[depth:]
         if not new_loops:
             return True
-        return FirstIteration(tuple(lp.var for lp in new_loops))
+        # Each loop at its first value. In part B of a skewed loop (its one-trip loop over the step
+        # variable, Loop.skewed) the first step is the step variable at the loop's start: the skewed
+        # loop's own variable is `lead` steps ahead there.
+        firsts: list = []
+        n = 0
+        while n < len(new_loops):
+            lp = new_loops[n]
+            if lp.skewed and n + 1 < len(new_loops) and _is_part_b_loop(new_loops[n + 1], lp):
+                firsts.append((new_loops[n + 1].var, lp.start))
+                n += 2
+                continue
+            firsts.append((lp.var, lp.start))
+            n += 1
+        return FirstIteration(tuple(v for v, _ in firsts), tuple(s for _, s in firsts))
 
     RULES = {
         TileCopy: lower_copy,
@@ -1412,6 +1446,73 @@ def _share_product_buffers(kernel: Kernel, transfers: list) -> Kernel:
         raise InternalCompilerError(f"product buffers {sorted(leftover)} still used after sharing",
                                     stage="lower_tile_ops")
     return kernel.replace(buffers=buffers, body=body)
+
+
+def _is_part_b_loop(inner: Loop, skewed: Loop) -> bool:
+    """Is ``inner`` the one-trip loop of ``skewed``'s part B (skew.skewed_loop: its variable is the
+    step, starting `lead` trips behind the skewed loop's)?"""
+    uses = []
+    tirx.stmt_functor.post_order_visit(tirx.Evaluate(inner.start) if isinstance(inner.start, tirx.PrimExpr)
+                                       else tirx.Evaluate(0), lambda x: uses.append(x) if x.same_as(skewed.var)
+                                       else None)
+    return static_int(inner.extent) == 1 and bool(uses)
+
+
+def _set_flag(flag: str, value: int, loc) -> ScalarStore:
+    i32 = "int32"
+    return ScalarStore(buffer=flag, indices=(tirx.IntImm(i32, 0),), value=tirx.IntImm(i32, value), loc=loc)
+
+
+def _clears_needing_a_flag(body: list, buffers: dict) -> set[str]:
+    """The L0C accumulators with a T.clear that the next gemm into them cannot fold statically.
+
+    A clear is folded into the overwrite of the gemm that comes next in the same statement list,
+    possibly inside loops that follow (FirstIteration of those loops), when nothing else touches the
+    accumulator first and no ``if`` lies on the way. A clear with no such gemm after it -- at the end
+    of a loop body, whose next gemm is the next iteration's, or inside an ``if`` -- needs a runtime
+    flag: T.clear sets it, every gemm into the accumulator overwrites while it is set and resets it.
+    (A clear at the end of the kernel, with nothing after it, is dead and needs nothing.)"""
+    from .partition import tile_buffers
+
+    def first(items: list, acc: str) -> str | None:
+        """'folds' when the first access to ``acc`` in ``items`` is a gemm into it that the fold
+        reaches (or another clear: this one is then dead); 'other' for anything else; None when
+        nothing touches it."""
+        for s in items:
+            if isinstance(s, Loop):
+                # a skewed loop's two parts (each under its `if`) are folded into as a plain body:
+                # FirstIteration of part B is its step variable's first value (_init)
+                body = [x for part in s.body for x in part.then_body] if s.skewed else s.body
+                r = first(body, acc)
+                if r is not None:
+                    return r
+            elif isinstance(s, If):
+                if any(acc in tile_buffers(x) for x in walk([s]) if not isinstance(x, Loop | If)):
+                    return "other"
+            elif acc in tile_buffers(s):
+                folds = (isinstance(s, TileGemm) and s.c.buffer == acc) or (isinstance(s, TileFill) and
+                                                                              s.dst.buffer == acc)
+                return "folds" if folds else "other"
+        return None
+
+    out: set[str] = set()
+
+    def visit(items: list, top: bool) -> None:
+        for n, s in enumerate(items):
+            if isinstance(s, Loop):
+                visit(s.body, False)
+            elif isinstance(s, If):
+                visit(s.then_body, False)
+                visit(s.else_body, False)
+            elif isinstance(s, TileFill) and buffers[s.dst.buffer].scope is Scope.L0C:
+                after = first(items[n + 1:], s.dst.buffer)
+                if after != "folds" and not (top and after is None):
+                    out.add(s.dst.buffer)
+
+    visit(body, True)
+    # a clear matters only to a gemm that would otherwise add to the accumulator
+    adds = {s.c.buffer for s in walk(body) if isinstance(s, TileGemm) and not s.clear_accum}
+    return out & adds
 
 
 def _stmt_names(s) -> set:

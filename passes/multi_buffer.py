@@ -214,6 +214,11 @@ def _one_way_slots(launch: Launch, kernels: dict, t, arch) -> dict:
     aic_loops = [s for s in walk(aic.body) if isinstance(s, Loop) and s.kind is LoopKind.PIPELINED and fixpipes_into(s)]
     if len(loops) != 1 or len(aic_loops) != 1 or id(loops[0].var) != id(aic_loops[0].var):
         return kernels
+    if any(isinstance(x, If) and fixpipes_into(Loop(var=None, extent=1, body=x.then_body + x.else_body))
+           for x in walk(aic_loops[0].body)):
+        # a transfer in some iterations only (under an `if`): slot k % 2 would not alternate between
+        # transfers (TileLang's 2xAcc promotion every other step would use slot 1 twice)
+        return kernels
     buffers = aiv.copy_buffers()
     b = buffers[name]
     if b.slots != 1:

@@ -258,7 +258,7 @@ class _Partitioner:
                 self.on_cube = entry
                 target = dict(state)
                 for name in sorted(self.mixed_accs):
-                    moved = {st[name] for st in (st_then, st_else) if st[name] != state[name]}
+                    moved = {st[name] for st in (st_then, st_else) if _home(st[name]) != _home(state[name])}
                     if len(moved) > 1:
                         raise UnsupportedError(
                             f"the two branches of this `if` leave the gemm accumulator '{name}' on different cores "
@@ -276,10 +276,15 @@ class _Partitioner:
                 on_then, self.on_cube = self.on_cube, entry
                 a_else, v_else, st_else = self.body(s.else_body, dict(state))
                 self.on_cube &= on_then
-                if st_then != state or st_else != state:
+                if any(_home(st[name]) != _home(state[name]) for st in (st_then, st_else) for name in state):
                     raise UnsupportedError("a gemm accumulator changes sides (Cube/Vector) inside an `if`", loc=s.loc,
                                            hint="move the T.gemm or the element-wise code on its result out of the "
                                            "`if`")
+                # A branch that clears an accumulator on the Cube (T.clear: 'zero') leaves it there, as the
+                # other branch does ('cube'): after the `if` it is on the Cube, zero or not (lower_tile_ops
+                # gives such a clear a runtime flag that the next gemm reads).
+                for name in state:
+                    state[name] = _merge(st_then[name], st_else[name])
                 if a_then or a_else:
                     aic.append(dataclasses.replace(s, then_body=a_then, else_body=a_else))
                 if v_then or v_else:
@@ -295,6 +300,10 @@ class _Partitioner:
                 _, _, after = self.body(s.body, dict(state))
                 self.loop_path.pop()
                 self.on_cube = entry
+                # An accumulator cleared at the end of the body but not before the loop (or the reverse)
+                # is zero at the top of some iterations only.
+                after = {name: "cube_or_zero" if st in ("zero", "cube_or_zero") and st != state[name]
+                         and _home(state[name]) == "cube" else st for name, st in after.items()}
                 # Bring each accumulator into the state the loop body carries before the loop.
                 a1, v1 = self.bring(state, after, s.body, s.loc)
                 aic += a1
@@ -340,6 +349,11 @@ class _Partitioner:
                 aiv += v1
             elif before == "zero" and after == "cube":
                 aic.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc))
+            elif before == "cube_or_zero" and after == "vec":
+                raise _read_after_partial_clear(name, loc)
+            elif after != "cube_or_zero" or _home(before) != "cube":  # to cube_or_zero: nothing to move
+                raise InternalCompilerError(f"partition: no way to bring accumulator '{name}' from {before} to "
+                                            f"{after}", stage="partition")
             state[name] = after
         return aic, aiv
 
@@ -403,8 +417,35 @@ class _Partitioner:
                 aiv += v1
             elif state[name] == "zero":
                 aiv.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=s.loc))
+            elif state[name] == "cube_or_zero":
+                raise _read_after_partial_clear(name, s.loc)
             state[name] = "vec"
         return aic, aiv + [s]
+
+
+def _home(state: str) -> str:
+    """Where an accumulator in ``state`` lives: a cleared one ('zero', 'cube_or_zero') is the Cube's,
+    as one it computes ('cube'); 'vec' and 'partial' stand for themselves."""
+    return "cube" if state in ("zero", "cube_or_zero") else state
+
+
+def _read_after_partial_clear(name: str, loc) -> UnsupportedError:
+    return UnsupportedError(
+        f"vector code reads the gemm accumulator '{name}', which a T.clear has left zero on some paths only (in "
+        "an `if`, or at the end of a loop body), before any gemm into it: the Cube clears an accumulator by "
+        "overwriting it in the next gemm", loc=loc,
+        hint=f"clear '{name}' on every path before this read, or run the gemm into it first")
+
+
+def _merge(a: str, b: str) -> str:
+    """The state of an accumulator where two paths meet, one leaving it ``a`` and the other ``b``:
+    on the Cube and zero on one path only is 'cube_or_zero' (the next gemm reads the clear's flag;
+    vector code may not read it before that gemm)."""
+    if a == b:
+        return a
+    if _home(a) == _home(b) == "cube":
+        return "cube_or_zero"
+    return a  # different cores: refused by the caller
 
 
 def _next_access_is_gemm(rest: list, name: str) -> bool:

@@ -298,12 +298,30 @@ class EventId:
 @dataclass(frozen=True)
 class FirstIteration:
     """True in the first iteration of each of ``loop_vars`` (an Mmad that overwrites its
-    accumulator once per pass of those loops)."""
+    accumulator once per pass of those loops): each variable at its loop's first value, ``starts``
+    (0 when not given)."""
 
     loop_vars: tuple
+    starts: tuple = ()
+
+    def firsts(self) -> list[tuple]:
+        """(variable, first value) pairs."""
+        return list(zip(self.loop_vars, self.starts or (0,) * len(self.loop_vars), strict=True))
 
     def __str__(self) -> str:
-        return " && ".join(f"{v} == 0" for v in self.loop_vars)
+        return " && ".join(f"{v} == {s}" for v, s in self.firsts())
+
+
+@dataclass(frozen=True)
+class InitFlag:
+    """True when the scalar local ``flag`` is set: its accumulator was cleared (T.clear) since the
+    last gemm into it, on a path the compiler cannot fold into FirstIteration (a clear at the end of
+    a loop body, or inside an ``if``); each gemm into it resets the flag."""
+
+    flag: str
+
+    def __str__(self) -> str:
+        return f"{self.flag} != 0"
 
 
 @dataclass(frozen=True)
@@ -875,7 +893,7 @@ class LoadData2DMx(LoadData2DV2):
 @dataclass
 class Mmad(AscOp):
     """dst (+)= a x b: ``init`` True overwrites, False accumulates, FirstIteration overwrites in
-    the first iteration of its loops."""
+    the first iteration of its loops, InitFlag when its flag is set."""
 
     dst: str
     a: str
@@ -883,7 +901,7 @@ class Mmad(AscOp):
     m: int
     n: int
     k: Valid
-    init: bool | FirstIteration
+    init: bool | FirstIteration | InitFlag
     unit_flag: UnitFlagUse | None = None  # insert_sync: unit flags order it against the accumulator's Fixpipe
 
     macro: ClassVar[str] = "mmad"
@@ -1526,7 +1544,8 @@ __all__ = [
     "CopyToPeerUbDual", "CopyUbToGm",
     "CopyUbToPeerL1",
     "CrossCoreSet", "CrossCoreSetOp", "CrossCoreWait", "CrossCoreWaitOp", "DiagPrefix", "Direction", "EventId",
-    "FirstIteration", "FixpipeToGmArch3510", "FixpipeToGmV220", "FixpipeToPeerUb", "FixpipeToPeerUbDual", "FlagRecord",
+    "FirstIteration", "InitFlag", "FixpipeToGmArch3510", "FixpipeToGmV220", "FixpipeToPeerUb", "FixpipeToPeerUbDual",
+    "FlagRecord",
     "GmWindow",
     "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DMx", "LoadData2DV2", "Loop", "Mmad", "MmadMx", "Param",
     "ParallelStore",
