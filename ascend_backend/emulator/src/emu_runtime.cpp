@@ -2083,7 +2083,14 @@ std::string run_inproc() {
             c->sub = c->kind == CoreKind::AIV ? s - (G->has_aic ? 1 : 0) : 0;
             c->flags.resize(128 * 8);
             for (int m = 1; m < kNumMems; ++m)
-                if (mem_on(c->kind, (Mem)m)) c->mem[m] = (uint8_t*)calloc(1, arch_mem_size((Mem)m));
+                if (mem_on(c->kind, (Mem)m)) {
+                    // On-chip memory holds whatever ran before, not zeros: it starts as all-ones bytes
+                    // (NaN in every float type, -1 in the signed integers), so a kernel that reads what it
+                    // never wrote (an accumulator it forgot to overwrite, a pad it never filled) gets
+                    // visibly wrong numbers instead of the zeros a fresh allocation would give.
+                    c->mem[m] = (uint8_t*)malloc(arch_mem_size((Mem)m));
+                    memset(c->mem[m], 0xFF, arch_mem_size((Mem)m));
+                }
             G->cores.push_back(std::move(c));
         }
     {
