@@ -20,7 +20,11 @@ Conditions, each needed for the flags to balance:
 * Fixpipes reading the same rows cannot share the blocks' release: several Fixpipes are marked only
   when they read disjoint rows (the two AIV halves of FixpipeToPeerUb);
 * a K loop with a runtime trip count may run no trip: the Fixpipe's unitFlag is then 0 (no Mmad
-  marked anything; nothing to wait for).
+  marked anything; nothing to wait for);
+* that reset clears every block of L0C, other accumulators' too: a chain that needs it is marked
+  only when it is the kernel's one unit-flag chain (else another accumulator's blocks, marked by its
+  last Mmad and not yet read -- FA backward's dK/dV after the loop -- would be cleared under it, and
+  its Fixpipe would wait forever); otherwise it keeps its SetFlag/WaitFlag pairs.
 """
 
 from __future__ import annotations
@@ -74,8 +78,9 @@ def _reads_whole(fix, mm: Mmad) -> bool | None:
 
 
 class _Marker:
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, partial_ok: bool = True) -> None:
         self.kernel = kernel
+        self.partial_ok = partial_ok  # mark chains whose Fixpipe reads fewer blocks (reset after)
         self.records: list[FlagRecord] = []
         self.resets: dict[int, str] = {}  # id(last Fixpipe) -> accumulator to reset after it
 
@@ -172,6 +177,8 @@ class _Marker:
             partial = not whole[0]
         if loop is not None and static_int(loop.extent) == 0:
             return
+        if partial and not self.partial_ok:
+            return
         n = len(self.records)
         fix_text = fx[-1].text if len(fx) == 1 else f"{len(fx)} Fixpipes {acc} -> {fx[0].target}"
         if loop is not None:
@@ -216,4 +223,7 @@ def mark_unit_flags(kernel: Kernel, arch) -> tuple[Kernel, list[FlagRecord]]:
         return kernel, []
     m = _Marker(kernel)
     body = m.block(kernel.body)
+    if len(m.records) > 1 and any(isinstance(x, UnitFlagReset) for x in walk(body)):
+        m = _Marker(kernel, partial_ok=False)  # a reset would clear the other chains' marks too
+        body = m.block(kernel.body)
     return kernel.replace(body=body), m.records
