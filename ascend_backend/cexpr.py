@@ -15,7 +15,7 @@ from tvm import tirx
 from .errors import UnsupportedError
 
 _BIN = {
-    tirx.Add: "+", tirx.Sub: "-", tirx.Mul: "*", tirx.FloorDiv: "/", tirx.FloorMod: "%", tirx.Div: "/",
+    tirx.Add: "+", tirx.Sub: "-", tirx.Mul: "*", tirx.FloorDiv: "/", tirx.FloorMod: "%", tirx.Div: "/", tirx.Mod: "%",
     tirx.LT: "<", tirx.LE: "<=", tirx.GT: ">", tirx.GE: ">=", tirx.EQ: "==", tirx.NE: "!=",
     tirx.And: "&&", tirx.Or: "||",
 }
@@ -50,7 +50,8 @@ def _ctype(dtype: str) -> str:
 
 
 def cexpr(e) -> str:
-    """C++ text of ``e``: integers as int32 arithmetic; floor division on non-negative indices."""
+    """C++ text of ``e``: integers as int32 arithmetic; floor division on non-negative indices (C's
+    ``/`` and ``%`` truncate: TIR's truncdiv / truncmod exactly, floordiv / floormod when >= 0)."""
     if isinstance(e, bool):
         return "true" if e else "false"
     if isinstance(e, int):

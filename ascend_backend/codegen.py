@@ -607,57 +607,68 @@ def _short_loc(loc) -> str:
 
 
 def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
-    pad = "    " * indent
     for s in items:
-        if isinstance(s, Loop) and s.kind is LoopKind.WHILE:
-            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
-            out.append(f"{pad}while ({cexpr(s.cond)}) {{{note}")
-            _body(s.body, indent + 1, kernel, out)
-            out.append(f"{pad}}}")
-        elif isinstance(s, Loop):
-            v = cname(s.var)
-            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
-            stages = f" (pipelined, {s.num_stages} stages)" if s.kind is LoopKind.PIPELINED else ""
-            if isinstance(s.start, int) and s.start == 0 and s.step == 1:
-                head = f"for (int32_t {v} = 0; {v} < {cexpr(s.extent)}; ++{v}) {{"
-            else:
-                start, step = cexpr(s.start), cexpr(s.step)
-                head = (f"for (int32_t {v} = {start}; {v} < {start} + ({cexpr(s.extent)}) * {step}; {v} += {step}) "
-                        "{")
-            out.append(f"{pad}{head}{note}{stages}")
-            for name, n in s.slots.items():
-                b = kernel.buffers[name]
-                out.append(f"{pad}    LocalTensor<{local_ctype(b)}> {B(name)} = {B(name)}_slots[({v} % {n}) * "
-                           f"{b.slot_elems}];  // slot {v} % {n} of {b.slots}")
-            _body(s.body, indent + 1, kernel, out)
-            out.append(f"{pad}}}")
-        elif isinstance(s, If):
-            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
-            out.append(f"{pad}if ({cexpr(s.cond)}) {{{note}")
-            _body(s.then_body, indent + 1, kernel, out)
-            if s.else_body:
-                out.append(f"{pad}}} else {{")
-                _body(s.else_body, indent + 1, kernel, out)
-            out.append(f"{pad}}}")
-        elif isinstance(s, ScalarStore):
-            note = f"  // {_short_loc(s.loc)}" if s.loc else ""
-            out.append(f"{pad}{_store(kernel, s)}{note}")
-        elif isinstance(s, Print):
-            value = cexpr(s.value)
-            fmt = "%lld" if "int" in str(s.value.dtype) else "%f"
-            cast = "(long long)" if fmt == "%lld" else "(double)"
-            label = s.label.replace('"', "'")
-            out.append(f'{pad}printf("{label} = {fmt}\\n", {cast}({value}));  // T.print'
-                       + (f", {_short_loc(s.loc)}" if s.loc else ""))
-        elif isinstance(s, AscOp):
-            lines = render_op(s).splitlines()
-            if s.loc:
-                lines[0] += f"  // {_short_loc(s.loc)}"
-            out.extend(pad + ln for ln in lines)
-        elif isinstance(s, SetFlag | WaitFlag | PipeBarrier):
-            out.append(pad + _sync(s))
+        try:
+            _item(s, indent, kernel, out)
+        except UnsupportedError as e:
+            # an expression the printer cannot write (cexpr knows no lines): the statement's DSL line
+            loc = getattr(s, "loc", None)
+            if e.loc is not None or loc is None:
+                raise
+            raise UnsupportedError(e.what, loc=loc, hint=e.hint) from e
+
+
+def _item(s, indent: int, kernel: Kernel, out: list) -> None:
+    pad = "    " * indent
+    if isinstance(s, Loop) and s.kind is LoopKind.WHILE:
+        note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+        out.append(f"{pad}while ({cexpr(s.cond)}) {{{note}")
+        _body(s.body, indent + 1, kernel, out)
+        out.append(f"{pad}}}")
+    elif isinstance(s, Loop):
+        v = cname(s.var)
+        note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+        stages = f" (pipelined, {s.num_stages} stages)" if s.kind is LoopKind.PIPELINED else ""
+        if isinstance(s.start, int) and s.start == 0 and s.step == 1:
+            head = f"for (int32_t {v} = 0; {v} < {cexpr(s.extent)}; ++{v}) {{"
         else:
-            raise InternalCompilerError(f"cannot render {type(s).__name__}", stage="codegen")
+            start, step = cexpr(s.start), cexpr(s.step)
+            head = (f"for (int32_t {v} = {start}; {v} < {start} + ({cexpr(s.extent)}) * {step}; {v} += {step}) "
+                    "{")
+        out.append(f"{pad}{head}{note}{stages}")
+        for name, n in s.slots.items():
+            b = kernel.buffers[name]
+            out.append(f"{pad}    LocalTensor<{local_ctype(b)}> {B(name)} = {B(name)}_slots[({v} % {n}) * "
+                       f"{b.slot_elems}];  // slot {v} % {n} of {b.slots}")
+        _body(s.body, indent + 1, kernel, out)
+        out.append(f"{pad}}}")
+    elif isinstance(s, If):
+        note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+        out.append(f"{pad}if ({cexpr(s.cond)}) {{{note}")
+        _body(s.then_body, indent + 1, kernel, out)
+        if s.else_body:
+            out.append(f"{pad}}} else {{")
+            _body(s.else_body, indent + 1, kernel, out)
+        out.append(f"{pad}}}")
+    elif isinstance(s, ScalarStore):
+        note = f"  // {_short_loc(s.loc)}" if s.loc else ""
+        out.append(f"{pad}{_store(kernel, s)}{note}")
+    elif isinstance(s, Print):
+        value = cexpr(s.value)
+        fmt = "%lld" if "int" in str(s.value.dtype) else "%f"
+        cast = "(long long)" if fmt == "%lld" else "(double)"
+        label = s.label.replace('"', "'")
+        out.append(f'{pad}printf("{label} = {fmt}\\n", {cast}({value}));  // T.print'
+                   + (f", {_short_loc(s.loc)}" if s.loc else ""))
+    elif isinstance(s, AscOp):
+        lines = render_op(s).splitlines()
+        if s.loc:
+            lines[0] += f"  // {_short_loc(s.loc)}"
+        out.extend(pad + ln for ln in lines)
+    elif isinstance(s, SetFlag | WaitFlag | PipeBarrier):
+        out.append(pad + _sync(s))
+    else:
+        raise InternalCompilerError(f"cannot render {type(s).__name__}", stage="codegen")
 
 
 def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str) -> dict:

@@ -8,12 +8,14 @@ Anything else is rejected here with the DSL line it comes from.
 
 from __future__ import annotations
 
+import itertools
+
 import tvm
 from tvm import tirx
 
 from .cnames import CPP_KEYWORDS
 from .dtypes import dtype, known
-from .errors import SrcLoc, UnsupportedError
+from .errors import ShapeError, SrcLoc, UnsupportedError
 from .ir import (
     AtomicOp,
     Buffer,
@@ -39,6 +41,7 @@ from .ir import (
     TileGemm,
     TileParallel,
     TileReduce,
+    static_int,
 )
 from .ir.program import global_scratch
 
@@ -236,9 +239,18 @@ class _Importer:
                     loc=loc, hint=f"give some tensor a dimension that is exactly '{missing[0].name}' (or a + b * "
                     f"{missing[0].name}), or pass it as a scalar argument of the kernel")
 
-    def buffer_name(self, buf) -> str:
+    def buffer_name(self, buf, loc: SrcLoc | None = None) -> str:
         if buf not in self.tvm_buffers:
-            raise UnsupportedError(f"buffer '{buf.name}' is not a kernel parameter or a tile buffer of this kernel")
+            loc = loc or self.last_loc
+            base = next((b for b in self.tvm_buffers if b.data.same_as(buf.data)), None)
+            if base is not None:  # T.reshape / T.view: a second Buffer over the same data
+                raise UnsupportedError(
+                    f"'{buf.name}' is a view of '{base.name}' with another shape or dtype (T.reshape / T.view), which "
+                    "the ascendc target does not support", loc=loc,
+                    hint=f"index '{base.name}' itself (e.g. {base.name}[i * n + j] for a 2-D view of a 1-D tile), or "
+                    "allocate the tile in the shape the code uses")
+            raise UnsupportedError(f"buffer '{buf.name}' is not a kernel parameter or a tile buffer of this kernel",
+                                   loc=loc)
         return self.tvm_buffers[buf]
 
     # -- entry
@@ -535,8 +547,13 @@ class _Importer:
 
         collect(body)
         for ps in stores:
-            self.buffer_name(ps.store.buffer)  # validate
+            read: list = []  # (not raised inside TVM's visitor: it would arrive as a RuntimeError)
+            tirx.stmt_functor.post_order_visit(
+                ps.store.value, lambda n, acc=read: acc.append(n.buffer) if isinstance(n, tirx.BufferLoad) else None)
+            for buf in [ps.store.buffer, *read]:  # validate
+                self.buffer_name(buf, ps.loc)
             self._check_threads(ps.store, ps.loc)
+            _check_tile_indices(ps, loop_vars, extents)
         return TileParallel(vars=tuple(loop_vars), extents=tuple(extents), stores=tuple(stores), loc=loc)
 
     def _row_gather(self, par: TileParallel) -> list | None:
@@ -620,6 +637,28 @@ class _Importer:
             return Region(self.buffer_name(arg.buffer), tuple(arg.indices), (1,) * len(arg.indices))
         raise UnsupportedError(f"unexpected tile-op operand {arg}", loc=loc)
 
+    def _fill_scalars(self, buf, value, loc) -> list:
+        """T.fill / T.clear of a T.alloc_var or T.alloc_local: scalar stores, one per element (a
+        local holds a few scalars; the scalar unit writes them)."""
+        shape = [static_int(x) for x in buf.shape]
+        if any(n is None for n in shape):
+            raise UnsupportedError(f"T.fill of the local '{buf.name}' of shape {list(buf.shape)}: a local has a "
+                                   "constant shape", loc=loc)
+        dt = str(buf.dtype)
+        if isinstance(value, tirx.IntImm | tirx.FloatImm) and str(value.dtype) != dt:
+            value = tirx.const(float(value.value) if "float" in dt else int(value.value), dt)
+        elif str(value.dtype) != dt:
+            value = tirx.Cast(dt, value)
+        name = self.buffer_name(buf)
+        if len(list(itertools.product(*(range(n) for n in shape)))) <= 16:
+            return [ScalarStore(buffer=name, indices=tuple(tirx.IntImm("int32", i) for i in idx), value=value, loc=loc)
+                    for idx in itertools.product(*(range(n) for n in shape))]
+        idx = [tirx.Var(f"{buf.name}_i{d}", "int32") for d in range(len(shape))]
+        body: list = [ScalarStore(buffer=name, indices=tuple(idx), value=value, loc=loc)]
+        for v, n in reversed(list(zip(idx, shape, strict=True))):
+            body = [Loop(var=v, extent=tirx.IntImm("int32", n), body=body, kind=LoopKind.SERIAL, loc=loc)]
+        return body
+
     def _tile_call(self, call, loc) -> list:
         if not isinstance(call, tirx.Call):
             raise UnsupportedError(f"expression statement {call} is not supported", loc=loc)
@@ -631,6 +670,10 @@ class _Importer:
             return [Print(label=label, value=call.args[-1], loc=loc)]
         if name in _GPU_ONLY:
             raise _gpu_only(_GPU_ONLY[name], loc)
+        if name in _REGISTER_HINTS:
+            # register-allocation hints for GPU warp groups: the Ascend cores have no register file to
+            # divide, and the kernel computes the same result without them, so they are dropped
+            return []
         if name not in _TILE_OPS:
             short = name.replace("tl.tileop.", "T.").replace("tl.", "T.").replace("tirx.", "T.")
             raise UnsupportedError(
@@ -654,7 +697,11 @@ class _Importer:
             # per-thread copies to combine): finalizing it is a no-op.
             return []
         if op == "fill":
-            return [TileFill(dst=self._region(a[0], loc), value=a[1], loc=loc)]
+            dst = self._region(a[0], loc)
+            target = a[0].args[0].buffer if isinstance(a[0], tirx.Call) else getattr(a[0], "buffer", None)
+            if target is not None and str(target.scope()) in ("local", "local.var"):
+                return self._fill_scalars(target, a[1], loc)
+            return [TileFill(dst=dst, value=a[1], loc=loc)]
         if op == "reduce":
             kind = str(a[2].value) if hasattr(a[2], "value") else str(a[2])
             if kind not in {k.value for k in ReduceKind}:
@@ -732,6 +779,60 @@ def _dsl(e) -> str:
     if isinstance(e, tirx.PrimExpr) and not isinstance(e, tirx.Var):
         e = _simplify(e)  # bx * 64 + -16 -> bx * 64 - 16
     return str(int(e)) if isinstance(e, tirx.IntImm) else str(e)
+
+
+def _check_tile_indices(ps: ParallelStore, loop_vars: list, extents: list) -> None:
+    """An element of a tile that a T.Parallel store writes, or its value reads, outside the tile's
+    shape for some index of the loop is an error at the line (on a GPU the fragment layout may hide
+    it; here it would be another buffer's bytes). Indices that depend on more than the loop's own
+    variables are not judged; loads under T.if_then_else / Select are not either (they may be masked)."""
+    from .bounds import Fit, Ranges, fit
+
+    ranges = Ranges()
+    for v, n in zip(loop_vars, extents, strict=True):
+        ranges = ranges.with_var(v, 0, n)
+    store, value = ps.store, ps.store.value
+    if isinstance(value, tirx.Call) and _op_name(value) == "tirx.if_then_else" and \
+            isinstance(value.args[2], tirx.BufferLoad) and value.args[2].buffer.same_as(store.buffer):
+        ranges, value = ranges.with_cond(value.args[0]), value.args[1]  # `if c: t[i] = v`
+    accesses = [(store.buffer, store.indices, "writes")]
+
+    def loads(e) -> None:
+        if isinstance(e, tirx.BufferLoad):
+            accesses.append((e.buffer, e.indices, "reads"))
+            for x in e.indices:
+                loads(x)
+        elif isinstance(e, tirx.Select):
+            loads(e.condition)
+        elif isinstance(e, tirx.Call) and _op_name(e) == "tirx.if_then_else":
+            loads(e.args[0])
+        elif isinstance(e, tirx.Call):
+            for x in e.args:
+                loads(x)
+        elif isinstance(e, tirx.Cast):
+            loads(e.value)
+        elif hasattr(e, "a") and hasattr(e, "b"):
+            loads(e.a)
+            loads(e.b)
+        elif isinstance(e, tirx.Not):
+            loads(e.a)
+
+    loads(value)
+    for buf, indices, verb in accesses:
+        if str(buf.scope()) == "global" or len(indices) != len(buf.shape):
+            continue
+        for d, (ix, size) in enumerate(zip(indices, buf.shape, strict=True)):
+            if static_int(size) is None:
+                continue
+            v = fit(ranges, ix, 1, size)
+            if v.fit in (Fit.OUTSIDE, Fit.NEGATIVE):
+                at = v.hi if v.fit is Fit.OUTSIDE else v.lo
+                elem = f"{buf.name}[{', '.join(_dsl(x) for x in indices)}]"
+                raise ShapeError(
+                    f"T.Parallel {verb} {elem} outside the tile '{buf.name}' of shape {[int(x) for x in buf.shape]}: "
+                    f"its index in dimension {d} reaches {at}", loc=ps.loc,
+                    hint=f"allocate '{buf.name}' with the extent the loop runs over, or run the loop over the tile's "
+                    "own shape")
 
 
 def check_windows(program: Program) -> list:
@@ -899,6 +1000,10 @@ _GPU_ONLY = {
     "tirx.tvm_thread_allreduce": "a cross-thread reduction (T.tvm_thread_allreduce)",
     "tir.tvm_thread_allreduce": "a cross-thread reduction (T.tvm_thread_allreduce)",
 }
+
+
+_REGISTER_HINTS = ("tl.no_set_max_nreg", "tl.set_max_nreg", "tl.annotate_producer_reg_dealloc",
+                   "tl.annotate_consumer_reg_alloc")
 
 
 def _gpu_only(what: str, loc) -> UnsupportedError:

@@ -124,6 +124,20 @@ def factor_scale(e) -> tuple | None:
     return None
 
 
+def exact_reciprocal(c: float | None, dt) -> float | None:
+    """1 / c when multiplying by it gives x / c exactly (c a power of two whose reciprocal is a normal
+    number of a float dtype ``dt``); else None: x / c stays a division, as TileLang's default (no fast
+    math) computes it (x / 448 and x * (1 / 448) differ in the last bit, which an FP8 cast can show)."""
+    d = to_dtype(dt)
+    if c is None or not d.is_float or not math.isfinite(c) or c == 0.0:
+        return None
+    mant, exp = math.frexp(abs(c))
+    min_exp = -14 if d is DType.FLOAT16 else -126  # the least normal exponent (bfloat16 has float32's)
+    if mant != 0.5 or not min_exp <= 1 - exp <= -min_exp:
+        return None
+    return 1.0 / c
+
+
 def scalar_literal(v: float, dt) -> ScalarLit:
     return ScalarLit(float(v), to_dtype(dt))
 
@@ -163,7 +177,7 @@ _OP_WORDS = {
     VecBinary.ADD: "`+`", VecBinary.SUB: "`-`", VecBinary.MUL: "`*`", VecBinary.DIV: "`/`",
     VecBinary.MAX: "T.max", VecBinary.MIN: "T.min",
     VecScalarOp.ADDS: "`+` or `-` of a scalar",
-    VecScalarOp.MULS: "`*` by a scalar (so are `s - x`, `-x`, T.abs and `x / c`)",
+    VecScalarOp.MULS: "`*` by a scalar (so are `s - x`, `-x`, T.abs and `x / c` for a power of two c)",
     VecScalarOp.MAXS: "T.max with a scalar", VecScalarOp.MINS: "T.min with a scalar",
     VecUnary.EXP: "T.exp (and exp2, tanh, sigmoid)", VecUnary.LN: "T.log (and log2)", VecUnary.SQRT: "T.sqrt",
     VecUnary.RSQRT: "T.rsqrt", VecUnary.ABS: "T.abs", VecUnary.RECIPROCAL: "a reciprocal (tanh, sigmoid)",
@@ -1217,9 +1231,10 @@ class ParallelLowerer:
                 self.pre.extend(self.vec.scalar_op(VecScalarOp.MULS, dst, t.buffer, scalar_literal(-1, dtype),
                                                    self.loc))
                 self.pre.extend(self.vec.scalar_op(VecScalarOp.ADDS, dst, dst, s.expr, self.loc))
-            elif name is VecBinary.DIV and not scalar_first and const_value(eb) not in (None, 0.0):
+            elif name is VecBinary.DIV and not scalar_first and exact_reciprocal(const_value(eb), dtype) is not None:
                 self.pre.extend(self.vec.scalar_op(VecScalarOp.MULS, dst, t.buffer,
-                                                   scalar_literal(1.0 / const_value(eb), dtype), self.loc))
+                                                   scalar_literal(exact_reciprocal(const_value(eb), dtype), dtype),
+                                                   self.loc))
             else:  # a division with a scalar we cannot fold: materialise the scalar
                 tmp = self.vec.temp(self._kind_shape(t.kind), dtype)
                 self.pre.extend(self.vec.duplicate_expr(tmp.name, s.expr, self.loc))

@@ -530,12 +530,13 @@ def _uses(s) -> set:
 
 def _drop_dead_scalars(body: list, kernel: Kernel) -> list:
     """Scalar code runs on every core kind that has the kernel (``_Partitioner.side``); a store to a
-    scalar local that nothing on this side reads is dropped, then loops and ``if``s left empty
+    scalar local, or to an element of a tile, that nothing on this side reads is dropped (mamba's
+    `D_local[0] = D[h]` for the vector code: the Cube has no home for that tile), then loops and ``if``s left empty
     (DSA's gather loop: the AIVs computed each key's row index for no copy)."""
     while True:
         read = {n for s in walk(body) for n in _uses(s)}
         dead = {s.buffer for s in walk(body) if isinstance(s, ScalarStore) and s.buffer not in read
-                and kernel.buffers[s.buffer].kind is BufferKind.LOCAL}
+                and not kernel.buffers[s.buffer].kind.in_gm}
         if not dead:
             return body
         body = _prune(body, dead)

@@ -202,3 +202,71 @@ def test_compiler_bug_says_it_is_one(monkeypatch):
         ascend_backend.lower(unsupported_function(), "ascendc")
     assert "internal compiler error in stage 'assign_layout'" in str(info.value)
     assert "bug in tilelang-ascendc" in str(info.value)
+
+
+def parallel_past_its_tile(masked: bool, read: bool = False):
+    """TileLang's attention-sink forward: a [heads] fragment written for every row of the block."""
+
+    @T.prim_func
+    def k(S: T.Tensor((8,), "float32"), X: T.Tensor((64,), "float32"), Y: T.Tensor((8,), "float32")):
+        with T.Kernel(1) as _:
+            sinks = T.alloc_fragment((8,), "float32")
+            x = T.alloc_fragment((64,), "float32")
+            T.copy(S, sinks)
+            T.copy(X, x)
+            if read:
+                for i in T.Parallel(64):
+                    x[i] = x[i] + sinks[i]  # marker:tile-read
+            elif masked:
+                for i in T.Parallel(64):
+                    if i < 8:
+                        sinks[i] = sinks[i] + x[i]
+            else:
+                for i in T.Parallel(64):
+                    sinks[i] = X[0]  # marker:tile-write
+            T.copy(sinks, Y)
+
+    return k
+
+
+@pytest.mark.parametrize("read", [False, True])
+def test_parallel_index_past_the_tile(read):
+    err = compile_err(parallel_past_its_tile(False, read))
+    assert type(err).__name__ == "ShapeError"
+    assert err.loc.line == line_of("marker:tile-read" if read else "marker:tile-write")
+    verb = "reads" if read else "writes"
+    assert f"T.Parallel {verb} sinks[i] outside the tile 'sinks' of shape [8]: its index in dimension 0 reaches 63" \
+        in err.what
+    assert "allocate 'sinks' with the extent the loop runs over" in err.hint
+
+
+def test_parallel_index_masked_inside_the_tile_is_accepted():
+    x, s = torch.randn(64), torch.randn(8)
+    y = torch.full_like(s, float("nan"))
+    k = ascend_backend.compile(parallel_past_its_tile(True), target={"kind": "ascendc", "arch": "dav-3510"},
+                               runtime="emulator", strict=True)
+    k(s, x, y)
+    torch.testing.assert_close(y, s + x[:8])
+
+
+def reshaped_tile():
+    @T.prim_func
+    def k(X: T.Tensor((64,), "float32"), Y: T.Tensor((8, 8), "float32")):
+        with T.Kernel(1) as _:
+            x = T.alloc_fragment((64,), "float32")
+            y = T.alloc_fragment((8, 8), "float32")
+            T.copy(X, x)
+            x2 = T.reshape(x, (8, 8))
+            for i, j in T.Parallel(8, 8):
+                y[i, j] = x2[i, j] * 2.0  # marker:reshape
+            T.copy(y, Y)
+
+    return k
+
+
+def test_a_reshaped_tile_is_refused_at_its_use():
+    err = compile_err(reshaped_tile())
+    assert isinstance(err, UnsupportedError)
+    assert err.loc.line in (line_of("marker:reshape") - 1, line_of("marker:reshape"))  # the T.Parallel's line
+    assert "'x2' is a view of 'x' with another shape or dtype (T.reshape / T.view)" in err.what
+    assert "index 'x' itself" in err.hint

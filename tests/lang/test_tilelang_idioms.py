@@ -1,0 +1,167 @@
+"""Idioms of TileLang's own examples that the ascendc target refused or computed differently from
+TileLang, each on the emulator against torch in strict mode:
+
+* T.clear / T.fill of a T.alloc_var or T.alloc_local (deepseek_mla's split combine): scalar stores;
+* GPU register-allocation hints (T.no_set_max_nreg, T.set_max_nreg, the warp-group annotations:
+  mamba_chunk_scan) are dropped, as T.use_swizzle is;
+* an element of a 1-element fragment set from a global tensor for the vector code of a mixed kernel
+  (mamba's `D_local[0] = D[h]`): the Cube side, which does not read it, drops the store;
+* T.Persistent's truncmod indices (gemm_persistent);
+* x / c for a constant c: a division, as TileLang's default (no fast math) computes it, unless 1 / c
+  is exact (a power of two), which stays one Muls.
+"""
+
+import pytest
+import tilelang.language as T
+import torch
+from filecheck import filecheck
+from strict_run import run
+
+from ascend_backend.errors import SrcLoc, UnsupportedError
+
+
+def locals_fill(n_local: int):
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32"), Out: T.Tensor((2,), "float32")):
+        with T.Kernel(1) as _:
+            s = T.alloc_var("float32")
+            acc = T.alloc_local([n_local], "float32")
+            T.clear(s)
+            T.fill(acc, 0.5)
+            for i in T.serial(64):
+                s += A[i]
+            Out[0] = s
+            Out[1] = acc[0] + acc[n_local - 1]
+
+    return k
+
+
+@pytest.mark.parametrize("n_local", [4, 40])  # unrolled stores; a loop of them
+def test_fill_of_scalar_locals(arch, n_local):
+    a = torch.randn(64)
+    o = torch.full((2,), float("nan"))
+    k = run(locals_fill(n_local), [a, o], arch)
+    torch.testing.assert_close(o[0], a.sum(), rtol=1e-5, atol=1e-5)
+    assert o[1] == 1.0
+    filecheck(k.kernel_source, "CHECK: s[0] = 0.0f;" if n_local == 4 else """
+        CHECK: s[0] = 0.0f;
+        CHECK: for (int32_t acc_i0 = 0; acc_i0 < 40; ++acc_i0) {
+        CHECK-NEXT: acc[acc_i0] = 0.5f;
+    """)
+
+
+M, N, K = 64, 64, 64
+
+
+def mixed_with_hints_and_scalar_tile():
+    """O = (A @ B) + X * D[1]: the gemm on the Cube, the scaled residual on the Vectors, the scalar
+    read into a 1-element fragment; with the register hints of a warp-specialized GPU kernel."""
+
+    @T.prim_func
+    def k(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), X: T.Tensor((M, N), "float32"),
+          D: T.Tensor((4,), "float32"), Out: T.Tensor((M, N), "float32")):
+        with T.Kernel(1) as _:
+            a = T.alloc_shared((M, K), "float16")
+            b = T.alloc_shared((K, N), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            x = T.alloc_fragment((M, N), "float32")
+            d = T.alloc_fragment((1,), "float32")
+            T.no_set_max_nreg()
+            T.set_max_nreg(240, 1)
+            T.annotate_producer_reg_dealloc()
+            T.annotate_consumer_reg_alloc()
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)
+            d[0] = D[1]
+            T.copy(X, x)
+            for i, j in T.Parallel(M, N):
+                c[i, j] += x[i, j] * d[0]
+            T.copy(c, Out)
+
+    return k
+
+
+def test_register_hints_and_a_scalar_tile_of_the_vector_side(arch):
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(M, K, generator=g).half(), torch.randn(K, N, generator=g).half()
+    x, d = torch.randn(M, N, generator=g), torch.randn(4, generator=g)
+    o = torch.full((M, N), float("nan"))
+    run(mixed_with_hints_and_scalar_tile(), [a, b, x, d, o], arch)
+    torch.testing.assert_close(o, a.float() @ b.float() + x * d[1], atol=1e-3, rtol=1e-4)
+
+
+def persistent_gemm(m: int, n: int, cores: int):
+    bm = bn = 32
+
+    @T.prim_func
+    def k(A: T.Tensor((m, K), "float16"), B: T.Tensor((K, n), "float16"), C: T.Tensor((m, n), "float32")):
+        with T.Kernel(cores) as block_id:
+            a = T.alloc_shared((bm, K), "float16")
+            b = T.alloc_shared((K, bn), "float16")
+            c = T.alloc_fragment((bm, bn), "float32")
+            for bx, by in T.Persistent([T.ceildiv(m, bm), T.ceildiv(n, bn)], cores, block_id):
+                T.copy(A[bx * bm, 0], a)
+                T.copy(B[0, by * bn], b)
+                T.gemm(a, b, c, clear_accum=True)
+                T.copy(c, C[bx * bm, by * bn])
+
+    return k
+
+
+def test_persistent_tile_loop(arch):
+    # 3 x 2 tiles over 4 blocks: two waves, the second one partial
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(96, K, generator=g).half(), torch.randn(K, 64, generator=g).half()
+    c = torch.full((96, 64), float("nan"))
+    k = run(persistent_gemm(96, 64, 4), [a, b, c], arch)
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-4)
+    assert " % " in k.kernel_source  # T.truncmod, printed as C's (truncating) %
+
+
+def divide(c: float):
+    @T.prim_func
+    def k(X: T.Tensor((32, 64), "float32"), Y: T.Tensor((32, 64), "float32")):
+        with T.Kernel(1) as _:
+            x = T.alloc_fragment((32, 64), "float32")
+            T.copy(X, x)
+            for i, j in T.Parallel(32, 64):
+                x[i, j] = x[i, j] / c
+            T.copy(x, Y)
+
+    return k
+
+
+@pytest.mark.parametrize("c", [448.0, 3.0, 0.1])
+def test_division_by_a_constant_is_a_division(arch, c):
+    x = torch.randn(32, 64) * 100
+    y = torch.full_like(x, float("nan"))
+    k = run(divide(c), [x, y], arch)
+    assert torch.equal(y, x / c)  # bit-exact: x * (1 / c) is not, for these c
+    filecheck(k.kernel_source, """
+        CHECK: Duplicate(
+        CHECK: Div(
+    """)
+
+
+def test_division_by_a_power_of_two_is_one_multiplication(arch):
+    x = torch.randn(32, 64) * 100
+    y = torch.full_like(x, float("nan"))
+    k = run(divide(0.25), [x, y], arch)
+    assert torch.equal(y, x / 0.25)
+    filecheck(k.kernel_source, "CHECK: Muls(x, x, 4.0f,")
+    assert "Div(" not in k.kernel_source
+
+
+def test_an_expression_codegen_cannot_print_names_the_statement_line():
+    # the expression printer knows no lines: codegen gives its error the statement's
+    from tvm import tirx
+
+    from ascend_backend.codegen import _body
+    from ascend_backend.ir import If
+
+    weird = tirx.Ramp(tirx.IntImm("int32", 0), tirx.IntImm("int32", 1), 4)
+    loc = SrcLoc("kernel.py", 7)
+    with pytest.raises(UnsupportedError) as e:
+        _body([If(cond=weird, then_body=[], else_body=[], loc=loc)], 1, None, [])
+    assert e.value.loc == loc and str(e.value).startswith("kernel.py:7: unsupported: expression")
