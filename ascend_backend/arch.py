@@ -137,6 +137,7 @@ _C220_VECTOR_OPS = {
     # no 1-byte type: a 1-byte fill is a Duplicate of the tile's 16-bit words (lower_parallel)
     VecOther.DUPLICATE: VecOpTypes("数据填充/Duplicate.md", frozenset({I16, U16, F16, BF16, I32, U32, F32})),
     VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", _HF),
+    VecOther.TRANSPOSE: VecOpTypes("数据排布转换/Transpose.md", frozenset({I8, U8, I16, U16, F16, I32, U32, F32})),
 }
 # dav-3510: the Ascend 950 line of the pages; the 8-bit integers (and the 64-bit ones) of Add, Sub,
 # Max, Min, Adds, Maxs, Mins take the count form only.
@@ -164,6 +165,8 @@ _3510_VECTOR_OPS = {
     VecOther.DUPLICATE: VecOpTypes("数据填充/Duplicate.md", frozenset({I16, U16, F16, BF16, I32, U32, F32}),
                                    frozenset({BOOL, I8, U8, E4M3, E5M2, E8M0, I64, U64})),
     VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", frozenset({F16, BF16, F32})),
+    VecOther.TRANSPOSE: VecOpTypes("数据排布转换/Transpose.md", frozenset({I8, U8, I16, U16, F16, BF16, I32, U32, F32,
+                                                                      E4M3, E5M2, E8M0})),
 }
 
 DAV_C220 = Arch(

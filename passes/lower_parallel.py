@@ -60,6 +60,7 @@ from ascend_backend.ir import (
     VecScalar,
     VecScalarOp,
     VecSelect,
+    VecTranspose,
     VecUnary,
     VecUnaryOp,
     VecWholeReduce,
@@ -342,6 +343,29 @@ class VectorEmitter:
             raise InternalCompilerError(f"1-byte tile '{dst}' of {n} elements filled as 16-bit words",
                                         stage="lower_tile_ops")
         return [VecDuplicate(dst=dst, value=word, count=n // 2, as_dtype=DType.UINT16, loc=loc)]
+
+    def transpose(self, dst: str, src: str, loc) -> list:
+        """dst = src^T (an R x C tile into a C x R one), one Transpose over the dense tile, or refused
+        at ``loc`` where the page's limits do not hold."""
+        s, d = self.buffers[src], self.buffers[dst]
+        rows, cols = s.shape
+        self.check_dtype(VecOther.TRANSPOSE, s.dtype, loc, what="a transposed read (x[j, i] in T.Parallel(i, j))")
+        why = None
+        if s.pitch != cols or d.pitch != rows:
+            why = (f"its rows of {cols} and the result's of {rows} elements must fill whole 32-byte blocks (a dense "
+                   "tile)")
+        elif rows > 4095 or cols > 4095:
+            why = "the page's Transpose takes at most 4095 rows and 4095 columns"
+        if why is not None:
+            raise UnsupportedError(f"the transposed read of '{src}' ({rows} x {cols}, {s.dtype}): {why}", loc=loc,
+                                   hint="give the tile a column count whose bytes are a multiple of 32 (16 float16, "
+                                   "8 float32 values), or store the transposed tile from a copy of a dense one")
+        # sharedTmpBuffer: (cSize + 2) * h0 * w0 * sizeof(T) bytes, h0 = 16 (32 for 8-bit types), w0 = 32 / sizeof(T)
+        h0 = 32 if s.dtype.bytes == 1 else 16
+        tmp = self.temp(((rows + 2) * h0 * 32,), DType.UINT8)
+        ops = [VecTranspose(dst=dst, src=src, tmp=tmp.name, rows=rows, cols=cols, loc=loc)]
+        self.release(tmp)
+        return ops
 
     def copy_or_cast(self, dst: str, src: str, loc) -> list:
         d, s = self.buffers[dst], self.buffers[src]
@@ -791,6 +815,38 @@ class ParallelLowerer:
             "per-column value w[j]",
         )
 
+    def _transposed(self, load):
+        """For x[j, i + r0] inside T.Parallel(i, j) over (rows, cols), x a cols-row tile with at least
+        r0 + rows columns (r0 = this AIV's first row when split_rows halved the domain): r0; else None."""
+        idx, vs = list(load.indices), self.vars
+        if not (len(vs) == 2 and len(idx) == 2 and isinstance(idx[0], tirx.Var) and idx[0].same_as(vs[1])):
+            return None
+        shape = tuple(int(x) for x in load.buffer.shape)
+        if shape[0] != self.cols:
+            return None
+        if isinstance(idx[1], tirx.Var) and idx[1].same_as(vs[0]):
+            first = 0
+        elif isinstance(idx[1], tirx.Add) and isinstance(idx[1].a, tirx.Var) and idx[1].a.same_as(vs[0]) and \
+                not self._uses_domain(idx[1].b):
+            first = idx[1].b
+        else:
+            return None
+        return first if shape[1] >= self.rows else None
+
+    def _transpose_read(self, buf: Buffer, first) -> Opnd:
+        """The tile of x[j, i + first]: x transposed whole, then (for an AIV's half) its rows from first."""
+        cols_x = int(buf.shape[1])
+        t = self.vec.temp((cols_x, self.cols), buf.dtype)
+        self.pre.extend(self.vec.transpose(t.name, buf.name, self.loc))
+        if isinstance(first, int) and first == 0 and cols_x == self.rows:
+            return Opnd("tile", buf.dtype, buffer=t.name, temp=True)
+        part = self.vec.temp(self.shape, buf.dtype)
+        pitch = t.pitch
+        self.pre.append(VecCopy(dst=part.name, src=t.name, count=self.rows * pitch, src_offset=first * pitch,
+                                loc=self.loc))
+        self.vec.release(t)
+        return Opnd("tile", buf.dtype, buffer=part.name, temp=True)
+
     def _uses_domain(self, e) -> bool:
         """Does ``e`` vary over the T.Parallel domain? A load at indices that do not (a scalar
         local, one element of a tile or tensor) is a scalar the scalar unit reads."""
@@ -871,6 +927,9 @@ class ParallelLowerer:
             row = self._row_of_tile(e, buf)
             if row is not None:
                 return row
+            first = self._transposed(e)
+            if first is not None:
+                return self._transpose_read(buf, first)
             return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
         if isinstance(e, tirx.Var):
             return self._index(e, to_dtype(dtype))

@@ -63,10 +63,21 @@ def split_rows_launch(launch: Launch) -> Launch:
     buffers = {}
     split: dict = {}  # tile -> its rows R before the split
     rowvecs = {R: _row_vectors(aiv, R) for R in rows}
+    # a tile read transposed (x[j, i] in T.Parallel(i, j)) gives each row of the result one of its
+    # columns: each AIV holds it whole and transposes it, then takes its half of the rows
+    whole = _transposed_reads(aiv)
+    crossing = {t.target for t in launch.transfers}
+    for n in sorted(whole.keys() & crossing):
+        raise UnsupportedError(
+            f"'{n}' comes from the Cube and is read transposed ({n}[j, i] in T.Parallel(i, j)): this kernel (it has "
+            f"a T.gemm) splits the rows of '{n}' between the two AIVs, and a row of the transposed tile needs a "
+            "column of all of them", loc=whole[n],
+            hint="transpose on the Cube instead: compute the gemm's transposed product (T.gemm with transpose_A / "
+            "transpose_B swaps), or copy the tile through a global tensor")
     for n, b in aiv.buffers.items():
         b = dataclasses.replace(b)
         if (b.kind in (BufferKind.SHARED, BufferKind.FRAGMENT) and b.shape and b.shape[0] in halves
-                and (len(b.shape) == 2 or n in rowvecs[b.shape[0]])):
+                and n not in whole and (len(b.shape) == 2 or n in rowvecs[b.shape[0]])):
             split[n] = b.shape[0]
             b.shape = (halves[b.shape[0]], *b.shape[1:])
         buffers[n] = b
@@ -202,6 +213,25 @@ def _refuse_cross_row_ops(body: list, split: dict, halves: dict) -> None:
             raise UnsupportedError(
                 f"{what} combines the rows of a tile, but this kernel (it has a T.gemm) splits the rows of its "
                 "vector tiles between the two AIVs: each would combine only its half", loc=s.loc, hint=hint)
+
+
+def _transposed_reads(k: Kernel) -> dict:
+    """The 2-D tiles a 2-D T.Parallel reads transposed (x[j, i] in T.Parallel(i, j)), with a line."""
+    out: dict = {}
+    for s in walk(k.body):
+        if not (isinstance(s, TileParallel) and len(s.vars) == 2):
+            continue
+        i, j = s.vars
+
+        for ps in s.stores:
+            def visit(n, at=ps.loc, i=i, j=j):
+                if isinstance(n, tirx.BufferLoad) and len(n.indices) == 2 and \
+                        isinstance(n.indices[0], tirx.Var) and n.indices[0].same_as(j) and \
+                        isinstance(n.indices[1], tirx.Var) and n.indices[1].same_as(i):
+                    out.setdefault(n.buffer.name, at)
+
+            tirx.stmt_functor.post_order_visit(ps.store.value, visit)
+    return out
 
 
 def _row_vectors(k: Kernel, R: int) -> set:

@@ -193,6 +193,7 @@ class VecOther(_Named):
 
     DUPLICATE = "Duplicate"
     FUSED_MUL_ADD = "FusedMulAdd"
+    TRANSPOSE = "Transpose"  # its [N,C,H,W] <-> [N,H,W,C] form (TransposeParamsExt)
 
 
 class AtomicOp(_Named):

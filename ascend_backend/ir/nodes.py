@@ -1169,6 +1169,23 @@ class VecCast(_VecOp):
 
 
 @dataclass
+class VecTranspose(_VecOp):
+    """dst = src^T for a dense ``rows`` x ``cols`` tile: Transpose's [N,C,H,W] -> [N,H,W,C] form with
+    N = H = 1, C = rows, W = cols (数据排布转换/Transpose.md); ``tmp`` is its sharedTmpBuffer."""
+
+    dst: str
+    src: str
+    tmp: str
+    rows: int
+    cols: int
+
+    macro: ClassVar[str] = "vec_transpose"
+    reads = property(lambda self: (self.src,))
+    writes = property(lambda self: (self.dst, self.tmp))
+    text = property(lambda self: f"Transpose {self.src} ({self.rows} x {self.cols}) -> {self.dst}")
+
+
+@dataclass
 class VecBrcb(_VecOp):
     """Each of ``repeat`` x 8 values of src into its own 32 B block of dst."""
 
@@ -1553,7 +1570,7 @@ __all__ = [
     "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
-    "UnitFlagLast", "UnitFlagReset", "UnitFlagUse",
+    "UnitFlagLast", "UnitFlagReset", "UnitFlagUse", "VecTranspose",
     "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast", "VecMulAddDstBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",

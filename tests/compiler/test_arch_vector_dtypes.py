@@ -24,7 +24,7 @@ _EMU_TABLE = {
     VecScalarOp.ADDS: "dt_adds", VecScalarOp.MAXS: "dt_adds", VecScalarOp.MINS: "dt_adds", VecScalarOp.MULS: "dt_muls",
     VecUnary.EXP: "dt_exp", VecUnary.LN: "dt_exp", VecUnary.SQRT: "dt_exp", VecUnary.RSQRT: "dt_exp",
     VecUnary.RECIPROCAL: "dt_recip", VecUnary.ABS: "dt_abs",
-    VecOther.DUPLICATE: "dt_dup", VecOther.FUSED_MUL_ADD: None,
+    VecOther.DUPLICATE: "dt_dup", VecOther.FUSED_MUL_ADD: None, VecOther.TRANSPOSE: "dt_transpose",
 }
 # Every element type the emulator defines (int4 and float64 tiles are not vector operands).
 _DTYPES = [d for d in DType if d not in (DType.INT4, DType.FLOAT64)]

@@ -8,7 +8,10 @@ TileLang, each on the emulator against torch in strict mode:
   (mamba's `D_local[0] = D[h]`): the Cube side, which does not read it, drops the store;
 * T.Persistent's truncmod indices (gemm_persistent);
 * x / c for a constant c: a division, as TileLang's default (no fast math) computes it, unless 1 / c
-  is exact (a power of two), which stays one Muls.
+  is exact (a power of two), which stays one Muls;
+* a transposed read x[j, i] in T.Parallel(i, j) (mamba_chunk_state's xt = x^T * scale): one
+  Transpose ([N,C,H,W] -> [N,H,W,C] with N = H = 1); in a kernel with a gemm each AIV holds the tile
+  whole, transposes it and takes its half of the rows.
 """
 
 import pytest
@@ -17,6 +20,7 @@ import torch
 from filecheck import filecheck
 from strict_run import run
 
+import ascend_backend
 from ascend_backend.errors import SrcLoc, UnsupportedError
 
 
@@ -165,3 +169,114 @@ def test_an_expression_codegen_cannot_print_names_the_statement_line():
     with pytest.raises(UnsupportedError) as e:
         _body([If(cond=weird, then_body=[], else_body=[], loc=loc)], 1, None, [])
     assert e.value.loc == loc and str(e.value).startswith("kernel.py:7: unsupported: expression")
+
+
+def transposed(R: int, C: int, dt: str):
+    @T.prim_func
+    def k(X: T.Tensor((R, C), dt), S: T.Tensor((R,), dt), Y: T.Tensor((C, R), dt)):
+        with T.Kernel(1) as _:
+            x = T.alloc_fragment((R, C), dt)
+            s = T.alloc_fragment((R,), dt)
+            y = T.alloc_fragment((C, R), dt)
+            T.copy(X, x)
+            T.copy(S, s)
+            for i, j in T.Parallel(C, R):
+                y[i, j] = x[j, i] * s[j]  # marker:transposed
+            T.copy(y, Y)
+
+    return k
+
+
+@pytest.mark.parametrize("R, C, dt", [(32, 48, "float16"), (16, 32, "float32"), (32, 64, "int32")])
+def test_a_transposed_read_is_one_transpose(arch, R, C, dt):
+    tdt = getattr(torch, dt)
+    x = (torch.randn(R, C) * 20).to(tdt)
+    s = (torch.randn(R) * 4).to(tdt)
+    y = torch.zeros(C, R, dtype=tdt)
+    k = run(transposed(R, C, dt), [x, s, y], arch)
+    assert torch.equal(y, (x * s[:, None]).T)
+    filecheck(k.kernel_source, f"""
+        CHECK: Transpose(tmp{{{{.*}}}}, x, tmp{{{{.*}}}}_uint8, TransposeParamsExt(1, {R}, 1, {C}, TransposeType::TRANSPOSE_NCHW2NHWC));
+        CHECK: Mul(
+    """)
+
+
+def test_a_transposed_read_of_bfloat16_is_refused_on_dav_c220():
+    with pytest.raises(UnsupportedError) as e:
+        ascend_backend.lower(transposed(16, 32, "bfloat16"), {"kind": "ascendc", "arch": "dav-c220"})
+    assert "a transposed read (x[j, i] in T.Parallel(i, j)) on bfloat16 tiles: the vector unit's Transpose takes" \
+        in e.value.what
+    assert e.value.loc.line == _line("marker:transposed")
+
+
+def test_a_transposed_read_of_a_tile_with_partial_blocks_is_refused():
+    with pytest.raises(UnsupportedError) as e:
+        ascend_backend.lower(transposed(16, 40, "float16"), {"kind": "ascendc", "arch": "dav-3510"})
+    assert "the transposed read of 'x' (16 x 40, float16): its rows of 40 and the result's of 16 elements must fill " \
+        "whole 32-byte blocks" in e.value.what
+    assert e.value.loc.line == _line("marker:transposed")
+
+
+def transposed_gemm_operand():
+    """mamba_chunk_state's step: xt = x^T * scale, then xt @ b on the Cube."""
+
+    @T.prim_func
+    def k(X: T.Tensor((K, M), "float16"), S: T.Tensor((K,), "float16"), B: T.Tensor((K, N), "float16"),
+          C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1) as _:
+            x = T.alloc_fragment((K, M), "float16")
+            s = T.alloc_fragment((K,), "float16")
+            xt = T.alloc_fragment((M, K), "float16")
+            b = T.alloc_shared((K, N), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            T.copy(X, x)
+            T.copy(S, s)
+            T.copy(B, b)
+            for i, j in T.Parallel(M, K):
+                xt[i, j] = x[j, i] * s[j]
+            T.gemm(xt, b, c, clear_accum=True)
+            T.copy(c, C)
+
+    return k
+
+
+def test_a_transposed_gemm_operand_split_between_the_aivs(arch):
+    g = torch.Generator().manual_seed(2)
+    x, s, b = torch.randn(K, M, generator=g).half(), torch.randn(K, generator=g).half(), torch.randn(K, N,
+                                                                                                    generator=g).half()
+    c = torch.full((M, N), float("nan"))
+    k = run(transposed_gemm_operand(), [x, s, b, c], arch)
+    torch.testing.assert_close(c, (x * s[:, None]).T.float() @ b.float(), atol=1e-2, rtol=1e-3)
+    # each AIV copies the whole of x, transposes it and takes its 32 rows
+    filecheck(k.kernel_source, """
+        CHECK: DataCopy(x, X_gm, 4096);
+        CHECK: Transpose(tmp{{.*}}, x, tmp{{.*}}_uint8, TransposeParamsExt(1, 64, 1, 64, TransposeType::TRANSPOSE_NCHW2NHWC));
+        CHECK: DataCopy(tmp{{.*}}[((sub_idx * 32) * 64)], 2048);
+    """)
+
+
+def test_a_gemm_result_read_transposed_is_refused():
+    @T.prim_func
+    def k(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((N, M), "float32")):
+        with T.Kernel(1) as _:
+            a = T.alloc_shared((M, K), "float16")
+            b = T.alloc_shared((K, N), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            ct = T.alloc_fragment((N, M), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)
+            for i, j in T.Parallel(N, M):
+                ct[i, j] = c[j, i]  # marker:from-cube
+            T.copy(ct, C)
+
+    with pytest.raises(UnsupportedError) as e:
+        ascend_backend.lower(k, {"kind": "ascendc", "arch": "dav-3510"})
+    assert "'c' comes from the Cube and is read transposed" in e.value.what
+    assert e.value.loc.line == _line("marker:from-cube")
+    assert "transpose on the Cube instead" in e.value.hint
+
+
+def _line(marker: str) -> int:
+    with open(__file__) as f:
+        return next(n for n, text in enumerate(f, start=1) if f"# {marker}" in text)

@@ -2063,6 +2063,21 @@ inline void GetMrgSortResult(uint16_t& mrgSortList1, uint16_t& mrgSortList2, uin
 }
 
 // =============================================================== Transpose / TransDataTo5HD
+}  // namespace AscendC
+namespace emu::vec {
+// Transpose page, "数据类型" (dav-c220 = the A2 line, dav-3510 = the 950 line; only one form, so
+// count<T> == rep<T>). dt_transpose: the enhanced form with TRANSPOSE_NCHW2NHWC /
+// TRANSPOSE_NHWC2NCHW (complex32 and int4x2_t, in the 950 line, are not emulator types).
+// dt_transpose_b16: the enhanced form with TRANSPOSE_ND2ND_B16 (A2/A3: uint16_t only).
+// dt_transpose16: the plain 16x16 Transpose(dst, src), the same on every product.
+using dt_transpose16 = dtypes_row<tlist<int16_t, uint16_t, half>>;
+using dt_transpose_b16 = by_arch<dtypes_row<tlist<uint16_t>>, dt_transpose16>;
+using dt_transpose = by_arch<dtypes_row<tlist<int8_t, uint8_t, int16_t, uint16_t, half, int32_t, uint32_t, float>>,
+                             dtypes_row<tlist<int8_t, uint8_t, fp4x2_e2m1_t, fp4x2_e1m2_t, hifloat8_t, fp8_e8m0_t,
+                                              fp8_e5m2_t, fp8_e4m3fn_t, int16_t, uint16_t, half, bfloat16_t, int32_t,
+                                              uint32_t, float>>>;
+}  // namespace emu::vec
+namespace AscendC {
 // Transpose(dst, src): one 16x16 matrix of a 2-byte type, dst[j][i] = src[i][j] (in place
 // allowed). The extended form also converts [N,C,H,W] <-> [N,H,W,C] (sharedTmpBuffer must hold
 // the page's minimum; it is recorded as written).
@@ -2083,23 +2098,16 @@ inline void transpose16(const LocalTensor<T>& dst, const LocalTensor<T>& src, co
 }  // namespace emu_ext
 template <typename T>
 inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const emu::Loc& loc = emu::Loc::current()) {
-    static_assert(emu_ext::one_of<T, int16_t, uint16_t, half>, "Transpose: int16_t, uint16_t and half only");
+    static_assert(emu::vec::dt_transpose16::count<T>, "Transpose: data type not supported on this arch (see the API page)");
     emu_ext::transpose16(dst, src, loc);
 }
-template <typename T>
-inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint8_t>& sharedTmpBuffer,
-                      const TransposeParamsExt& tp, const emu::Loc& loc = emu::Loc::current()) {
+namespace emu_ext {
+// [N,C,H,W] <-> [N,H,W,C] (to_nhwc: NCHW2NHWC) with the page's range, in-place and
+// sharedTmpBuffer-size checks.
+template <class T>
+inline void transpose_nchw(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint8_t>& sharedTmpBuffer,
+                           const TransposeParamsExt& tp, bool to_nhwc, const emu::Loc& loc) {
     const char* op = "Transpose";
-    if (tp.transposeType == TransposeType::TRANSPOSE_ND2ND_B16) {
-        static_assert(sizeof(T) == 2, "Transpose TRANSPOSE_ND2ND_B16: 2-byte types only");
-        emu_ext::transpose16(dst, src, loc);
-        return;
-    }
-    const bool to_nhwc = tp.transposeType == TransposeType::TRANSPOSE_NCHW2NHWC;
-    if (!to_nhwc && tp.transposeType != TransposeType::TRANSPOSE_NHWC2NCHW)
-        emu::fail("invalid_param", "Transpose: only TRANSPOSE_ND2ND_B16, TRANSPOSE_NCHW2NHWC and TRANSPOSE_NHWC2NCHW are "
-                  "documented as supported", loc);
-    static_assert(sizeof(T) <= 4, "Transpose [N,C,H,W] <-> [N,H,W,C]: types of 1, 2 or 4 bytes");
     emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src, op, loc); emu::vec::check_ub(sharedTmpBuffer, op, loc);
     const uint64_t N = tp.nSize, Cn = tp.cSize, HW = (uint64_t)tp.hSize * tp.wSize;
     if (N == 0 || Cn == 0 || HW == 0) return;   // documented: no computation, dst untouched
@@ -2124,6 +2132,35 @@ inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
                 const uint64_t nchw = (n * Cn + ch) * HW + x, nhwc = (n * HW + x) * Cn + ch;
                 if (to_nhwc) d[nhwc] = s[nchw]; else d[nchw] = s[nhwc];
             }
+}
+}  // namespace emu_ext
+// The form is a runtime value, so the type check at compile time is the union of the forms'
+// types (dt_transpose: it holds dt_transpose_b16 on both arches); TRANSPOSE_ND2ND_B16 with a
+// type of the NCHW forms only fails at run time.
+template <typename T>
+inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint8_t>& sharedTmpBuffer,
+                      const TransposeParamsExt& tp, const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(emu::vec::dt_transpose::count<T>, "Transpose: data type not supported on this arch (see the API page)");
+    if (tp.transposeType == TransposeType::TRANSPOSE_ND2ND_B16) {
+        if constexpr (emu::vec::dt_transpose_b16::count<T>) {
+            emu_ext::transpose16(dst, src, loc);
+        } else {
+            emu::fail("invalid_param", std::string("Transpose TRANSPOSE_ND2ND_B16: data type not supported on this arch (") +
+                      (emu::is_c220() ? "A2/A3: uint16_t only" : "int16_t, uint16_t, half") + "; see the API page)", loc);
+        }
+        return;
+    }
+    const bool to_nhwc = tp.transposeType == TransposeType::TRANSPOSE_NCHW2NHWC;
+    if (!to_nhwc && tp.transposeType != TransposeType::TRANSPOSE_NHWC2NCHW)
+        emu::fail("invalid_param", "Transpose: only TRANSPOSE_ND2ND_B16, TRANSPOSE_NCHW2NHWC and TRANSPOSE_NHWC2NCHW are "
+                  "documented as supported", loc);
+    // fp4x2 tensors count 4-bit elements; the page does not say whether the sizes (and the
+    // 32-byte rule, sizeof(T) = 1) count nibbles or bytes, nor which nibble goes where.
+    if constexpr (emu::elems_per_byte<T>::value != 1)
+        emu::fail("invalid_param", "Transpose [N,C,H,W] <-> [N,H,W,C] of fp4x2 types is not emulated (the page does "
+                  "not say whether the sizes count 4-bit elements)", loc);
+    else
+        emu_ext::transpose_nchw(dst, src, sharedTmpBuffer, tp, to_nhwc, loc);
 }
 
 // TransDataTo5HD: 16 source blocks (srcList, UB byte addresses from GetPhyAddr) are
