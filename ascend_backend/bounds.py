@@ -182,4 +182,17 @@ class BoundsCheck:
     window: str  # the window as the DSL wrote it, for the message
 
 
-__all__ = ["Fit", "Ranges", "Verdict", "fit", "free_vars", "BoundsCheck"]
+@dataclass(frozen=True, eq=False)
+class MultipleCheck:
+    """A symbolic size the compiled code needs to be a multiple of ``unit`` (a gemm's K, whose
+    runtime tail the Cube takes only in whole fractals): the callable evaluates it with the values
+    of each call."""
+
+    size: Any
+    unit: int
+    what: str  # what the size is, for the message ("the reduction dimension K = k of the gemm")
+    loc: Any
+    hint: str
+
+
+__all__ = ["Fit", "Ranges", "Verdict", "fit", "free_vars", "BoundsCheck", "MultipleCheck"]

@@ -189,14 +189,22 @@ def workspace_bytes(program: Program, env: dict) -> int:
 
 
 def run_bounds_checks(program: Program, env: dict) -> None:
-    """The window checks that needed the symbolic dimensions (bounds.BoundsCheck), with this call's
-    values: a window that would start before or past its tensor is a ValueError naming its line."""
-    from .bounds import Fit, fit
+    """The checks that needed the symbolic dimensions, with this call's values: a window that would
+    start before or past its tensor (bounds.BoundsCheck), a gemm's symbolic K that is not a multiple
+    of its fractal width (bounds.MultipleCheck): a ValueError naming the line."""
+    from .bounds import Fit, MultipleCheck, fit
 
     if not program.bounds_checks:
         return
     sub = {k: tirx.const(v, k.dtype) for k, v in env.items()}
     for c in program.bounds_checks:
+        if isinstance(c, MultipleCheck):
+            n = evaluate(c.size, env)
+            if n % c.unit:
+                where = f"{c.loc}: " if c.loc else ""
+                raise ValueError(f"{where}{c.what} is {n} for these arguments, not a multiple of {c.unit}: the Cube "
+                                 f"core takes whole fractals along K (hint: {c.hint})")
+            continue
         base = tirx.stmt_functor.substitute(c.base, sub)
         size = evaluate(c.size, env)
         v = fit(c.ranges.substitute(sub), base, c.extent, size)

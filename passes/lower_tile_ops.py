@@ -11,8 +11,10 @@ L0A/L0B twice (ping/pong buffers inside a pipelined loop with num_stages > 1); f
 T.Parallel bodies become vector ops (see lower_parallel). Where the arches differ the lowering
 picks distinct op kinds (LoadData2D / LoadData2DV2, FixpipeToGmV220 / FixpipeToGmArch3510).
 Tails of global shapes become runtime-valid extents (``Valid``); a tail the hardware path cannot
-take is rejected with the dimension named. Cross-core flags whose pipe the route pass left open
-(``orders``) get the pipe of the ops they order.
+take is rejected with the dimension named; a gemm's symbolic K adds a check the callable runs at
+each call (``bounds.MultipleCheck`` in ``Program.bounds_checks``: K a multiple of the fractal
+width). Cross-core flags whose pipe the route pass left open (``orders``) get the pipe of the ops
+they order.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from ascend_backend.bounds import Fit, Ranges, fit
+from ascend_backend.bounds import Fit, MultipleCheck, Ranges, fit
 from ascend_backend.dtypes import DType
 from ascend_backend.errors import AlignmentError, InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
@@ -325,6 +327,7 @@ class TileLowerer:
         self._gemms = [s for s in walk(kernel.body) if isinstance(s, TileGemm)]
         self._lowered: set = set()  # id() of the gemms lowered so far
         self._l0_of: dict = {}  # (L1 tile, L0 scope) -> names of its L0 buffers
+        self.runtime_checks: list = []  # checks the callable runs with each call's sizes (a symbolic K)
 
     # ------------------------------------------------------------ driver
     def run(self) -> Kernel:
@@ -1214,13 +1217,13 @@ class TileLowerer:
                 "of its K (a runtime tail): the window and the tail would have to be combined at run time",
                 loc=s.loc, hint="take all of the tile's K in the gemm, or pick a block_K that divides K")
         gk = gshape[-2] if tA else gshape[-1]
-        if static_int(gk) is None:
-            raise UnsupportedError(
-                f"the reduction dimension K = {gk} of the gemm is symbolic: the Cube core takes whole 16-element "
-                "fractals along K, which a runtime tail of an unknown K may not be",
-                loc=s.loc, hint="give K a constant size (symbolic M and N are fine), or pad it to a multiple of the "
-                "tile's K")
         unit = 16 if tA or A.elem_bytes != 1 else 32   # fractal width along K: 32 bytes of a column block
+        if static_int(gk) is None:
+            # a runtime tail of K is taken in whole fractals: the callable checks K at each call
+            self.runtime_checks.append(MultipleCheck(
+                size=gk, unit=unit, what=f"the reduction dimension K = {gk} of the gemm", loc=s.loc,
+                hint=f"pad K with zeros to a multiple of {unit}"))
+            return kv
         if gk % unit:
             raise AlignmentError(
                 f"the reduction dimension K = {gk} of the gemm is not a multiple of {unit}, and the tile K = {K} "
@@ -1579,12 +1582,19 @@ def lower_tile_ops(program: Program, compact_temps: bool = False) -> Program:
     """Lower tile ops to pipe-tagged Ascend ops in every kernel. ``compact_temps``: element-wise
     results overwrite their operands' temporaries (the driver's second try when the first
     lowering does not fit the memory budget)."""
+    checks: list = []
+
     def one(k: Kernel, lc, p) -> Kernel:
         if compact_temps and k.core is Core.AIV:
             k = _share_product_buffers(k, lc.transfers)
-        return TileLowerer(k, p.arch, lc.grid, compact_temps).run()
+        lowerer = TileLowerer(k, p.arch, lc.grid, compact_temps)
+        out = lowerer.run()
+        seen = {(str(c.size), c.unit, c.loc) for c in checks}
+        checks.extend(c for c in lowerer.runtime_checks if (str(c.size), c.unit, c.loc) not in seen)
+        return out
 
     out = program.map_kernels(one)
+    out = out.replace(bounds_checks=[*program.bounds_checks, *checks])
     verify_lowered(out)
     return out
 

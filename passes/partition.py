@@ -480,6 +480,7 @@ def partition_launch(launch: Launch) -> Launch:
     kernel = launch.kernels.get(None)
     if kernel is None or len(launch.kernels) != 1:
         raise InternalCompilerError("partition needs one unpartitioned kernel per launch", stage="partition")
+    kernel = _drop_unread_fills(kernel)
     p = _Partitioner(kernel)
     if not p.mixed:
         core = _single_kind(kernel, p)
@@ -526,6 +527,34 @@ def _uses(s) -> set:
             add(getattr(s, f.name))
     names = set(loaded_buffers(*exprs))
     return names if isinstance(s, Loop | If | ScalarStore) else names | tile_buffers(s)
+
+
+def _drop_unread_fills(kernel: Kernel) -> Kernel:
+    """A T.fill / T.clear of a tile that no other statement mentions (a leftover clear of an unused
+    accumulator) is dropped, and the tile, before sides are decided: it would put the kernel on a
+    core kind for nothing (a gemm kernel with it needed both kinds, with no tile between them: refused)."""
+    body = kernel.body
+    fills = [s for s in walk(body) if isinstance(s, TileFill) and not kernel.buffers[s.dst.buffer].kind.in_gm]
+    if not fills:
+        return kernel
+    mentioned = {n for s in walk(body) if not isinstance(s, TileFill) for n in _uses(s)}
+    dead = {s.dst.buffer for s in fills if s.dst.buffer not in mentioned}
+    if not dead:
+        return kernel
+
+    def keep(items: list) -> list:
+        out = []
+        for s in items:
+            if isinstance(s, TileFill) and s.dst.buffer in dead:
+                continue
+            if isinstance(s, Loop):
+                s = dataclasses.replace(s, body=keep(s.body))
+            elif isinstance(s, If):
+                s = dataclasses.replace(s, then_body=keep(s.then_body), else_body=keep(s.else_body))
+            out.append(s)
+        return out
+
+    return kernel.replace(body=keep(body), buffers={n: b for n, b in kernel.buffers.items() if n not in dead})
 
 
 def _drop_dead_scalars(body: list, kernel: Kernel) -> list:

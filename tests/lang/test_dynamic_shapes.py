@@ -216,7 +216,9 @@ def test_a_symbolic_tile_is_refused_at_its_line():
     assert "hint: give the tile a constant size" in msg
 
 
-def test_a_symbolic_gemm_k_is_refused_at_the_gemm():
+def test_a_symbolic_gemm_k_takes_its_tail_in_whole_fractals(arch):
+    # TileLang's dynamic_shape example: one kernel for every K; K = 48 ends in a 16-column tail
+    # (one Mmad over 16 of the tile's 32), and a K that is not a multiple of 16 is refused at the call
     K = T.dynamic("K")
 
     @T.prim_func
@@ -226,12 +228,22 @@ def test_a_symbolic_gemm_k_is_refused_at_the_gemm():
             b = T.alloc_shared((32, 32), "float16")
             c = T.alloc_fragment((32, 32), "float32")
             T.clear(c)
-            for k in T.serial(T.ceildiv(K, 32)):
+            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
                 T.copy(A[0, k * 32], a)
                 T.copy(B[k * 32, 0], b)
-                T.gemm(a, b, c)
+                T.gemm(a, b, c)  # marker:symbolic-k
             T.copy(c, C[0, 0])
 
-    with pytest.raises(UnsupportedError, match=r"test_dynamic_shapes.py:\d+: unsupported: the reduction dimension "
-                                               r"K = K of the gemm is symbolic"):
-        ascend_backend.lower(gemm_k, target="ascendc")
+    k = compile_(gemm_k, arch)
+    for n in (64, 48, 16, 112):
+        a, b = torch.randn(32, n).half(), torch.randn(n, 32).half()
+        c = torch.full((32, 32), float("nan"))
+        k(a, b, c)
+        assert all(r.ok for r in k.reports)
+        torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-3)
+    with open(__file__) as f:
+        line = next(n for n, t in enumerate(f, start=1) if "# marker:symbolic-k" in t)
+    with pytest.raises(ValueError, match=rf"test_dynamic_shapes.py:{line}: the reduction dimension K = K of the gemm "
+                                         r"is 40 for these arguments, not a multiple of 16: the Cube core takes whole "
+                                         r"fractals along K \(hint: pad K with zeros to a multiple of 16\)"):
+        k(torch.randn(32, 40).half(), torch.randn(40, 32).half(), torch.zeros(32, 32))

@@ -7,6 +7,7 @@ TileLang, each on the emulator against torch in strict mode:
 * an element of a 1-element fragment set from a global tensor for the vector code of a mixed kernel
   (mamba's `D_local[0] = D[h]`): the Cube side, which does not read it, drops the store;
 * T.Persistent's truncmod indices (gemm_persistent);
+* a T.clear of a tile nothing reads is dropped (it put a gemm kernel on both core kinds);
 * x / c for a constant c: a division, as TileLang's default (no fast math) computes it, unless 1 / c
   is exact (a power of two), which stays one Muls;
 * a transposed read x[j, i] in T.Parallel(i, j) (mamba_chunk_state's xt = x^T * scale): one
@@ -280,3 +281,26 @@ def test_a_gemm_result_read_transposed_is_refused():
 def _line(marker: str) -> int:
     with open(__file__) as f:
         return next(n for n, text in enumerate(f, start=1) if f"# {marker}" in text)
+
+
+def test_a_clear_of_an_unused_tile_is_dropped(arch):
+    # a leftover T.clear of a fragment nothing reads put vector work in a gemm kernel that shares
+    # no tile with it: refused ("no tile crosses between them") before
+    @T.prim_func
+    def k(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1) as _:
+            a = T.alloc_shared((M, K), "float16")
+            b = T.alloc_shared((K, N), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            unused = T.alloc_fragment((M, N), "float32")
+            T.clear(unused)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)
+            T.copy(c, C)
+
+    a, b = torch.randn(M, K).half(), torch.randn(K, N).half()
+    c = torch.full((M, N), float("nan"))
+    kern = run(k, [a, b, c], arch)
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-4)
+    assert "AIC_ONLY" in kern.kernel_source and "unused" not in kern.kernel_source
