@@ -3,8 +3,9 @@
 Needs: a routed mixed launch (its crossing tiles have their workspace windows or on-chip peers).
 Establishes: the AIV kernel has a ``RowSplit``: AIV ``sub`` (GetSubBlockIdx) holds rows
 [sub * R/2, (sub + 1) * R/2) of every tile of R rows, R one of the crossing tiles' heights (tiles
-of different heights each split at their own); its copies to and from GM address its own rows,
-and T.Parallel bodies see global row indices. Single-kind launches, and launches whose crossing
+of different heights each split at their own; a tile a T.Parallel reads transposed is held whole
+by each AIV, and one from the Cube read so is refused); its copies to and from GM address its own
+rows, and T.Parallel bodies see global row indices. Single-kind launches, and launches whose crossing
 tiles have an odd height (assign_layout rejects such Cube tiles), are left alone.
 """
 
