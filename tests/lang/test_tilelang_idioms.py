@@ -8,6 +8,8 @@ TileLang, each on the emulator against torch in strict mode:
   (mamba's `D_local[0] = D[h]`): the Cube side, which does not read it, drops the store;
 * T.Persistent's truncmod indices (gemm_persistent);
 * a T.clear of a tile nothing reads is dropped (it put a gemm kernel on both core kinds);
+* a gemm result stored in a dtype the Fixpipe does not write (float8_e5m2 on dav-3510) is cast on
+  the Vector cores;
 * x / c for a constant c: a division, as TileLang's default (no fast math) computes it, unless 1 / c
   is exact (a power of two), which stays one Muls;
 * a transposed read x[j, i] in T.Parallel(i, j) (mamba_chunk_state's xt = x^T * scale): one
@@ -304,3 +306,36 @@ def test_a_clear_of_an_unused_tile_is_dropped(arch):
     kern = run(k, [a, b, c], arch)
     torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-4)
     assert "AIC_ONLY" in kern.kernel_source and "unused" not in kern.kernel_source
+
+
+def fp8_gemm(out_dtype: str):
+    @T.prim_func
+    def k(A: T.Tensor((M, K), "float8_e4m3fn"), B: T.Tensor((N, K), "float8_e4m3fn"), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(1) as _:
+            a = T.alloc_shared((M, K), "float8_e4m3fn")
+            b = T.alloc_shared((N, K), "float8_e4m3fn")
+            c = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, transpose_B=True, clear_accum=True)
+            T.copy(c, C)
+
+    return k
+
+
+def test_a_gemm_result_the_fixpipe_cannot_write_is_cast_on_the_vector_cores():
+    # TileLang's gemm_fp8 example with an e5m2 output: the 950's Fixpipe writes float32 as e4m3 but
+    # not e5m2, its vector Cast takes float32 -> e5m2 (passes/cast_on_vector.py)
+    g = torch.Generator().manual_seed(4)
+    a = torch.randn(M, K, generator=g).to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, generator=g).to(torch.float8_e4m3fn)
+    c = torch.zeros(M, N, dtype=torch.float8_e5m2)
+    k = run(fp8_gemm("float8_e5m2"), [a, b, c], "dav-3510")
+    ref = (a.float() @ b.float().T).to(torch.float8_e5m2)
+    assert torch.equal(c.view(torch.uint8), ref.view(torch.uint8))
+    filecheck(k.kernel_source, """
+        CHECK: Kernel k: MIX_AIC_1_2
+        CHECK: Cast(c_float8_e5m2, c, RoundMode::CAST_RINT,
+    """)
+    # e4m3 stays on the Fixpipe: a Cube-only kernel
+    assert "AIC_ONLY" in ascend_backend.lower(fp8_gemm("float8_e4m3fn"), {"kind": "ascendc", "arch": "dav-3510"}).source
