@@ -15,9 +15,11 @@ accumulator that vector code also touches is "mixed": while only the Cube touche
 L0C (a T.clear before a loop becomes the first Mmad's overwrite); at the first vector access it
 crosses to the AIVs; a later gemm into it computes a fresh product that the AIVs add into their
 copy (``acc += partial``), which is how FlashAttention's rescaled ``acc_o`` or a causal mask
-written before ``T.gemm`` work. A gemm operand produced by vector code crosses to the Cube before
-the first gemm that reads it after each vector write (FlashAttention backward's ``dS`` feeds two
-gemms from one crossing).
+written before ``T.gemm`` work. An accumulator a T.clear leaves zero on some paths only (every
+gemm under an ``if``) and that vector code reads gets a scalar zero flag both cores keep: the
+AIVs take the transfer, then zeros where the flag says no gemm ran since the clear. A gemm
+operand produced by vector code crosses to the Cube before the first gemm that reads it after each
+vector write (FlashAttention backward's ``dS`` feeds two gemms from one crossing).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import dataclasses
 
 from tvm import tirx
 
+from ascend_backend.dtypes import DType
 from ascend_backend.errors import InternalCompilerError, UnsupportedError
 from ascend_backend.ir import (
     Buffer,
@@ -139,9 +142,12 @@ def _const_zero(v) -> bool:
 
 
 class _Partitioner:
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, zero_flags: dict | None = None) -> None:
         self.k = kernel
         self.bufs = kernel.buffers
+        # accumulator -> the scalar local that says it is still zero (a T.clear with no gemm since;
+        # see _zero_flagged): vector code that reads it then fills zeros instead of the transfer
+        self.zero_flags: dict = zero_flags or {}
         self.ops = [s for s in walk(kernel.body) if not isinstance(s, Loop | If)]
         self.operands: set = set()
         self.accs: set = set()
@@ -350,7 +356,9 @@ class _Partitioner:
             elif before == "zero" and after == "cube":
                 aic.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc))
             elif before == "cube_or_zero" and after == "vec":
-                raise _read_after_partial_clear(name, loc)
+                a1, v1 = self.from_cube_or_zero(name, loc)
+                aic += a1
+                aiv += v1
             elif after != "cube_or_zero" or _home(before) != "cube":  # to cube_or_zero: nothing to move
                 raise InternalCompilerError(f"partition: no way to bring accumulator '{name}' from {before} to "
                                             f"{after}", stage="partition")
@@ -391,6 +399,10 @@ class _Partitioner:
                     return aic, aiv
                 aic.append(s)
                 state[C] = "cube"
+                if C in self.zero_flags:
+                    done = self._flag_store(C, 0, s.loc)
+                    aic.append(done)
+                    aiv.append(done)
                 return aic, aiv
             aic.append(s)
             return aic, aiv
@@ -398,6 +410,9 @@ class _Partitioner:
             name = s.dst.buffer
             if _const_zero(s.value):
                 state[name] = "zero"
+                if name in self.zero_flags:
+                    set_ = self._flag_store(name, 1, s.loc)
+                    return [s, set_], [set_]
                 return [s], []
             state[name] = "vec"
             return [], [s]
@@ -418,9 +433,27 @@ class _Partitioner:
             elif state[name] == "zero":
                 aiv.append(TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=s.loc))
             elif state[name] == "cube_or_zero":
-                raise _read_after_partial_clear(name, s.loc)
+                a1, v1 = self.from_cube_or_zero(name, s.loc)
+                aic += a1
+                aiv += v1
             state[name] = "vec"
         return aic, aiv + [s]
+
+    def from_cube_or_zero(self, name: str, loc) -> tuple[list, list]:
+        """The accumulator to the Vector cores when it is zero on some paths (a T.clear with no gemm
+        since) and the Cube's product on the others: the transfer, then zeros where its flag says so."""
+        if name not in self.zero_flags:
+            raise _NeedsZeroFlag(name, loc)
+        a1, v1 = self.to_vector(name, loc, accumulate=False)
+        flag = self.zero_flags[name]
+        still_zero = tirx.NE(tirx.BufferLoad(flag, [tirx.IntImm("int32", 0)]), tirx.IntImm("int32", 0))
+        fill = If(cond=still_zero, then_body=[TileFill(dst=full_region(self.bufs[name]), value=0.0, loc=loc)],
+                  loc=loc)
+        return a1, v1 + [fill]
+
+    def _flag_store(self, name: str, value: int, loc) -> ScalarStore:
+        return ScalarStore(buffer=self.zero_flags[name].name, indices=(tirx.IntImm("int32", 0),),
+                           value=tirx.IntImm("int32", value), loc=loc)
 
 
 def _home(state: str) -> str:
@@ -429,18 +462,19 @@ def _home(state: str) -> str:
     return "cube" if state in ("zero", "cube_or_zero") else state
 
 
-def _read_after_partial_clear(name: str, loc) -> UnsupportedError:
-    return UnsupportedError(
-        f"vector code reads the gemm accumulator '{name}', which a T.clear has left zero on some paths only (in "
-        "an `if`, or at the end of a loop body), before any gemm into it: the Cube clears an accumulator by "
-        "overwriting it in the next gemm", loc=loc,
-        hint=f"clear '{name}' on every path before this read, or run the gemm into it first")
+class _NeedsZeroFlag(Exception):
+    """Vector code reads an accumulator that is zero on some paths only: partition starts over with a
+    zero flag for it (partition_launch)."""
+
+    def __init__(self, name: str, loc) -> None:
+        super().__init__(name)
+        self.name, self.loc = name, loc
 
 
 def _merge(a: str, b: str) -> str:
     """The state of an accumulator where two paths meet, one leaving it ``a`` and the other ``b``:
     on the Cube and zero on one path only is 'cube_or_zero' (the next gemm reads the clear's flag;
-    vector code may not read it before that gemm)."""
+    vector code reading it first gets zeros where its zero flag is set: from_cube_or_zero)."""
     if a == b:
         return a
     if _home(a) == _home(b) == "cube":
@@ -481,12 +515,31 @@ def partition_launch(launch: Launch) -> Launch:
     if kernel is None or len(launch.kernels) != 1:
         raise InternalCompilerError("partition needs one unpartitioned kernel per launch", stage="partition")
     kernel = _drop_unread_fills(kernel)
-    p = _Partitioner(kernel)
+    zero_flags: dict = {}
+    while True:
+        p = _Partitioner(kernel, zero_flags)
+        if not p.mixed:
+            break
+        try:
+            state = {n: "vec" for n in p.mixed_accs}  # where the current value of each mixed acc lives
+            aic_body, aiv_body, _ = p.body(kernel.body, state)
+            break
+        except _NeedsZeroFlag as e:
+            # a T.clear of it is left without a gemm on some paths (blocksparse GEMM: every gemm under
+            # an `if`): a scalar flag, set by the clear and reset by each gemm, tells the Vector cores
+            # whether they read zeros or the Cube's product
+            if e.name in zero_flags:
+                raise InternalCompilerError(f"partition: the zero flag of '{e.name}' did not settle",
+                                            stage="partition") from None
+            name = fresh_name(f"{e.name}_still_zero", set(kernel.buffers))
+            acc = kernel.buffers[e.name]
+            kernel = kernel.replace(buffers={**kernel.buffers, name: Buffer(
+                name=name, shape=(1,), dtype=DType.INT32, kind=BufferKind.LOCAL, loc=acc.loc,
+                role=f"1 while '{e.name}' holds its T.clear's zeros (no gemm into it since)")})
+            zero_flags[e.name] = tirx.decl_buffer((1,), "int32", name)
     if not p.mixed:
         core = _single_kind(kernel, p)
         return launch.replace(kernels={core: kernel.replace(core=core)})
-    state = {n: "vec" for n in p.mixed_accs}  # where the current value of each mixed acc lives
-    aic_body, aiv_body, _ = p.body(kernel.body, state)
     params = {n: dataclasses.replace(b) for n, b in kernel.buffers.items() if b.kind.in_gm}
 
     def own(body: list, extra: dict) -> dict:
