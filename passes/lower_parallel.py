@@ -139,6 +139,26 @@ def exact_reciprocal(c: float | None, dt) -> float | None:
     return 1.0 / c
 
 
+def _cast_key(e) -> tuple | None:
+    """What identifies a conversion of a tile element: its type, the tile, the indices."""
+    if isinstance(e, tirx.Cast) and isinstance(e.value, tirx.BufferLoad):
+        return str(e.dtype), e.value.buffer.name, tuple(str(i) for i in e.value.indices)
+    return None
+
+
+def _repeated_casts(value) -> set:
+    """The conversions of a tile element that ``value`` makes more than once."""
+    seen: dict = {}
+
+    def visit(n) -> None:
+        key = _cast_key(n)
+        if key is not None:
+            seen[key] = seen.get(key, 0) + 1
+
+    tirx.stmt_functor.post_order_visit(value, visit)
+    return {k for k, n in seen.items() if n > 1}
+
+
 def scalar_literal(v: float, dt) -> ScalarLit:
     return ScalarLit(float(v), to_dtype(dt))
 
@@ -791,6 +811,10 @@ class ParallelLowerer:
         self.rows = self.shape[0] if len(self.shape) == 2 else 1
         self.cols = self.shape[-1]
         self.pre: list = []
+        # conversions of one tile that a store's expression reads several times (dav-c220 widens each
+        # bfloat16 leaf to float32): converted once (_repeated_casts; key -> (temporary, kind))
+        self.shared_casts: set = set()
+        self.cast_cache: dict = {}
         self.index_cache: dict = {}  # (loop index position, dtype) -> UB vector of its values
         self.scratch: str | None = None  # the stored tile, when its bytes may hold partial results (_scratch)
 
@@ -946,12 +970,19 @@ class ParallelLowerer:
         if isinstance(e, tirx.Cast) and isinstance(e.value, tirx.Var) and to_dtype(dtype) in _INDEX_DTYPES:
             return self._index(e.value, to_dtype(dtype))  # generated in the wanted type directly
         if isinstance(e, tirx.Cast):
+            key = _cast_key(e) if out is None else None
+            if key is not None and key in self.cast_cache:
+                return Opnd(self.cast_cache[key][1], dtype, buffer=self.cast_cache[key][0])
             src = self.expr(e.value)
             if src.kind == "scalar":
                 return Opnd("scalar", dtype, expr=ScalarConv(src.expr, to_dtype(dtype)))
             dst = self._dest(out, src.kind, dtype)
             self.pre.extend(self.vec.copy_or_cast(dst, src.buffer, self.loc))
             self._free(src)
+            if key is not None and key in self.shared_casts:
+                # the same tile converted again later in this expression: kept, not freed, and reused
+                self.cast_cache[key] = (dst, src.kind)
+                return Opnd(src.kind, dtype, buffer=dst)
             return Opnd(src.kind, dtype, buffer=dst, temp=dst != out)
         for cls, name in _BINARY.items():
             if isinstance(e, cls):
@@ -1494,10 +1525,15 @@ class ParallelLowerer:
             raise UnsupportedError(f"T.Parallel cannot write '{buf.name}' in {buf.scope}", loc=self.loc,
                                    hint="element-wise work on a gemm result needs the Cube/Vector split, "
                                    "not available yet" if buf.scope is Scope.L0C else None)
+        value = promote_narrow(st.value, self.vec.arch)
+        self.shared_casts = _repeated_casts(value)
         try:
-            res = self.expr(promote_narrow(st.value, self.vec.arch), out=out)
+            res = self.expr(value, out=out)
         finally:
             self.scratch = None
+            for name, _ in self.cast_cache.values():
+                self.vec.release(name)
+            self.shared_casts, self.cast_cache = set(), {}
         if res.kind == "scalar":
             self.pre.extend(self.vec.duplicate_expr(out, res.expr, self.loc))
         elif res.buffer != out:

@@ -192,3 +192,18 @@ def test_a_float32_literal_makes_a_float32_multiply_rounded_once_at_the_store(ar
         CHECK: Cast(c, tmp{{.*}}_float32, RoundMode::CAST_RINT
     """)
     assert "_bfloat16" not in src
+
+
+def test_a_bf16_tile_read_twice_is_widened_once_on_dav_c220():
+    """max(a * b + a, b) reads a and b twice each: on dav-c220 each is converted to float32 once
+    (the conversion is kept for the second read), then the one rounding at the store: 3 Casts."""
+    src, (a, b, r), c = _run(lambda x, y, _r: T.max(x * y + x, y), "dav-c220")
+    assert torch.equal(c, torch.maximum(_f(a) * _f(b) + _f(a), _f(b)).to(torch.bfloat16))
+    casts = [line.strip() for line in src.splitlines() if line.strip().startswith("Cast(")]
+    assert len(casts) == 3, casts  # 5 before: a and b converted at each read
+    filecheck(src, """
+        CHECK: Cast(tmp{{.*}}_float32, a, RoundMode::CAST_NONE
+        CHECK: Cast(tmp{{.*}}_float32, b, RoundMode::CAST_NONE
+        CHECK-NOT: Cast(
+        CHECK: Cast(c, tmp{{.*}}_float32, RoundMode::CAST_RINT
+    """)
