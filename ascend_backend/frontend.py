@@ -9,6 +9,7 @@ Anything else is rejected here with the DSL line it comes from.
 from __future__ import annotations
 
 import itertools
+import math
 
 import tvm
 from tvm import tirx
@@ -650,7 +651,7 @@ class _Importer:
         elif str(value.dtype) != dt:
             value = tirx.Cast(dt, value)
         name = self.buffer_name(buf)
-        if len(list(itertools.product(*(range(n) for n in shape)))) <= 16:
+        if math.prod(shape) <= 16:
             return [ScalarStore(buffer=name, indices=tuple(tirx.IntImm("int32", i) for i in idx), value=value, loc=loc)
                     for idx in itertools.product(*(range(n) for n in shape))]
         idx = [tirx.Var(f"{buf.name}_i{d}", "int32") for d in range(len(shape))]
@@ -800,22 +801,14 @@ def _check_tile_indices(ps: ParallelStore, loop_vars: list, extents: list) -> No
     def loads(e) -> None:
         if isinstance(e, tirx.BufferLoad):
             accesses.append((e.buffer, e.indices, "reads"))
-            for x in e.indices:
-                loads(x)
-        elif isinstance(e, tirx.Select):
-            loads(e.condition)
+        if isinstance(e, tirx.Select):  # its branches may be masked: only the condition is judged
+            kids = [e.condition]
         elif isinstance(e, tirx.Call) and _op_name(e) == "tirx.if_then_else":
-            loads(e.args[0])
-        elif isinstance(e, tirx.Call):
-            for x in e.args:
-                loads(x)
-        elif isinstance(e, tirx.Cast):
-            loads(e.value)
-        elif hasattr(e, "a") and hasattr(e, "b"):
-            loads(e.a)
-            loads(e.b)
-        elif isinstance(e, tirx.Not):
-            loads(e.a)
+            kids = [e.args[0]]
+        else:
+            kids = _expr_children(e)
+        for k in kids:
+            loads(k)
 
     loads(value)
     for buf, indices, verb in accesses:
@@ -910,20 +903,25 @@ MAX_EXPR_DEPTH = 256
 _EXPR_CHILDREN = ("a", "b", "value", "args", "indices", "condition", "true_value", "false_value")
 
 
+def _expr_children(node) -> list:
+    """The sub-expressions of an expression node (operands, call arguments, load indices)."""
+    out: list = []
+    for attr in _EXPR_CHILDREN:
+        child = getattr(node, attr, None) if isinstance(node, tvm.ir.PrimExpr) else None
+        if isinstance(child, tvm.ir.PrimExpr):
+            out.append(child)
+        elif child is not None and not isinstance(child, str | int | float) and hasattr(child, "__len__"):
+            out.extend(c for c in child if isinstance(c, tvm.ir.PrimExpr))
+    return out
+
+
 def expr_depth(expr) -> int:
     """The depth of an expression tree (a leaf is 1), walked without recursion."""
     deepest, stack = 0, [(expr, 1)]
     while stack:
         node, d = stack.pop()
         deepest = max(deepest, d)
-        for attr in _EXPR_CHILDREN:
-            child = getattr(node, attr, None) if isinstance(node, tvm.ir.PrimExpr) else None
-            if child is None:
-                continue
-            if isinstance(child, tvm.ir.PrimExpr):
-                stack.append((child, d + 1))
-            elif not isinstance(child, str | int | float) and hasattr(child, "__len__"):
-                stack.extend((c, d + 1) for c in child if isinstance(c, tvm.ir.PrimExpr))
+        stack.extend((c, d + 1) for c in _expr_children(node))
     return deepest
 
 

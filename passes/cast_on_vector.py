@@ -33,16 +33,14 @@ from ascend_backend.errors import InternalCompilerError
 from ascend_backend.ir import (
     Buffer,
     BufferKind,
-    If,
     Kernel,
-    Launch,
-    Loop,
     ParallelStore,
     Program,
     TileCopy,
     TileGemm,
     TileParallel,
     fresh_name,
+    map_body,
     walk,
 )
 
@@ -86,30 +84,14 @@ def _cast_kernel(kernel: Kernel, arch: Arch) -> Kernel:
                             stores=(ParallelStore(store, s.loc),), loc=s.loc)
         return [cast, dataclasses.replace(s, src=full_region(tmp))]
 
-    def go(items: list) -> list:
-        out = []
-        for s in items:
-            if isinstance(s, Loop):
-                out.append(dataclasses.replace(s, body=go(s.body)))
-            elif isinstance(s, If):
-                out.append(dataclasses.replace(s, then_body=go(s.then_body), else_body=go(s.else_body)))
-            elif _needs_vector_cast(s, buffers, accs, arch):
-                out.extend(rewrite(s))
-            else:
-                out.append(s)
-        return out
-
-    body = go(kernel.body)
+    body = map_body(kernel.body, lambda s: rewrite(s) if _needs_vector_cast(s, buffers, accs, arch) else [s])
     return kernel.replace(body=body, buffers=buffers)
 
 
 def cast_on_vector(program: Program) -> Program:
     """Convert on the Vector cores the gemm results the Fixpipe cannot write (module docstring)."""
 
-    def launch(lc: Launch) -> Launch:
-        return lc.replace(kernels={core: _cast_kernel(k, program.arch) for core, k in lc.kernels.items()})
-
-    out = program.replace(launches=[launch(lc) for lc in program.launches])
+    out = program.map_kernels(lambda k, lc, p: _cast_kernel(k, p.arch))
     verify_cast_on_vector(out)
     return out
 

@@ -41,7 +41,6 @@ from ascend_backend.errors import InternalCompilerError
 from ascend_backend.ir import (
     If,
     Kernel,
-    Launch,
     Loop,
     Program,
     Region,
@@ -167,9 +166,6 @@ def verify_fold_scale(program: Program) -> None:
 def fold_scale(program: Program) -> Program:
     """Fold a per-tensor scale of a gemm's result into the Fixpipe that stores it (module docstring)."""
 
-    def launch(lc: Launch) -> Launch:
-        return lc.replace(kernels={core: _fold_kernel(k, program.arch) for core, k in lc.kernels.items()})
-
-    out = program.replace(launches=[launch(lc) for lc in program.launches])
+    out = program.map_kernels(lambda k, lc, p: _fold_kernel(k, p.arch))
     verify_fold_scale(out)
     return out

@@ -595,19 +595,8 @@ def _drop_unread_fills(kernel: Kernel) -> Kernel:
     if not dead:
         return kernel
 
-    def keep(items: list) -> list:
-        out = []
-        for s in items:
-            if isinstance(s, TileFill) and s.dst.buffer in dead:
-                continue
-            if isinstance(s, Loop):
-                s = dataclasses.replace(s, body=keep(s.body))
-            elif isinstance(s, If):
-                s = dataclasses.replace(s, then_body=keep(s.then_body), else_body=keep(s.else_body))
-            out.append(s)
-        return out
-
-    return kernel.replace(body=keep(body), buffers={n: b for n, b in kernel.buffers.items() if n not in dead})
+    body = map_body(body, lambda s: [] if isinstance(s, TileFill) and s.dst.buffer in dead else [s])
+    return kernel.replace(body=body, buffers={n: b for n, b in kernel.buffers.items() if n not in dead})
 
 
 def _drop_dead_scalars(body: list, kernel: Kernel) -> list:

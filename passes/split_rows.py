@@ -23,7 +23,6 @@ from ascend_backend.ir import (
     If,
     Kernel,
     Launch,
-    Loop,
     Program,
     Region,
     RowSplit,
@@ -32,6 +31,7 @@ from ascend_backend.ir import (
     TileFill,
     TileParallel,
     TileReduce,
+    map_body,
     static_int,
     walk,
 )
@@ -174,19 +174,8 @@ def split_rows_launch(launch: Launch) -> Launch:
             return _split_parallel(op, split, halves, sub)
         return op
 
-    def walk_fix(body):
-        out = []
-        for s in body:
-            if isinstance(s, Loop):
-                out.append(dataclasses.replace(s, body=walk_fix(s.body)))
-            elif isinstance(s, If):
-                out.append(dataclasses.replace(s, then_body=walk_fix(s.then_body), else_body=walk_fix(s.else_body)))
-            else:
-                out.append(fix(s))
-        return out
-
     row_split = RowSplit(sub, next(iter(halves.values())) if len(halves) == 1 else None)
-    aiv = aiv.replace(buffers=buffers, body=walk_fix(aiv.body), row_split=row_split)
+    aiv = aiv.replace(buffers=buffers, body=map_body(aiv.body, lambda s: [fix(s)]), row_split=row_split)
     return launch.replace(kernels={**launch.kernels, Core.AIV: aiv})
 
 

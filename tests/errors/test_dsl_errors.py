@@ -15,6 +15,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 import torch
+from dsl_lines import marker_line
 
 import ascend_backend
 from ascend_backend import DslError, InternalCompilerError, ShapeError, TargetError, UnsupportedError
@@ -23,11 +24,7 @@ from ascend_backend.errors import AscendCompileError, SrcLoc
 
 
 def line_of(marker: str) -> int:
-    with open(__file__) as f:
-        for n, text in enumerate(f, start=1):
-            if f"# marker:{marker}" in text:
-                return n
-    raise AssertionError(marker)
+    return marker_line(__file__, marker)
 
 
 def check(err: AscendCompileError, cls: type, marker: str, *, what: str, hint: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 import tilelang.language as T
+from dsl_lines import marker_line
 
 import ascend_backend
 from ascend_backend import UnsupportedError
@@ -21,11 +22,7 @@ M, N = 32, 64
 
 
 def line_of(marker: str) -> int:
-    with open(__file__) as f:
-        for n, text in enumerate(f, start=1):
-            if f"# marker:{marker}" in text:
-                return n
-    raise AssertionError(marker)
+    return marker_line(__file__, marker)
 
 
 def elementwise(dt: str, expr):

@@ -8,6 +8,7 @@ import re
 import pytest
 import tilelang.language as T
 import torch
+from dsl_lines import marker_line
 
 import ascend_backend
 from ascend_backend.errors import UnsupportedError
@@ -241,8 +242,7 @@ def test_a_symbolic_gemm_k_takes_its_tail_in_whole_fractals(arch):
         k(a, b, c)
         assert all(r.ok for r in k.reports)
         torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-3)
-    with open(__file__) as f:
-        line = next(n for n, t in enumerate(f, start=1) if "# marker:symbolic-k" in t)
+    line = marker_line(__file__, "symbolic-k")
     with pytest.raises(ValueError, match=rf"test_dynamic_shapes.py:{line}: the reduction dimension K = K of the gemm "
                                          r"is 40 for these arguments, not a multiple of 16: the Cube core takes whole "
                                          r"fractals along K \(hint: pad K with zeros to a multiple of 16\)"):

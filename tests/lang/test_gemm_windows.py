@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import tilelang.language as T
 import torch
+from dsl_lines import marker_line
 from filecheck import filecheck
 from strict_run import run
 
@@ -162,8 +163,7 @@ def test_window_at_a_loop_variable_offset(arch):
 
 
 def line_of(marker: str) -> int:
-    with open(__file__) as f:
-        return next(n for n, text in enumerate(f, start=1) if f"# marker:{marker}" in text)
+    return marker_line(__file__, marker)
 
 
 def misaligned(which: str, dtype: str = "float16"):

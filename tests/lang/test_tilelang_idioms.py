@@ -20,6 +20,7 @@ TileLang, each on the emulator against torch in strict mode:
 import pytest
 import tilelang.language as T
 import torch
+from dsl_lines import marker_line
 from filecheck import filecheck
 from strict_run import run
 
@@ -209,7 +210,7 @@ def test_a_transposed_read_of_bfloat16_is_refused_on_dav_c220():
         ascend_backend.lower(transposed(16, 32, "bfloat16"), {"kind": "ascendc", "arch": "dav-c220"})
     assert "a transposed read (x[j, i] in T.Parallel(i, j)) on bfloat16 tiles: the vector unit's Transpose takes" \
         in e.value.what
-    assert e.value.loc.line == _line("marker:transposed")
+    assert e.value.loc.line == marker_line(__file__, "transposed")
 
 
 def test_a_transposed_read_of_a_tile_with_partial_blocks_is_refused():
@@ -217,7 +218,7 @@ def test_a_transposed_read_of_a_tile_with_partial_blocks_is_refused():
         ascend_backend.lower(transposed(16, 40, "float16"), {"kind": "ascendc", "arch": "dav-3510"})
     assert "the transposed read of 'x' (16 x 40, float16): its rows of 40 and the result's of 16 elements must fill " \
         "whole 32-byte blocks" in e.value.what
-    assert e.value.loc.line == _line("marker:transposed")
+    assert e.value.loc.line == marker_line(__file__, "transposed")
 
 
 def transposed_gemm_operand():
@@ -276,13 +277,8 @@ def test_a_gemm_result_read_transposed_is_refused():
     with pytest.raises(UnsupportedError) as e:
         ascend_backend.lower(k, {"kind": "ascendc", "arch": "dav-3510"})
     assert "'c' comes from the Cube and is read transposed" in e.value.what
-    assert e.value.loc.line == _line("marker:from-cube")
+    assert e.value.loc.line == marker_line(__file__, "from-cube")
     assert "transpose on the Cube instead" in e.value.hint
-
-
-def _line(marker: str) -> int:
-    with open(__file__) as f:
-        return next(n for n, text in enumerate(f, start=1) if f"# {marker}" in text)
 
 
 def test_a_clear_of_an_unused_tile_is_dropped(arch):
