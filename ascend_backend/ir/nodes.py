@@ -1186,6 +1186,27 @@ class VecTranspose(_VecOp):
 
 
 @dataclass
+class VecGather(_VecOp):
+    """dst[k] = the element of src at byte offset offsets[k] (Gather's count form, 离散与聚合/Gather.md)
+    over ``rows`` rows of ``cols`` elements, ``pitch`` apart in dst and offsets (one call per row when
+    the rows are padded: the padding lanes are never read); ``offsets`` is an int32 tile read as the
+    uint32 srcOffset tensor."""
+
+    dst: str
+    src: str
+    offsets: str
+    rows: int
+    cols: int
+    pitch: int
+    what: str = ""
+
+    macro: ClassVar[str] = "vec_gather"
+    reads = property(lambda self: (self.src, self.offsets))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"Gather {self.src}{self.what} at {self.offsets} -> {self.dst}")
+
+
+@dataclass
 class VecBrcb(_VecOp):
     """Each of ``repeat`` x 8 values of src into its own 32 B block of dst."""
 
@@ -1574,5 +1595,5 @@ __all__ = [
     "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast", "VecMulAddDstBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
-    "VecFoldRows", "VecScanRows",
+    "VecFoldRows", "VecScanRows", "VecGather",
 ]
