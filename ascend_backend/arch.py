@@ -168,8 +168,8 @@ _3510_VECTOR_OPS = {
     VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", frozenset({F16, BF16, F32})),
     VecOther.TRANSPOSE: VecOpTypes("数据排布转换/Transpose.md", frozenset({I8, U8, I16, U16, F16, BF16, I32, U32, F32,
                                                                       E4M3, E5M2, E8M0})),
-    VecOther.GATHER: VecOpTypes("离散与聚合/Gather.md", frozenset({I16, U16, F16, BF16, I32, U32, F32}),
-                                frozenset({I8, U8, I64, U64})),
+    VecOther.GATHER: VecOpTypes("离散与聚合/Gather.md", frozenset({I16, U16, F16, BF16, I32, U32, F32, I64, U64}),
+                                frozenset({I8, U8})),
 }
 
 DAV_C220 = Arch(
