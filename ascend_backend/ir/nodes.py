@@ -780,6 +780,25 @@ class CopyGmToL1(AscOp):
 
 
 @dataclass
+class FillL1(AscOp):
+    """An L1 tile of ``nbytes`` bytes set to zero on the Cube: Fill with InitConstValueParams (Fill
+    page: L1 on every arch, on PIPE_MTE2, 32-byte blocks), written as 16-bit words (a type the page
+    lists on both arches: zero bits are zero in every dtype)."""
+
+    dst: str
+    nbytes: int
+
+    macro: ClassVar[str] = "fill_l1"
+    pipe: ClassVar[Pipe] = Pipe.MTE2
+
+    writes = property(lambda self: (self.dst,))
+
+    @property
+    def text(self) -> str:
+        return f"Fill {self.dst} = 0"
+
+
+@dataclass
 class CopyMxScalesGmToL1(AscOp):
     """GM [rows, K/32] E8M0 (ND) -> an MX scale tile in L1: viewed as 16-bit pairs of scales, one
     Dn2Nz (DataCopy GM->L1 DN2NZ page) whose transposed NZ output is the 16 rows x 2 scales
@@ -1557,7 +1576,7 @@ TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerUbDual, CopyToPeerL1, Cro
 SYNC_OPS = (SetFlag, WaitFlag, PipeBarrier)
 
 __all__ = [
-    "AscOp", "Buffer", "CopyGmToL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb",
+    "AscOp", "Buffer", "CopyGmToL1", "FillL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb",
     "CopyToPeerUbDual", "CopyUbToGm",
     "CopyUbToPeerL1",
     "CrossCoreSet", "CrossCoreSetOp", "CrossCoreWait", "CrossCoreWaitOp", "DiagPrefix", "Direction", "EventId",
