@@ -248,3 +248,50 @@ def test_staged_on_the_emulator():
     b = torch.empty(256)
     run(staged(), [a, b], "dav-3510")
     torch.testing.assert_close(b, torch.cat([a[:128].flip(0), a[128:].flip(0)]) + 1)
+
+
+def test_thread_allreduce_goes_through_a_ub_tile():
+    """TileLang's splitk_gemv_vectorized_tvm form: T.tvm_thread_allreduce over the threads' y axis."""
+
+    @T.prim_func
+    def k(A: T.Tensor((2, 32), "float32"), C: T.Tensor((2,), "float32")):
+        with T.Kernel(1, threads=(2, 32)):
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            acc = T.alloc_local((1,), "float32")
+            red = T.alloc_local((1,), "float32")
+            acc[0] = A[tn, tk]
+            with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, red[0], tk, dtype="handle"))
+            C[tn] = red[0]
+
+    filecheck(source(k), """
+        CHECK: __simt_vf__ __launch_bounds__(64)
+        CHECK: allreduce_{{.*}}[(tn + (tk * 2))] = (float)(acc_r[0]);
+        CHECK-NEXT: asc_syncthreads();
+        CHECK-NEXT: red_r[0] = (float)({{.*}}(allreduce_{{.*}}[tn] + allreduce_{{.*}}[(tn + 2)]) + allreduce_{{.*}}[(tn + 62)]));
+        CHECK-NEXT: asc_syncthreads();
+        CHECK-NEXT: C[tn] = (float)(red_r[0]);
+    """)
+
+
+def test_ub_budget_leaves_the_simt_data_cache():
+    """216 KB of tiles fit a SIMT kernel's UB; 224 KB do not (8 KB reserved + 32 KB Data Cache)."""
+
+    def kernel(kb):
+        n = kb * 1024 // 4
+
+        @T.prim_func
+        def k(A: T.Tensor((n,), "float32")):
+            with T.Kernel(1, threads=128):
+                tx = T.get_thread_binding(0)
+                t = T.alloc_shared((n,), "float32")
+                T.copy(A[0], t)
+                A[tx] = t[tx]
+
+        return k
+
+    source(kernel(216))
+    with pytest.raises(ascend_backend.MemoryBudgetError, match="Data Cache"):
+        source(kernel(224))
