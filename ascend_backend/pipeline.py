@@ -56,7 +56,8 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
 
 
 STAGES = ["frontend", "fold_scale", "cast_on_vector", "partition", "route", "split_rows", "infer_scope",
-          "assign_layout", "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory", "insert_sync", "codegen"]
+          "assign_layout", "lower_simt", "simt_sync", "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory",
+          "insert_sync", "codegen"]
 
 
 @dataclass
