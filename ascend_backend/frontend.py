@@ -46,7 +46,7 @@ from .ir import (
     static_int,
 )
 from .ir.program import global_scratch
-from .threads import ABSORBED_TILE_OPS, ThreadUse, local_scope
+from .threads import ABSORBED_TILE_OPS, ThreadUse, first_stmt, local_scope
 
 _TILE_OPS = {
     "tl.tileop.copy": "copy",
@@ -532,9 +532,17 @@ class _Importer:
         first = next((x for x in stmts if not isinstance(x, tirx.Bind)), stmts[0])
         loc = self._user_loc(first)
         if not self.arch.simt:
+            # the statement that uses the thread (a per-thread local's first store is thread-level
+            # only through a later use of it)
+            direct = next((x for x in stmts if _first_direct(self.tu, x) is not None), None)
+            if direct is not None:
+                at = _first_direct(self.tu, direct)
+                what = f"{_describe(at)} uses {self.tu.direct_use(at)}: it is thread-level code"
+                loc = self._user_loc(at) or loc
+            else:
+                what = f"{_describe(first)} is thread-level code (it uses a per-thread local)"
             raise UnsupportedError(
-                f"{_describe(first)} is thread-level code (it uses a thread index, a per-thread local or a warp or "
-                f"block collective), and {self.arch.name} has no SIMT: the SIMT API (asc_vf_call, __simt_vf__) "
+                f"{what}, and {self.arch.name} has no SIMT: the SIMT API (asc_vf_call, __simt_vf__) "
                 "exists on the Ascend 950 only (dav-3510); Atlas A2/A3 run tile programs", loc=loc,
                 hint="compile for dav-3510 (target 'ascendc' or 'ascendc:dav-3510'), whose Vector cores run "
                 "thread-level code as SIMT functions; for dav-c220 write the per-thread work as tile ops "
@@ -925,6 +933,11 @@ MAX_BLOCKS = 65535
 
 def _unique(names) -> list:
     return list(dict.fromkeys(names))
+
+
+def _first_direct(tu: ThreadUse, stmt):
+    """The first statement under ``stmt`` (pre-order) that is thread-level by itself, else None."""
+    return first_stmt(stmt, lambda n: tu.direct_use(n) is not None)
 
 
 def _is_fill(stmt) -> bool:

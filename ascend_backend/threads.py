@@ -137,6 +137,39 @@ class ThreadUse:
     def leaf_level(self, stmt) -> bool:
         return self.expr_level(stmt)
 
+    def direct_use(self, stmt) -> str | None:
+        """What makes ``stmt`` thread-level by itself (a thread index or a thread-only call in its own
+        expressions: a loop's bounds, an if's condition, a leaf's whole text), in the user's words;
+        None when only a per-thread local does (the use that made that local per-thread is
+        elsewhere)."""
+        if isinstance(stmt, tirx.For):
+            exprs = [stmt.min, stmt.extent]
+        elif isinstance(stmt, tirx.IfThenElse | tirx.While):
+            exprs = [stmt.condition]
+        elif isinstance(stmt, tirx.Bind):
+            exprs = [stmt.value]
+        elif isinstance(stmt, tirx.BufferStore | tirx.Evaluate):
+            exprs = [stmt]
+        else:
+            return None
+        found: list = []
+
+        def visit(n):
+            if found:
+                return
+            if isinstance(n, tirx.Var) and n in self.thread_vars:
+                found.append(f"the thread index '{n.name}' (T.get_thread_binding / the threads of T.Kernel)")
+            elif isinstance(n, tirx.Call):
+                name = op_name(n)
+                if name in THREAD_CALLS:
+                    found.append(f"'{name.replace('tirx.', 'T.').replace('tl.', 'T.')}'")
+                elif extern_name(n) in EXTERN_THREAD_CALLS:
+                    found.append(f"the CUDA function '{extern_name(n)}'")
+
+        for e in exprs:
+            tirx.stmt_functor.post_order_visit(e, visit)
+        return found[0] if found else None
+
     def is_thread_level(self, stmt) -> bool:
         """A statement that is thread-level as a whole: it depends on the thread and holds no tile op
         (a loop or if holding both is split by the frontend)."""

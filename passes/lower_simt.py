@@ -104,8 +104,9 @@ class _Check:
         elif isinstance(s, tirx.AttrStmt):
             if str(s.attr_key) == "reduce_scope":
                 self.fail("a cross-thread reduction (T.comm_reducer / T.tvm_thread_allreduce)", loc,
-                          "reduce within a warp with T.warp_reduce_sum / max / min (asc_reduce_add / max / min), or "
-                          "through a T.alloc_shared tile and T.sync_threads")
+                          "reduce a tile with T.reduce_* (tile code), a value of each thread over the block's thread "
+                          "axes with T.tvm_thread_allreduce over those axes only, within a warp with "
+                          "T.warp_reduce_sum / max / min, or through a T.alloc_shared tile and T.sync_threads")
             self.stmt(s.body)
         elif isinstance(s, tirx.Bind):
             self.dtype(s.var.dtype, f"the local '{s.var.name}'", loc)
