@@ -53,8 +53,7 @@ class Arch:
     # LoadData2DParams and FixpipeParamsV220 on dav-c220.
     load_data_v2: bool = False
     fixpipe_arch3510: bool = False
-    # Mmad operand and accumulator dtypes: (A, B, accumulator) triples (Mmad page, tables 5-8;
-    # float32 x float32 is documented but the compiler does not emit it).
+    # Mmad operand and accumulator dtypes: (A, B, accumulator) triples (Mmad page, tables 5-8).
     cube_dtypes: tuple = ()
     # Vector tile dtypes: what the vector units compute in (fp16, bf16 through float32, fp32) plus
     # what they convert from and to (Cast page's per-arch table).
@@ -63,8 +62,8 @@ class Arch:
     # uses; other conversions go through float32 / float16 (passes/lower_parallel.cast_steps).
     # int32 -> half is left out: it needs SetDeqScale. ifTranspose of LoadData2DParams is b16 only.
     vector_casts: frozenset = frozenset()
-    # LoadData with ifTranspose takes 1-byte types (LoadData2DParamsV2 on dav-3510; LoadData2DParams
-    # on dav-c220 transposes b16 only).
+    # LoadData with ifTranspose takes 1- and 4-byte types too (LoadData2DParamsV2 on dav-3510;
+    # LoadData2DParams on dav-c220 transposes b16 only).
     b8_transpose: bool = False
     # Fixpipe output dtypes per accumulator dtype (Fixpipe page, data type table).
     fixpipe_dtypes: tuple = ()
@@ -110,7 +109,10 @@ F16, BF16, F32, I8, U8, I32, I16 = (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32
 E4M3, E5M2, I4 = DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.INT4
 U16, U32, I64, U64, BOOL, E8M0 = (DType.UINT16, DType.UINT32, DType.INT64, DType.UINT64, DType.BOOL,
                                   DType.FLOAT8_E8M0FNU)
-_COMMON_CUBE = ((F16, F16, F32), (BF16, BF16, F32), (I8, I8, I32))
+# float x float -> float: the Mmad page's tables for both lines (true fp32: HF32 mode is left off,
+# SetHF32Mode page; the Cube takes 16x8 fp32 fractals, a quarter of the b16 rate per MAC on
+# dav-2201 and a sixteenth on dav-3510: docs/timing-model.md)
+_COMMON_CUBE = ((F16, F16, F32), (BF16, BF16, F32), (I8, I8, I32), (F32, F32, F32))
 _COMMON_CASTS = frozenset({
     (F16, F32), (BF16, F32), (F32, F16), (F32, BF16), (F32, I32), (I32, F32), (F16, I32), (BF16, I32),
     (F16, I8), (F16, U8), (I8, F16), (U8, F16), (F16, I16), (I16, F16), (I16, F32), (F32, I16), (I32, I16),

@@ -1520,6 +1520,11 @@ class ParallelLowerer:
         same = lambda x: isinstance(x, tirx.BufferLoad) and x.buffer.same_as(st.buffer) and all(  # noqa: E731
             tirx.analysis.expr_deep_equal(p, q) for p, q in zip(x.indices, st.indices, strict=True))
         kinds = {tirx.Add: ReduceKind.SUM, tirx.Max: ReduceKind.MAX, tirx.Min: ReduceKind.MIN}
+        # `if cond: r[i] += e` arrives as r[i] = if_then_else(cond, r[i] + e, r[i]): the reduction of
+        # if_then_else(cond, e, identity)
+        cond = None
+        if _is_if_then_else(v) and same(v.args[2]):
+            cond, v = v.args[0], v.args[1]
         kind = other = None
         for cls, k in kinds.items():
             if isinstance(v, cls):
@@ -1527,7 +1532,11 @@ class ParallelLowerer:
                     kind, other = k, v.b
                 elif same(v.b):
                     kind, other = k, v.a
-        axis = "j" if pattern == "row" else "i"
+        axis = {"row": "j", "col": "i", "elem": "every index"}[pattern]
+        if kind is not None and cond is not None:
+            ident = identity(kind, buf.dtype)
+            odt = str(other.dtype)
+            other = tirx.if_then_else(cond, other, tirx.const(int(ident) if "int" in odt else ident, odt))
         if kind is None:
             raise UnsupportedError(
                 f"store to {buf.name}[{', '.join(map(str, st.indices))}] inside a 2-D T.Parallel writes the same "
@@ -1541,20 +1550,57 @@ class ParallelLowerer:
         if res.kind not in ("tile",):
             raise UnsupportedError(f"the value accumulated into {target} does not vary along {axis}", loc=self.loc,
                                    hint="accumulate a value of both indices, or write the per-row value directly")
-        if str(res.dtype) != str(buf.dtype):
-            t = self.vec.temp(self.shape, buf.dtype)
+        # int32 sums reduce in float32, as T.reduce_* does (exact for magnitudes up to 2**24), and add to
+        # the old value in int32. (An int32 T.min / T.max reducer would need its identity, +-2**31,
+        # which float32 cannot carry back exactly: refused below.)
+        acc_dt = DType.FLOAT32 if buf.dtype == DType.INT32 and kind is ReduceKind.SUM else buf.dtype
+        if str(res.dtype) != str(acc_dt):
+            t = self.vec.temp(self.shape, acc_dt)
             self.pre.extend(self.vec.copy_or_cast(t.name, res.buffer, self.loc))
             self._free(res)
-            res = Opnd("tile", str(buf.dtype), buffer=t.name, temp=True)
-        if buf.dtype not in (DType.FLOAT16, DType.FLOAT32):
-            raise UnsupportedError(f"a {buf.dtype} accumulator '{buf.name}' inside T.Parallel", loc=self.loc,
-                                   hint="accumulate in a float32 or float16 fragment")
-        if pattern == "row":
-            self.pre.extend(self.vec.row_reduce(kind, buf.name, res.buffer, False, self.loc, scratch=res.temp))
-        else:
-            self.pre.extend(self.vec.col_reduce(kind, buf.name, res.buffer, False, self.loc))
+            res = Opnd("tile", str(acc_dt), buffer=t.name, temp=True)
+        if acc_dt not in (DType.FLOAT16, DType.FLOAT32):
+            raise UnsupportedError(f"a {buf.dtype} {kind} accumulator '{buf.name}' inside T.Parallel", loc=self.loc,
+                                   hint="accumulate in a float32 or float16 fragment (int32 takes sums only)")
+        if acc_dt != buf.dtype:
+            vop = {ReduceKind.SUM: VecBinary.ADD, ReduceKind.MAX: VecBinary.MAX, ReduceKind.MIN: VecBinary.MIN}[kind]
+            part = self.vec.temp(tuple(int(x) for x in buf.shape), acc_dt)
+            self.pre.extend(self._reduce_into(kind, part.name, res, pattern, clear=True))
+            self._free(res)
+            part_i = self.vec.temp(tuple(int(x) for x in buf.shape), buf.dtype)
+            self.pre.extend(self.vec.copy_or_cast(part_i.name, part.name, self.loc))
+            self.vec.release(part)
+            self.pre.extend(self.vec.binary(vop, buf.name, buf.name, part_i.name, self.loc))
+            self.vec.release(part_i)
+            return self.pre
+        self.pre.extend(self._reduce_into(kind, buf.name, res, pattern, clear=False))
         self._free(res)
         return self.pre
+
+    def _reduce_into(self, kind: ReduceKind, dst: str, res: Opnd, pattern: str, clear: bool) -> list:
+        """The reduction of the tile ``res`` over the index ``pattern`` leaves free, into ``dst``."""
+        buf = self.buffers[dst]
+        target = dst
+        ops: list = []
+        if pattern == "elem":
+            if math.prod(int(x) for x in buf.shape) != 1:
+                raise UnsupportedError(
+                    f"{target}[0] (op)= e inside T.Parallel reduces over the whole loop into one element of "
+                    f"'{target}' ({[int(x) for x in buf.shape]}): that is taken into a 1-element reducer only",
+                    loc=self.loc, hint="accumulate into a T.alloc_reducer(1, ...) and copy it where it belongs")
+            if len(self.vars) == 2:
+                # over the rows first (one dim-0 reduction into a per-column vector), then that vector
+                w = self.vec.temp((self.cols,), buf.dtype)
+                ops.extend(self.vec.col_reduce(kind, w.name, res.buffer, True, self.loc))
+                ops.extend(self.vec.row_reduce(kind, dst, w.name, clear, self.loc, scratch=True))
+                self.vec.release(w)
+            else:
+                ops.extend(self.vec.row_reduce(kind, dst, res.buffer, clear, self.loc, scratch=res.temp))
+        elif pattern == "row":
+            ops.extend(self.vec.row_reduce(kind, dst, res.buffer, clear, self.loc, scratch=res.temp))
+        else:
+            ops.extend(self.vec.col_reduce(kind, dst, res.buffer, clear, self.loc))
+        return ops
 
     def _scratch(self, st, buf) -> str | None:
         """In compact mode, ``x[i, j] = f(x[i, j], ...)`` with x read once, at the element it writes:
@@ -1622,6 +1668,8 @@ class ParallelLowerer:
                     "no scatter instruction to write lanes at computed offsets", loc=self.loc,
                     hint=f"write a tile of the loop's shape ({', '.join(map(str, self.extents))}) and read it where "
                     "you need it (reads at computed indices are gathered), or run the loop over the whole tile")
+            if not any(self._uses_domain(i) for i in idx):
+                return self._reduce_store(st, buf, "elem")  # r[0] += e: a reduction over the whole domain
             pattern = self._pattern(st)
             self.scratch = self._scratch(st, buf) if self.vec.compact and pattern == "tile" else None
             packed = unpack_int4.match(st, self.vars)

@@ -1070,13 +1070,14 @@ class TileLowerer:
         arch = self.arch
         combos = arch.cube_dtypes
         if (A.dtype, B.dtype, C.dtype) in combos:
-            if A.elem_bytes == 1 and not arch.b8_transpose and (tA or not tB):
+            if A.elem_bytes != 2 and not arch.b8_transpose and (tA or not tB):
                 which = "A stored K x M (transpose_A=True)" if tA else "B stored K x N (transpose_B=False)"
+                size = f"{A.elem_bytes}-byte"
                 raise UnsupportedError(
-                    f"gemm with 1-byte operands and {which}: {arch.name}'s LoadData transposes only 2-byte "
-                    "fractals on the way into L0A/L0B (LoadData page, ifTranspose)",
+                    f"gemm with {size} ({A.dtype}) operands and {which}: {arch.name}'s LoadData transposes only "
+                    "2-byte fractals on the way into L0A/L0B (LoadData page, ifTranspose)",
                     loc=s.loc, hint="store A as M x K and B as N x K (T.gemm(A, B, C, transpose_B=True)), the layout "
-                    "1-byte Cube operands load without a transpose")
+                    f"{size} Cube operands load without a transpose")
             return
         fp8 = (DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2)
         listed = "; ".join(f"{a} x {b} -> {c}" for a, b, c in combos)
