@@ -91,10 +91,17 @@ def gemm_kernel(dtype="float16", bM=64, K=64, bK=64, M=64):
     return k
 
 
-def test_cube_rejects_float32_operands():
-    err = compile_err(gemm_kernel(dtype="float32"))
-    assert "float16 x float16 -> float32" in err.what and "'a' (float32)" in err.what
+def test_cube_rejects_int16_operands():
+    err = compile_err(gemm_kernel(dtype="int16"))
+    assert "float16 x float16 -> float32" in err.what and "'a' (int16)" in err.what
     assert err.loc.line == line_of("marker:gemm") and "cast" in err.hint
+
+
+def test_cube_float32_operands_stored_k_x_n_on_dav_c220():
+    """float32 x float32 runs (tests/lang/test_gemm_fp32.py); dav-c220 cannot transpose B stored K x N."""
+    err = compile_err(gemm_kernel(dtype="float32"), arch="dav-c220")
+    assert "4-byte (float32) operands and B stored K x N" in err.what and err.loc.line == line_of("marker:gemm")
+    assert "transpose_B=True" in err.hint
 
 
 def test_cube_tile_alignment():
