@@ -791,6 +791,16 @@ def _has_narrow(e) -> bool:
     return bool(found)
 
 
+@dataclass
+class _Domain:
+    """The loop of a T.Parallel the lowering makes itself (a window store's pass over the whole tile)."""
+
+    loc: object
+    vars: list
+    extents: list
+    stores: tuple = ()
+
+
 class ParallelLowerer:
     """Lower one T.Parallel nest (a list of assignments) to vector ops."""
 
@@ -1511,6 +1521,47 @@ class ParallelLowerer:
             bounds[k[0]] = hi if k[0] not in bounds else ana.simplify(tirx.Min(bounds[k[0]], hi))
         return bounds or None
 
+    def _window_offsets(self, idx: list, buf: Buffer) -> list | None:
+        """For a store x[i + a, j + b] (each index its own loop variable plus an offset that does not
+        vary over the domain), the offsets [a, b]; else None."""
+        from tvm import arith
+
+        offs = []
+        for d, (e, v) in enumerate(zip(idx, self.vars, strict=True)):
+            coef = arith.detect_linear_equation(e, [v])
+            if len(coef) != 2 or not (isinstance(coef[0], tirx.IntImm) and int(coef[0]) == 1) or \
+                    self._uses_domain(coef[1]):
+                return None
+            offs.append(arith.Analyzer().simplify(coef[1]))
+            if len(buf.shape) != len(idx) or d >= len(buf.shape):
+                return None
+        return offs
+
+    def _window_store(self, st, buf: Buffer, offs: list) -> list:
+        """``x[i + a, j + b] = e`` over T.Parallel(R, C), a window of the larger tile x (mHC's
+        pre_split_mixes backward writes its three mixes into one tile): e into a tile of the loop's
+        shape, then the whole of x rewritten in one pass over x's own shape, x[r, c] =
+        T.if_then_else(a <= r < a + R and b <= c < b + C, t[r - a, c - b], x[r, c]): a Gather of t
+        at the shifted indices and a Select against the old contents (the vector unit writes a tile
+        lane by lane; there is no scatter to write lanes at computed offsets)."""
+        t = self.vec.temp(self.shape, buf.dtype)
+        tbuf = tirx.decl_buffer(self.shape, str(buf.dtype), name=t.name)
+        ops = self._store(tirx.BufferStore(tbuf, st.value, list(self.vars)))
+        xs = [tirx.Var(f"w{d}_", "int32") for d in range(len(buf.shape))]
+        cond = None
+        for w, o, n in zip(xs, offs, self.extents, strict=True):
+            c = tirx.And(tirx.LE(o, w), tirx.LT(w, o + n))
+            cond = c if cond is None else tirx.And(cond, c)
+        value = tirx.if_then_else(cond, tirx.BufferLoad(tbuf, [w - o for w, o in zip(xs, offs, strict=True)]),
+                                  tirx.BufferLoad(st.buffer, xs))
+        dom = _Domain(loc=self.loc, vars=xs, extents=[int(x) for x in buf.shape])
+        whole = ParallelLowerer(self.vec, self.buffers, dom, self.gm_ub_op, self.ub_gm_op, self.gm_window,
+                                self.columns)
+        ops = ops + whole._store(tirx.BufferStore(st.buffer, value, xs))
+        self.vec.release(t)
+        self.pre = []
+        return ops
+
     def _reduce_store(self, st, buf: Buffer, pattern: str) -> list:
         """``r[i] = r[i] op e`` (or r[j]) inside a 2-D T.Parallel: a store that writes the same element
         for every value of the other index is a reduction over that index (T.alloc_reducer, or any
@@ -1660,12 +1711,16 @@ class ParallelLowerer:
                 return self.pre + post
             if self._plain_pattern(st) is None and len(idx) == len(self.vars) and any(
                     self._uses_domain(i) for i in idx):
+                offs = self._window_offsets(idx, buf)
+                if offs is not None:
+                    return self._window_store(st, buf, offs)
                 shape = "x".join(str(int(x)) for x in buf.shape)
                 raise UnsupportedError(
                     f"the store to {buf.name}[{', '.join(str(i) for i in idx)}] inside "
-                    f"T.Parallel({', '.join(map(str, self.extents))}) writes part of the tile '{buf.name}' ({shape}) "
-                    "at computed positions: the vector unit writes whole rows of a tile lane by lane, and there is "
-                    "no scatter instruction to write lanes at computed offsets", loc=self.loc,
+                    f"T.Parallel({', '.join(map(str, self.extents))}) writes the tile '{buf.name}' ({shape}) at "
+                    "computed positions other than a shifted window (x[i + a, j + b]): the vector unit writes a tile "
+                    "lane by lane, and there is no scatter instruction to write lanes at computed offsets",
+                    loc=self.loc,
                     hint=f"write a tile of the loop's shape ({', '.join(map(str, self.extents))}) and read it where "
                     "you need it (reads at computed indices are gathered), or run the loop over the whole tile")
             if not any(self._uses_domain(i) for i in idx):

@@ -4,10 +4,12 @@ against torch in strict mode, with the key lines of the generated code:
 * shifted columns ``x[i, j + 4]`` (mHC's pre_split_mixes reads its three mixes out of one tile);
 * a step of a serial loop in the index, ``x[i, jj * 4 + j]`` (mHC norm_fn's sum of squares);
 * broadcasts by integer division, ``sf[i // 4, j // 32]`` (the quant kernels' scale factors);
-* ``T.min(2, j // 4)`` as an index (pre_split_mixes' backward), a reversed 1-D read ``x[n - 1 - i]``.
+* ``T.min(2, j // 4)`` as an index (pre_split_mixes' backward), a reversed 1-D read ``x[n - 1 - i]``;
+* stores into shifted windows of a larger tile, ``g[i, j + 4] = e`` (pre_split_mixes' backward).
 
-Each becomes one Gather of the tile at byte offsets the vector unit computes (CreateVecIndex,
-int32 arithmetic, divisions in float32 with a CAST_FLOOR back).
+Each read becomes one Gather of the tile at byte offsets the vector unit computes (CreateVecIndex,
+int32 arithmetic, divisions in float32 with a CAST_FLOOR back); a window store is the value into a
+tile of the loop's shape, then one pass over the whole tile: a Gather of it and a Select.
 """
 
 import tilelang.language as T
@@ -132,3 +134,72 @@ def test_min_of_quotient_and_reversed(arch):
     run(clamped_and_reversed(), [x, w, v, y, u], arch)
     torch.testing.assert_close(y, x * w.repeat_interleave(4), rtol=0, atol=0)
     torch.testing.assert_close(u, v.flip(0) + v[torch.arange(64) % 8], rtol=0, atol=0)
+
+
+def split_mixes_bwd():
+    """mHC pre_split_mixes' backward: three gradients written into windows of one 24-column tile
+    (x[i, j], x[i, j + 4], x[i, j + 8] over T.Parallel(R, 4 / 16)), then scaled by s[T.min(2, j // 4)]."""
+
+    @T.prim_func
+    def k(A: T.Tensor((R, 4), "float32"), B: T.Tensor((R, 4), "float32"), C: T.Tensor((R, 16), "float32"),
+          S: T.Tensor((3,), "float32"), G: T.Tensor((R, 24), "float32")):
+        with T.Kernel(1) as _:
+            a = T.alloc_fragment((R, 4), "float32")
+            b = T.alloc_fragment((R, 4), "float32")
+            c = T.alloc_fragment((R, 16), "float32")
+            s = T.alloc_fragment((3,), "float32")
+            g = T.alloc_fragment((R, 24), "float32")
+            T.copy(A[0, 0], a)
+            T.copy(B[0, 0], b)
+            T.copy(C[0, 0], c)
+            T.copy(S[0], s)
+            for i, j in T.Parallel(R, 4):
+                g[i, j] = a[i, j] * 2.0
+                g[i, j + 4] = b[i, j] - a[i, j]
+            for i, j in T.Parallel(R, 16):
+                g[i, j + 8] = c[i, j]
+            for i, j in T.Parallel(R, 24):
+                g[i, j] *= s[T.min(2, j // 4)]
+            T.copy(g, G[0, 0])
+
+    return k
+
+
+def test_window_stores(arch):
+    a, b, c, s = torch.randn(R, 4), torch.randn(R, 4), torch.randn(R, 16), torch.randn(3)
+    g = torch.empty(R, 24)
+    kern = run(split_mixes_bwd(), [a, b, c, s, g], arch)
+    ref = torch.cat([a * 2, b - a, c], 1) * s[torch.arange(24).div(4, rounding_mode="floor").clamp(max=2)]
+    torch.testing.assert_close(g, ref, rtol=1e-6, atol=1e-6)
+    filecheck(kern.kernel_source, """
+        CHECK: Gather(
+        CHECK: Select(
+    """)
+
+
+def annotated_layouts():
+    """TileKernels' layout annotations: a T.Fragment thread mapping (pre_split_mixes) and a swizzled
+    shared tile (norm_fn); both say where a GPU keeps each element, nothing an AI core uses."""
+    import tilelang
+
+    @T.prim_func
+    def k(X: T.Tensor((64, 12), "float32"), Y: T.Tensor((64, 12), "float32")):
+        with T.Kernel(1) as _:
+            x = T.alloc_fragment((64, 12), "float32")
+            xs = T.alloc_shared((64, 12), "float32")
+            T.annotate_layout({x: T.Fragment((64, 12), lambda i, j: (i % 32, i // 32 * 12 + j)),
+                               xs: tilelang.layout.make_swizzled_layout(xs)})
+            T.copy(X[0, 0], xs)
+            T.copy(xs, x)
+            for i, j in T.Parallel(64, 12):
+                x[i, j] = x[i, j] * 3.0
+            T.copy(x, Y[0, 0])
+
+    return k
+
+
+def test_layout_annotations_are_dropped(arch):
+    x = torch.randn(64, 12)
+    y = torch.empty(64, 12)
+    run(annotated_layouts(), [x, y], arch)
+    torch.testing.assert_close(y, x * 3.0, rtol=0, atol=0)
