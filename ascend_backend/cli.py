@@ -302,12 +302,39 @@ def _fmt_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
-def _listing(cands: Sequence[Candidate], failures: dict[str, str] | None = None) -> str:
+def _listing(cands: Sequence[Candidate], failures: dict[str, str] | None = None,
+             untried: dict[str, str] | None = None) -> str:
+    """The candidates, one a line, each with why it gave no kernel when it failed or was not tried."""
     if not cands:
         return "  (none: FILE defines no PrimFunc, kernel factory or example())"
-    failures = failures or {}
-    return "\n".join(f"  {c.describe()}" + (f"\n      failed: {failures[c.name]}" if c.name in failures else "")
-                     for c in cands)
+    failures, untried = failures or {}, untried or {}
+
+    def why(c: Candidate) -> str:
+        if c.name in failures:
+            return "\n      failed: " + failures[c.name].replace("\n", "\n        ")
+        if c.name in untried:
+            return "\n      not tried: " + untried[c.name]
+        return ""
+
+    return "\n".join(f"  {c.describe()}{why(c)}" for c in cands)
+
+
+def _required_args(c: Candidate, params: dict[str, Any]) -> list[str]:
+    """The parameters of a factory candidate that have no default and no --param."""
+    if c.kind != "factory":
+        return []
+    try:
+        sig = inspect.signature(c.obj)
+    except (TypeError, ValueError):
+        return []
+    return [n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty and n not in params
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+
+
+def _failure_text(exc: BaseException) -> str:
+    """A candidate's error for the listing: its message without the leading "error: " (all its lines:
+    the DSL file:line and the hint are the useful part)."""
+    return str(exc).removeprefix("error: ").strip()
 
 
 def _as_selected(c: Candidate, result: Any, params: dict[str, Any]) -> Selected:
@@ -355,32 +382,44 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
     from ascend_backend.errors import AscendCompileError
 
     found: list[tuple[Candidate, Any]] = []
-    failures: dict[str, str] = {}  # candidates whose kernel failed to build: shown when none qualifies
+    failures: dict[str, str] = {}  # candidates that raised: shown in every listing, and as a note
+    untried: dict[str, str] = {}  # factories that need arguments: shown when no kernel qualifies
     for c in cands:
         if c.kind in ("primfunc", "compiled"):
             if not params:
                 found.append((c, c.obj))
             continue
+        missing = _required_args(c, params)
+        if missing:
+            untried[c.name] = (f"takes {', '.join(missing)} without defaults (give them with "
+                               + " ".join(f"--param {m}=..." for m in missing) + ", and --kernel " + c.name + ")")
+            continue
         try:
             result = _call(c, params, path)
-        except CliError:
-            continue
-        except AscendCompileError as exc:
-            failures[c.name] = str(exc).splitlines()[0]
+        except (CliError, AscendCompileError) as exc:
+            failures[c.name] = _failure_text(exc)
             continue
         if isinstance(result, tirx.PrimFunc | AscendKernel | Case):
             found.append((c, result))
+        else:
+            untried[c.name] = f"returned {type(result).__name__}, not a PrimFunc"
+    failed = [c for c in cands if c.name in failures]
     if len(found) == 1:
         c, result = found[0]
-        return _as_selected(c, result, params)
+        sel = _as_selected(c, result, params)
+        if failed:
+            sel.notes.append(f"note: using {c.name}, the only candidate of {path} that gave a kernel; these failed:\n"
+                             + _listing(failed, failures))
+        return sel
     if not found:
         with_params = " and " + _fmt_params(params) if params else ""
         raise CliError(f"error: no kernel found in {path}: no example(), and no top-level function returns a "
                        f"PrimFunc when called with its defaults{with_params}"
-                       f"; candidates:\n{_listing(cands, failures)}\n  hint: pick one with --kernel NAME "
+                       f"; candidates:\n{_listing(cands, failures, untried)}\n  hint: pick one with --kernel NAME "
                        "(and --param K=V for arguments without defaults)")
     raise CliError(f"error: {path} defines {len(found)} kernels; pick one with --kernel NAME:\n"
-                   + _listing([c for c, _ in found]))
+                   + _listing([c for c, _ in found])
+                   + (f"\n  and {len(failed)} that failed:\n" + _listing(failed, failures) if failed else ""))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,6 +481,8 @@ def cmd_inspect(args: argparse.Namespace, out, err) -> int:
 
     module = load_module(args.file)
     sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
+    for note in sel.notes:
+        err.write(note + "\n")
     ir_stages = [s for s in stages if s in STAGES]
     result = _compile(sel, args.arch, set(ir_stages))
     program = result.program
@@ -568,23 +609,172 @@ def _run_reference(case, path: str, fn_name: str) -> list:
 
 
 def cmd_run(args: argparse.Namespace, out, err) -> int:
-    import torch
-
-    import ascend_backend
-    from ascend_backend.emulator import EmulatorCompileError, EmulatorEnvironmentError, EmulatorError
-
     if args.timeline and args.timeline != "-":
         _check_writable(args.timeline, "--timeline")
     module = load_module(args.file)
-    fn_name = args.case or "example"
-    case = _find_case(module, args.file, args.case, parse_params(args.param))
+    params = parse_params(args.param)
+    if args.case is not None or (args.kernel is None and callable(getattr(module, "example", None))):
+        return _run_case(args, module, params, out, err)
+    sel = select_kernel(module, args.file, args.kernel, params)
+    for note in sel.notes:
+        err.write(note + "\n")
+    if sel.case is not None:  # --kernel named a function returning a Case
+        return _run_case(args, module, params, out, err, case=sel.case, fn_name=sel.name.removesuffix("()"))
+    return _run_random(args, module, sel, out, err)
+
+
+def _run_case(args: argparse.Namespace, module, params: dict[str, Any], out, err, case=None,
+              fn_name: str | None = None) -> int:
+    """``run`` of a Case: its inputs, its outputs, its reference and tolerances."""
+    import ascend_backend
+
+    for opt, value in (("--ref", args.ref), ("--arg", args.arg), ("--atol", args.atol), ("--rtol", args.rtol)):
+        if value:
+            raise CliError(f"error: {opt} is for a kernel run on random inputs (--kernel NAME); a Case brings its own "
+                           "inputs, reference and tolerances")
+    fn_name = fn_name or args.case or "example"
+    if case is None:
+        case = _find_case(module, args.file, args.case, params)
     _check_case(case, fn_name)
     kernel = ascend_backend.compile(case.func, target={"kind": "ascendc", "arch": args.arch},
                                     runtime="emulator", strict=not args.no_strict)
     title = case.name or kernel.name
     out.write(f"# running {title} ({kernel.name}) from {args.file} on the emulator, arch {args.arch}, "
               f"block_dim {', '.join(map(str, kernel.block_dims))}, strict={'no' if args.no_strict else 'yes'}\n")
-    run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
+    run_args = [a.clone() if hasattr(a, "clone") else a for a in case.inputs]
+    rc = _execute(kernel, run_args, f"the inputs of {fn_name}()", out, err)
+    if rc is not None:
+        return rc
+    _timeline(kernel, args, out)
+    expected = _run_reference(case, args.file, fn_name)
+    got = [run_args[idx] for idx in case.outputs]
+    return _verdict(kernel, list(case.outputs), got, expected, case.atol, case.rtol, out)
+
+
+def _run_random(args: argparse.Namespace, module, sel: Selected, out, err) -> int:
+    """``run --kernel NAME``: random inputs of the kernel's signature, the outputs it writes, and the
+    reference when --ref gives one."""
+    import torch
+
+    import ascend_backend
+    from ascend_backend.kernel import AscendKernel
+    from ascend_backend.profiler import make_inputs, written_params
+
+    ref = _load_reference(args.ref, module, args.file) if args.ref else None
+    if sel.compiled is not None:
+        if sel.compiled.arch.name != args.arch:
+            raise CliError(f"error: '{sel.name}' is already compiled for {sel.compiled.arch.name}, not {args.arch}\n"
+                           f"  hint: run with --arch {sel.compiled.arch.name}, or expose the PrimFunc or its factory")
+        kernel = AscendKernel(sel.compiled.result, "emulator", strict=not args.no_strict)
+    else:
+        kernel = ascend_backend.compile(sel.func, target={"kind": "ascendc", "arch": args.arch}, runtime="emulator",
+                                        strict=not args.no_strict)
+    program = kernel.program
+    outputs = written_params(program)
+    given = parse_params(args.arg) if args.arg else {}
+    dims = {v.name: given[v.name] for v in program.shape_vars if v.name in given}
+    scalars = {p.name: given[p.name] for p in program.params if not p.is_tensor and p.name in given}
+    unknown = sorted(set(given) - set(dims) - set(scalars))
+    if unknown:
+        names = [v.name for v in program.shape_vars] + [p.name for p in program.params if not p.is_tensor]
+        raise CliError(f"error: --arg {unknown[0]}: kernel '{kernel.name}' has no symbolic dimension or scalar "
+                       f"parameter of that name (it has: {', '.join(dict.fromkeys(names)) or 'none'})")
+    torch.manual_seed(args.seed)
+    try:
+        run_args = make_inputs(program, "auto", dims=dims, scalars=scalars, skip=outputs)
+    except ValueError as exc:
+        raise CliError(f"error: {exc}") from None
+    from ascend_backend.shapes import bind, output_shape
+
+    inputs = [a for i, a in enumerate(run_args) if i not in outputs]
+    try:
+        env = bind(program.replace(params=[p for i, p in enumerate(program.params) if i not in outputs]), inputs,
+                   "emulator", complete=False)
+        for i in outputs:
+            p = program.params[i]
+            run_args[i] = torch.zeros(output_shape(program, p, env), dtype=program.buffer(p.buffer).dtype.torch_dtype())
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"error: kernel '{kernel.name}': {exc}") from None
+    names = [p.name for p in program.params]
+    out.write(f"# running {kernel.name} ({sel.how}) from {args.file} on the emulator, arch {args.arch}, "
+              f"block_dim {', '.join(map(str, kernel.block_dims))}, strict={'no' if args.no_strict else 'yes'}\n")
+    out.write(f"# inputs: {', '.join(names[i] for i in range(len(names)) if i not in outputs) or 'none'} random "
+              f"(tilelang's TensorSupplyType.Auto, seed {args.seed}); outputs: "
+              f"{', '.join(names[i] for i in outputs) or 'none'} (zeroed)\n")
+    ref_inputs = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
+    rc = _execute(kernel, run_args, "the random inputs", out, err)
+    if rc is not None:
+        return rc
+    _timeline(kernel, args, out)
+    got = [run_args[i] for i in outputs]
+    atol = 1e-2 if args.atol is None else args.atol
+    rtol = 1e-2 if args.rtol is None else args.rtol
+    if ref is None:
+        for n, t in zip(outputs, got, strict=True):
+            finite = t.float()[torch.isfinite(t.float())]
+            rng = f"{finite.min().item():.4g} .. {finite.max().item():.4g}" if finite.numel() else "no finite value"
+            out.write(f"output {names[n]}: {'x'.join(map(str, t.shape))} {str(t.dtype).replace('torch.', '')}, "
+                      f"values {rng}\n")
+        ok = all(r.ok for r in kernel.reports)
+        out.write("no reference (--ref FUNC): the emulator's checks only (races, flags, bounds); the values were "
+                  "not compared\n")
+        out.write("PASS\n" if ok else "FAIL\n")
+        return EXIT_OK if ok else EXIT_FAIL
+    expected = _call_reference(ref, args.ref, ref_inputs, len(outputs), args.file)
+    return _verdict(kernel, outputs, got, expected, atol, rtol, out)
+
+
+def _load_reference(spec: str, module, path: str) -> Callable[..., Any]:
+    """``--ref``: FUNC of FILE, PATH.py:FUNC, or MODULE:FUNC (importable with FILE's folder on sys.path)."""
+    import importlib
+
+    where, sep, name = spec.rpartition(":")
+    if not sep:
+        holder, label = module, path
+    elif where.endswith(".py") or os.sep in where:
+        holder, label = load_module(where), where
+    else:
+        folder = os.path.dirname(os.path.abspath(path))
+        sys.path.insert(0, folder)
+        try:
+            holder = importlib.import_module(where)
+        except Exception as exc:  # noqa: BLE001 - the user's module failed to import: say so, no traceback
+            raise CliError(f"error: --ref {spec}: cannot import {where}: {_exc_line(exc)}") from None
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(folder)
+        label = where
+    fn = getattr(holder, name, None)
+    if not callable(fn):
+        funcs = [n for n, o in vars(holder).items() if inspect.isfunction(o) and not n.startswith("_")]
+        raise CliError(f"error: --ref {spec}: {label} has no function '{name}'"
+                       f"\n  functions there: {', '.join(funcs) or '(none)'}")
+    return fn
+
+
+def _call_reference(ref: Callable[..., Any], spec: str, inputs: list, n_out: int, path: str) -> list:
+    import torch
+
+    try:
+        expected = ref(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the user's reference failed: say where, no traceback
+        where = _user_frames(exc, path) or _user_frames(exc, inspect.getsourcefile(ref) or path)
+        raise CliError(f"error: the reference {spec} raised" + (f" at {where}" if where else "")
+                       + f": {_exc_line(exc)}") from None
+    expected = [expected] if isinstance(expected, torch.Tensor) else expected
+    if not isinstance(expected, list | tuple) or not all(isinstance(e, torch.Tensor) for e in expected):
+        raise CliError(f"error: the reference {spec} returned {type(expected).__name__}; it must return the "
+                       f"kernel's {n_out} output tensor{'s' if n_out != 1 else ''} (one tensor, or a tuple/list)")
+    if len(expected) != n_out:
+        raise CliError(f"error: the reference {spec} returned {len(expected)} tensors for the kernel's {n_out} "
+                       "outputs (the tensors it writes, in parameter order)")
+    return list(expected)
+
+
+def _execute(kernel, run_args: list, what: str, out, err) -> int | None:
+    """Run the kernel; None when it ran, else the exit code (the failure printed)."""
+    from ascend_backend.emulator import EmulatorCompileError, EmulatorEnvironmentError, EmulatorError
+
     try:
         kernel(*run_args)
     except EmulatorEnvironmentError:
@@ -601,58 +791,75 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
         if exc.report is not None:
             out.write(exc.report.summary() + "\n")
         return EXIT_FAIL
-    except (TypeError, ValueError) as exc:  # the kernel's argument checks: the Case's inputs do not fit
-        raise CliError(f"error: the inputs of {fn_name}() do not fit kernel '{kernel.name}': {exc}") from None
+    except (TypeError, ValueError) as exc:  # the kernel's argument checks: the inputs do not fit
+        raise CliError(f"error: {what} do not fit kernel '{kernel.name}': {exc}") from None
     reports = list(kernel.reports)
-    report = kernel.last_report
     for n, r in enumerate(reports):
         # A PrimFunc with several T.Kernel blocks runs them in order: one report per launch.
         if len(reports) > 1:
             out.write(f"launch {n} ({kernel.program.entry_name(n)}): ")
         out.write(r.summary() + "\n")
-    if report is not None:
-        if args.timeline:
-            if args.timeline == "-":
-                out.write(report.timeline_text() + "\n")
-            else:
-                try:
-                    report.write_timeline_svg(args.timeline)
-                except OSError as exc:
-                    raise CliError(f"error: --timeline {args.timeline}: cannot write it: "
-                                   f"{exc.strerror or exc}") from None
-                out.write(f"timeline (modelled) written to {args.timeline}\n")
+    return None
 
-    expected = _run_reference(case, args.file, fn_name)
-    ok = True
-    console = _console(out)
+
+def _timeline(kernel, args: argparse.Namespace, out) -> None:
+    report = kernel.last_report
+    if report is None or not args.timeline:
+        return
+    if args.timeline == "-":
+        out.write(report.timeline_text() + "\n")
+        return
+    try:
+        report.write_timeline_svg(args.timeline)
+    except OSError as exc:
+        raise CliError(f"error: --timeline {args.timeline}: cannot write it: {exc.strerror or exc}") from None
+    out.write(f"timeline (modelled) written to {args.timeline}\n")
+
+
+def _verdict(kernel, outputs: list[int], got: list, expected: list, atol: float, rtol: float, out) -> int:
+    """The table of outputs against the reference, then PASS or FAIL (the exit code)."""
+    import torch
     from rich.table import Table
 
-    table = Table(title=f"outputs of {kernel.name} vs reference (atol={case.atol}, rtol={case.rtol})")
+    ok = True
+    table = Table(title=f"outputs of {kernel.name} vs reference (atol={atol}, rtol={rtol})")
     for col in ("output", "shape", "dtype", "max abs error", "mismatched", "result"):
         table.add_column(col, justify="right" if col in ("max abs error", "mismatched") else "left")
     params = kernel.params
-    for idx, exp in zip(case.outputs, expected, strict=True):
-        got = run_args[idx]
-        g, e = got.float(), exp.float()
+    for idx, g_t, exp in zip(outputs, got, expected, strict=True):
+        g, e = g_t.float(), exp.float()
         if g.shape != e.shape:
             ok = False
-            table.add_row(params[idx].name, f"{list(g.shape)} vs {list(e.shape)}", str(got.dtype), "-", "-",
+            table.add_row(params[idx].name, f"{list(g.shape)} vs {list(e.shape)}", str(g_t.dtype), "-", "-",
                           "FAIL (shape)")
             continue
         diff = (g - e).abs()
-        max_err = diff.max().item() if got.numel() else 0.0
-        bad = ~torch.isclose(g, e, atol=case.atol, rtol=case.rtol, equal_nan=True)
+        max_err = diff.max().item() if g_t.numel() else 0.0
+        bad = ~torch.isclose(g, e, atol=atol, rtol=rtol, equal_nan=True)
         nbad = int(bad.sum().item())
         passed = nbad == 0
         ok = ok and passed
-        table.add_row(params[idx].name, "x".join(map(str, got.shape)), str(got.dtype).replace("torch.", ""),
-                      f"{max_err:.3g}", f"{nbad}/{got.numel()}", "PASS" if passed else "FAIL")
-    console.print(table)
-    if any(not r.ok for r in reports):
+        table.add_row(params[idx].name, "x".join(map(str, g_t.shape)), str(g_t.dtype).replace("torch.", ""),
+                      f"{max_err:.3g}", f"{nbad}/{g_t.numel()}", "PASS" if passed else "FAIL")
+    _console(out).print(table)
+    if any(not r.ok for r in kernel.reports):
         ok = False
         out.write("the emulator reported problems (see above)\n")
     out.write("PASS\n" if ok else "FAIL\n")
     return EXIT_OK if ok else EXIT_FAIL
+
+
+def default_build_dir(name: str, text: str, arch: str) -> str:
+    """``build/<kernel>_<hash>``: the hash of what the folder's build is made from (the source with its
+    host wrapper, and the arch bisheng is told), so two kernels of one name (every TileLang kernel is
+    ``main``) or one kernel with other parameters never share a folder, and rebuilding the same kernel
+    reuses its own."""
+    import hashlib
+
+    from ascend_backend.cnames import sanitize
+
+    digest = hashlib.sha256(f"{arch}\0{text}".encode()).hexdigest()[:12]
+    return os.path.join("build", f"{sanitize(name)}_{digest}")
 
 
 def cmd_build(args: argparse.Namespace, out, err) -> int:
@@ -661,16 +868,18 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
 
     module = load_module(args.file)
     sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
+    for note in sel.notes:
+        err.write(note + "\n")
     result = _compile(sel, args.arch, set())
     kernel = result.program
-    out_dir = args.out or os.path.join("build", kernel.name)
+    text = result.source + host_wrapper(kernel)
+    out_dir = args.out or default_build_dir(kernel.name, text, args.arch)
     src = os.path.join(out_dir, f"{kernel.name}.cpp")
     lib = os.path.join(out_dir, f"lib{kernel.name}.so")
     try:
         os.makedirs(out_dir, exist_ok=True)
         with open(src, "w") as f:
-            f.write(result.source)
-            f.write(host_wrapper(kernel))
+            f.write(text)
     except OSError as exc:
         raise CliError(f"error: --out {out_dir}: cannot write {exc.filename or src}: {exc.strerror or exc}"
                        "\n  hint: give a writable directory with --out DIR") from None

@@ -166,19 +166,39 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(handler="inspect")
 
     sp = sub.add_parser(
-        "run", formatter_class=fmt, help="run example() on the emulator and compare with its reference",
-        description="Run FILE's example() Case (ascend_backend.testing.Case: kernel, inputs, outputs, "
-                    "reference, tolerances) on the CPU emulator, print the emulator report, the max "
-                    "error per output and PASS/FAIL.",
-        epilog="--param K=V passes keyword arguments to the Case function.\n\nexamples:\n"
+        "run", formatter_class=fmt,
+        help="run a kernel on the emulator (random inputs, or example()'s Case) against a reference",
+        description="Run a kernel of FILE on the CPU emulator and print the emulator report, the max error per "
+                    "output against a reference and PASS/FAIL. Two ways: FILE's example() Case (or --case NAME: "
+                    "an ascend_backend.testing.Case with the kernel, inputs, outputs, reference and tolerances), "
+                    "or a kernel picked as `inspect` picks it (--kernel NAME, --param K=V) run on random inputs of "
+                    "its signature (tilelang's TensorSupplyType.Auto, seeded by --seed), compared with --ref "
+                    "when given.",
+        epilog="with example() in FILE and no --kernel, the Case runs; --param K=V then goes to the Case "
+               "function. Random inputs: the outputs are the tensors the kernel writes (zeroed before the "
+               "call); --ref FUNC gets the other arguments in parameter order and returns the outputs (one "
+               "tensor, or a tuple/list in parameter order), as a TileLang ref_program does. FUNC is a "
+               "function of FILE, MODULE:FUNC (an importable module) or PATH.py:FUNC. --arg gives the "
+               "symbolic dimensions (T.dynamic) and scalar parameters.\n\n" + _SELECTION_HELP + "\nexamples:\n"
                "  tl-ascend run examples/elementwise.py\n"
                "  tl-ascend run examples/gemm.py --arch dav-c220 --timeline gemm.svg\n"
                "  tl-ascend run examples/softmax.py --timeline -      # text timeline on stdout\n"
-               "  tl-ascend run mykernels.py --case example_large --no-strict\n\n"
+               "  tl-ascend run mykernels.py --case example_large --no-strict\n"
+               "  tl-ascend run examples/gemm.py --kernel matmul --param M=256 --param N=256 --param K=256 "
+               "--ref refs.py:matmul_ref --seed 1\n\n"
                "exit codes: 0 PASS; 1 mismatch or emulator error (races, deadlock, out-of-bounds: the "
                "report is printed); 2 user error; 3 internal compiler error.\n")
-    common(sp, select=False)
+    common(sp)
     sp.add_argument("--case", metavar="NAME", help="function returning the Case (default: example)")
+    sp.add_argument("--ref", metavar="[MODULE:]FUNC",
+                    help="reference for a --kernel run: FUNC of FILE, MODULE:FUNC or PATH.py:FUNC")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    sp.add_argument("--arg", metavar="NAME=V", action="append", default=[],
+                    help="a symbolic dimension or scalar parameter of the kernel (repeatable)")
+    sp.add_argument("--atol", type=float, default=None,
+                    help="absolute tolerance against --ref (default 1e-2; a Case has its own)")
+    sp.add_argument("--rtol", type=float, default=None,
+                    help="relative tolerance against --ref (default 1e-2; a Case has its own)")
     sp.add_argument("--timeline", metavar="PATH",
                     help="write the modelled pipe timeline as SVG to PATH ('-': as text on stdout)")
     sp.add_argument("--no-strict", action="store_true",
