@@ -615,7 +615,13 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
     params = parse_params(args.param)
     if args.case is not None or (args.kernel is None and callable(getattr(module, "example", None))):
         return _run_case(args, module, params, out, err)
-    sel = select_kernel(module, args.file, args.kernel, params)
+    try:
+        sel = select_kernel(module, args.file, args.kernel, params)
+    except CliError as exc:
+        if args.kernel is not None:
+            raise
+        raise CliError(f"{exc}\n  or give FILE an example() returning an ascend_backend.testing.Case (the kernel, "
+                       "its inputs and its reference)", exc.code) from None
     for note in sel.notes:
         err.write(note + "\n")
     if sel.case is not None:  # --kernel named a function returning a Case
