@@ -23,7 +23,8 @@ ARCH_CHOICES = ("dav-3510", "dav-c220")
 EXTRA_VIEWS = ("memory", "sync")
 #: ascend_backend.pipeline.STAGES, in pipeline order.
 STAGES = ["frontend", "fold_scale", "cast_on_vector", "partition", "route", "split_rows", "infer_scope",
-          "assign_layout", "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory", "insert_sync", "codegen"]
+          "assign_layout", "lower_simt", "simt_sync", "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory",
+          "insert_sync", "codegen"]
 #: ascend_backend.buildcache.DEFAULT_MAX_MB.
 DEFAULT_MAX_MB = 1024
 

@@ -138,7 +138,25 @@ def test_print_runs_on_the_emulator(arch, capfd):
     assert "6.000000" in capfd.readouterr().out
 
 
-def test_gpu_thread_binding_is_refused_at_its_line():
+def test_print_message_is_text_not_a_format(capfd):
+    """A T.print message with printf conversions, quotes, a backslash and a newline prints as it is
+    (it was the printf format: %s / %n crashed the kernel, a newline broke the C++)."""
+    msg = 'at 100% %s %n %d "q" \\ end\nnext line\t?? done'
+
+    @T.prim_func
+    def show(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1):
+            s = T.alloc_local((1,), "float32")
+            s[0] = A[3] * 2.0
+            T.print(s[0], msg=msg)
+
+    run(show, [torch.arange(16, dtype=torch.float32)], "dav-3510")
+    assert f"{msg} = 6.000000\n" in capfd.readouterr().out
+
+
+def test_gpu_thread_binding_is_refused_on_dav_c220_at_its_line():
+    """dav-c220 has no SIMT: thread-level code is refused there (dav-3510 runs it: tests/lang/test_simt.py)."""
+
     @T.prim_func
     def threads(A: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128):
@@ -146,10 +164,10 @@ def test_gpu_thread_binding_is_refused_at_its_line():
             A[tx] = 0.0  # marker:thread
 
     with pytest.raises(ascend_backend.UnsupportedError) as info:
-        ascend_backend.lower(threads, "ascendc")
+        ascend_backend.lower(threads, "ascendc:dav-c220")
     text = str(info.value)
-    assert "GPU thread-level" in text or "thread" in text
-    assert "T.Parallel" in text
+    assert "has no SIMT" in text
+    assert "dav-3510" in text and "T.Parallel" in text
 
 
 def test_atomic_add_tile_and_elementwise_across_blocks(arch):
