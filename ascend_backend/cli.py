@@ -1,7 +1,8 @@
 """``tl-ascend``: inspect, run and build TileLang kernels for the ascendc target.
 
     tl-ascend inspect FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--stage STAGE ...|all]
-    tl-ascend run FILE.py [--case NAME] [--arch ARCH] [--timeline out.svg] [--no-strict]
+    tl-ascend run FILE.py [--case NAME | --kernel NAME [--param K=V ...] [--ref [MODULE:]FUNC] [--seed N]
+                          [--arg NAME=V ...]] [--arch ARCH] [--timeline out.svg] [--no-strict]
     tl-ascend build FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--out DIR]
     tl-ascend check FILE.cpp [--arch ARCH] [--auto-sync on|off] [--json] [-D NAME=VALUE ...]
     tl-ascend cache info | prune [--all | --max-size SIZE]

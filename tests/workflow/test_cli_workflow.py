@@ -176,7 +176,7 @@ def test_build_folders_are_unique_per_kernel(files, capsys, monkeypatch):
     p = tl("build", "cands.py", "--kernel", "good", cwd=files)
     assert p.returncode == 0, p.stderr[-3000:]
     first = re.search(r"wrote (\S+)", p.stdout).group(1)
-    assert re.fullmatch(r"build/main_kernel_[0-9a-f]{12}/main_kernel\.cpp", first), first
+    assert re.fullmatch(r"build/main_[0-9a-f]{12}/main\.cpp", first), first
     monkeypatch.chdir(files)
     again = re.search(r"wrote (\S+)", cli(capsys, "build", "cands.py", "--kernel", "good")[1]).group(1)
     other = re.search(r"wrote (\S+)", cli(capsys, "build", "cands.py", "--kernel", "also_good")[1]).group(1)
@@ -216,7 +216,7 @@ def test_dump_env_through_the_command(files):
            env={"TL_ASCEND_DUMP": str(dump)})
     assert p.returncode == 0, p.stderr[-2000:]
     (folder,) = dump.iterdir()
-    assert re.fullmatch(r"main_kernel_[0-9a-f]{12}", folder.name)
+    assert re.fullmatch(r"main_[0-9a-f]{12}", folder.name)
     names = sorted(f.name for f in folder.iterdir())
     assert {"tir.py", "00_frontend.txt", "kernel.cpp", "report.txt"} <= set(names), names
     assert any(n.endswith("_insert_sync.txt") for n in names), names

@@ -37,7 +37,7 @@ def test_every_compile_dumps_its_stages_source_and_report(tmp_path, monkeypatch)
     ascend_backend.lower(_kernel(N=512))  # the same kernel: the same folder
     ascend_backend.lower(_kernel(N=1024))  # another kernel named main: a folder of its own
     names = _folders(tmp_path)
-    assert len(names) == 2 and all(re.fullmatch(r"main_kernel_[0-9a-f]{12}", n) for n in names), names
+    assert len(names) == 2 and all(re.fullmatch(r"main_[0-9a-f]{12}", n) for n in names), names
     folder = next(tmp_path / n for n in names if "512" in (tmp_path / n / "tir.py").read_text())
     files = sorted(os.listdir(folder))
     from ascend_backend.pipeline import STAGES
