@@ -86,6 +86,27 @@ def safe(name: str, extra: frozenset | set = frozenset()) -> bool:
             and not name.endswith(DERIVED_SUFFIXES))
 
 
+# The generated kernel entries are C++ functions of this namespace (templates/kernel.cpp.j2), not
+# extern "C" symbols: a DSL name equal to a C library, libm or emulator-runtime symbol (getpid, erf,
+# usleep, emu_run) then names a function of its own, whose mangled symbol nothing else defines or
+# calls, instead of clashing with the headers' declaration or interposing the library's function.
+ENTRY_NAMESPACE = "tl_ascend"
+
+
+def entry_name(name: str) -> str:
+    """The C++ name of a kernel entry called ``name`` in the DSL: kept unless the generated body
+    refers to it unqualified (a keyword, an API call or type, a helper such as ``min_i``: it would
+    hide that inside the namespace) or C++ reserves it (a leading underscore, a double underscore),
+    else ``<name>_kernel``. ``main`` is an ordinary name inside a namespace."""
+    out = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_]", "_", name) or "k")
+    if not out[0].isalpha():
+        out = "k" + out
+    taken = reserved() - {"main"}
+    while out in taken:
+        out = f"{out}_kernel"
+    return out
+
+
 class Names:
     """The C++ names of one kernel entry: buffers by IR name, variables by identity (a TVM Var)."""
 
@@ -120,4 +141,5 @@ class Names:
         return self.vars[v]
 
 
-__all__ = ["Names", "reserved", "safe", "sanitize", "CPP_KEYWORDS", "DERIVED_SUFFIXES"]
+__all__ = ["Names", "reserved", "safe", "sanitize", "entry_name", "ENTRY_NAMESPACE", "CPP_KEYWORDS",
+           "DERIVED_SUFFIXES"]

@@ -103,7 +103,7 @@ def test_33_risky_names_compile_and_run(arch):
     src = k.kernel_source
     for name in NAMES:  # every one of them is declared under some C++ name and none is left raw where unsafe
         assert name in src
-    body = src[src.index('extern "C"'):]  # the kernel entry (the helpers before it declare min_i, max_i)
+    body = src[src.index('__global__'):]  # the kernel entry (the helpers before it declare min_i, max_i)
     decls = re.findall(r"\b(?:LocalTensor<\w+>|GlobalTensor<\w+>|GM_ADDR)\s+(\w+)", body)
     decls += re.findall(r"\b(?:int32_t|float) (\w+)\[1\];", body)  # scalar locals
     decls += re.findall(r"for \(int32_t (\w+) = 0; \1 < 2; \+\+\1\) \{  // test_names", body)  # the user's loops
