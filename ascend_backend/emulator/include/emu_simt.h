@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -39,6 +40,9 @@ void add_race(const std::string& json, uint64_t count);
 void atomic_lock();
 void atomic_unlock();
 double cfg(const char* key, double dflt);
+// While set, the identical-writes check of this core takes the bytes before the op from `f`
+// (the SIMT call is recorded after its effect): f(mem, begin, end, out).
+void set_pre_image(std::function<void(Mem, uint64_t, uint64_t, uint8_t*)> f);
 uint64_t static_ub(const char* file, uint32_t line, uint32_t col, uint64_t bytes, uint64_t align, const Loc& loc);
 }  // namespace emu::simt_rt
 

@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -278,6 +279,8 @@ struct Core {
     // (TPipe, TBufPool, LocalMemAllocator, static tensors), and the __ubuf__ arrays of SIMT
     // functions, one UB offset per declaration (file, line, column)
     uint64_t alloc_high[kNumMems] = {};
+    // set while the SIMT engine records a call after its effect: the bytes as they were before it
+    std::function<void(Mem, uint64_t, uint64_t, uint8_t*)> pre_image;
     std::map<std::tuple<const char*, uint32_t, uint32_t>, uint64_t> simt_static;
     uint64_t simt_static_lo = ~0ull, simt_static_hi = 0;
     std::string name() const {
@@ -1038,7 +1041,12 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
             const uint64_t key = busy_key(w.a.tid, w.a.epoch);
             for (int spin = 0; wc->busy.load(std::memory_order_acquire) == key && spin < 2000000; ++spin) std::this_thread::yield();
             w.ptr = w.mem == Mem::GM ? (uint8_t*)(uintptr_t)w.lo : w.owner->mem[(int)w.mem] + w.lo;
-            w.before.assign(w.ptr, w.ptr + (w.hi - w.lo));
+            if (c->pre_image) {  // an op recorded after its effect (a SIMT call): the bytes before it
+                w.before.resize(w.hi - w.lo);
+                c->pre_image(w.mem, w.lo, w.hi, w.before.data());
+            } else {
+                w.before.assign(w.ptr, w.ptr + (w.hi - w.lo));
+            }
             c->ww.push_back(std::move(w));
         }
         c->ww_new.clear();
@@ -1933,6 +1941,9 @@ void add_race(const std::string& j, uint64_t count) {
 }
 void atomic_lock() { ::emu::atomic_lock(); }
 void atomic_unlock() { ::emu::atomic_unlock(); }
+void set_pre_image(std::function<void(Mem, uint64_t, uint64_t, uint8_t*)> f) {
+    if (tls) tls->pre_image = std::move(f);
+}
 double cfg(const char* key, double dflt) {
     auto it = G->simt_cfg.find(key);
     return it == G->simt_cfg.end() ? dflt : it->second;

@@ -113,12 +113,15 @@ struct Th {
 };
 
 // Shadow of one UB byte for the current barrier interval `ep`.
-enum : uint8_t { F_W = 1, F_WPLAIN = 2, F_R1 = 4, F_R2 = 8 };
+// w: the last writer; w2: another thread whose atomic w's atomic followed (atomics do not race,
+// but a later plain access races with both); r1, r2: two readers.
+enum : uint8_t { F_W = 1, F_WPLAIN = 2, F_R1 = 4, F_R2 = 8, F_W2 = 16 };
 struct Sh {
     uint32_t ep;
-    uint16_t w, r1, r2;
+    uint16_t w, w2, r1, r2;
     uint8_t fl;
     const void* wpc;
+    const void* w2pc;
     const void* r1pc;
     const void* r2pc;
 };
@@ -130,6 +133,7 @@ struct Engine {
     std::vector<Th> th;
     std::vector<Sh> sh;
     std::vector<uint64_t> bm_r, bm_w, bm_a;  // UB bytes read / written / updated atomically by this call
+    std::vector<uint8_t> ub_pre;             // UB as it was before the call (identical-writes check)
 };
 std::mutex g_pool_mu;
 std::vector<Engine*> g_pool;
@@ -155,7 +159,7 @@ Engine* acquire_engine() {
     for (uint32_t i = 0; i < kMaxThreads; ++i) mprotect(e->stacks + i * kStack, (size_t)pg, PROT_NONE);
     e->th.resize(kMaxThreads);
     const size_t ub = mem_size(Mem::UB);
-    e->sh.assign(ub, Sh{0, 0, 0, 0, 0, nullptr, nullptr, nullptr});
+    e->sh.assign(ub, Sh{0, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr});
     e->bm_r.assign(ub / 64 + 1, 0);
     e->bm_w.assign(ub / 64 + 1, 0);
     e->bm_a.assign(ub / 64 + 1, 0);
@@ -215,6 +219,8 @@ struct Ctx {
     std::unordered_map<RaceKey, RaceInfo, RaceKeyHash> races;
     uint64_t races_total = 0;
     uint64_t acc_serial = 0;  // numbers the accesses, so a race is counted once per access
+    // GM bytes as they were before the call's first write to them: 8-byte word -> (bytes, saved mask)
+    std::unordered_map<uint64_t, std::pair<uint64_t, uint8_t>> gm_pre;
     // counts for the timing model
     uint64_t n_ub = 0, n_gm = 0, n_atom = 0, n_coll = 0, n_bar = 0, gm_bytes = 0;
     uint64_t warp_phases = 0;
@@ -346,10 +352,12 @@ void shadow(Ctx* c, uint64_t b, uint64_t e, uint8_t k, uint16_t tid, const void*
     c->acc_serial++;
     for (uint64_t i = b; i < e; ++i) {
         Sh& s = sh[i];
-        if (s.ep != ep) s = Sh{ep, 0, 0, 0, 0, nullptr, nullptr, nullptr};
+        if (s.ep != ep) s = Sh{ep, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr, nullptr};
         if (k == K_READ) {
             if ((s.fl & F_W) && s.w != tid)
                 race(c, 0, s.w, (s.fl & F_WPLAIN) ? K_WRITE : K_ATOMIC, s.wpc, tid, K_READ, pc, i);
+            else if ((s.fl & F_W2) && s.w2 != tid)
+                race(c, 0, s.w2, K_ATOMIC, s.w2pc, tid, K_READ, pc, i);
             if (!(s.fl & F_R1)) {
                 s.r1 = tid, s.r1pc = pc, s.fl |= F_R1;
             } else if (s.r1 != tid && !(s.fl & F_R2)) {
@@ -360,15 +368,18 @@ void shadow(Ctx* c, uint64_t b, uint64_t e, uint8_t k, uint16_t tid, const void*
         // a write or an atomic read-modify-write
         if ((s.fl & F_R1) && s.r1 != tid) race(c, 1, s.r1, K_READ, s.r1pc, tid, k, pc, i);
         else if ((s.fl & F_R2) && s.r2 != tid) race(c, 1, s.r2, K_READ, s.r2pc, tid, k, pc, i);
+        const bool same_data = k == K_WRITE && newv && newv[i - b] == c->ub[i];
         if ((s.fl & F_W) && s.w != tid) {
             const bool both_atomic = k == K_ATOMIC && !(s.fl & F_WPLAIN);
-            const bool same_data = k == K_WRITE && newv && newv[i - b] == c->ub[i];
             if (!both_atomic && !same_data)
                 race(c, 2, s.w, (s.fl & F_WPLAIN) ? K_WRITE : K_ATOMIC, s.wpc, tid, k, pc, i);
+        } else if ((s.fl & F_W2) && s.w2 != tid && k == K_WRITE && !same_data) {
+            race(c, 2, s.w2, K_ATOMIC, s.w2pc, tid, k, pc, i);
         }
         if (k == K_WRITE) {
-            s.w = tid, s.wpc = pc, s.fl |= F_W | F_WPLAIN;
+            s.w = tid, s.wpc = pc, s.fl = (uint8_t)((s.fl | F_W | F_WPLAIN) & ~F_W2);
         } else if (!(s.fl & F_WPLAIN)) {  // an atomic does not hide an earlier plain write
+            if ((s.fl & F_W) && s.w != tid) s.w2 = s.w, s.w2pc = s.wpc, s.fl |= F_W2;
             s.w = tid, s.wpc = pc, s.fl |= F_W;
         }
     }
@@ -437,6 +448,15 @@ uint8_t* access(Ctx* c, uint8_t space, uint64_t a, uint32_t n, uint8_t k, const 
     c->n_gm++;
     c->gm_bytes += n;
     note_gm(c, a, a + n, k);
+    if (k != K_READ && c->checks)
+        for (uint64_t x = a; x < a + n; ++x) {
+            auto& [bytes, mask] = c->gm_pre[x >> 3];
+            const uint8_t bit = (uint8_t)(1u << (x & 7));
+            if (!(mask & bit)) {
+                mask |= bit;
+                std::memcpy((uint8_t*)&bytes + (x & 7), (const void*)(uintptr_t)x, 1);
+            }
+        }
     return (uint8_t*)(uintptr_t)a;
 }
 
@@ -888,6 +908,7 @@ void launch(void (*thunk)(void*), void* arg, dim3 d, const Loc& loc) {
         t.tid = i;
         t.idx = dim3(i % d.x, i / d.x % d.y, i / (d.x * d.y));
     }
+    if (c.checks) eng->ub_pre.assign(c.ub, c.ub + used);
     blockDim = d;
     blockIdx = dim3((unsigned)block_idx(), 0, 0);
     gridDim = dim3((unsigned)block_num(), 1, 1);
@@ -941,6 +962,23 @@ void launch(void (*thunk)(void*), void* arg, dim3 d, const Loc& loc) {
     const uint64_t warps = (c.n + kWarp - 1) / kWarp;
     const uint64_t cycles = model_cycles(c, warps);
     Cost cost{0, c.n, 0, (uint32_t)std::min<uint64_t>(cycles, 0xffffffffu)};
+    // recorded after its effect: the identical-writes check must compare with the bytes before it
+    if (c.checks)
+        simt_rt::set_pre_image([&](Mem m, uint64_t lo, uint64_t hi, uint8_t* out) {
+            for (uint64_t x = lo; x < hi; ++x) {
+                if (m == Mem::GM) {
+                    auto it = c.gm_pre.find(x >> 3);
+                    const bool saved = it != c.gm_pre.end() && (it->second.second >> (x & 7) & 1u);
+                    out[x - lo] = saved ? ((const uint8_t*)&it->second.first)[x & 7] : *(const uint8_t*)(uintptr_t)x;
+                } else {
+                    out[x - lo] = x < eng->ub_pre.size() ? eng->ub_pre[x] : c.ub[x];
+                }
+            }
+        });
+    struct Clear {
+        bool on;
+        ~Clear() { if (on) simt_rt::set_pre_image(nullptr); }
+    } clear{c.checks};
     record_n("asc_vf_call", Pipe::V, reads.data(), reads.size(), writes.data(), writes.size(), cost, loc);
 }
 
