@@ -27,12 +27,14 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
     from ascend_backend.passes.fold_scale import fold_scale
     from ascend_backend.passes.infer_scope import infer_scope
     from ascend_backend.passes.insert_sync import insert_sync
+    from ascend_backend.passes.lower_simt import lower_simt
     from ascend_backend.passes.lower_tile_ops import lower_tile_ops
     from ascend_backend.passes.multi_buffer import multi_buffer
     from ascend_backend.passes.partition import partition
     from ascend_backend.passes.plan_memory import plan_memory
     from ascend_backend.passes.prefetch import prefetch
     from ascend_backend.passes.route import route
+    from ascend_backend.passes.simt_sync import simt_sync
     from ascend_backend.passes.split_rows import split_rows
 
     return [
@@ -43,6 +45,8 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
         ("split_rows", split_rows),
         ("infer_scope", infer_scope),
         ("assign_layout", assign_layout),
+        ("lower_simt", lower_simt),
+        ("simt_sync", simt_sync),
         ("lower_tile_ops", lower_tile_ops),
         ("multi_buffer", multi_buffer),
         ("prefetch", prefetch),
@@ -52,7 +56,8 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
 
 
 STAGES = ["frontend", "fold_scale", "cast_on_vector", "partition", "route", "split_rows", "infer_scope",
-          "assign_layout", "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory", "insert_sync", "codegen"]
+          "assign_layout", "lower_simt", "simt_sync", "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory",
+          "insert_sync", "codegen"]
 
 
 @dataclass

@@ -75,6 +75,7 @@ from ascend_backend.ir import (
     Route,
     ScalarStore,
     Scope,
+    SimtCall,
     TileAccumulate,
     TileCopy,
     TileCumsum,
@@ -356,8 +357,8 @@ class TileLowerer:
                 else_body = self.lower_body(s.else_body)
                 self.cond_stack.pop()
                 out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body))
-            elif isinstance(s, ScalarStore | Print):
-                out.append(s)
+            elif isinstance(s, ScalarStore | Print | SimtCall):
+                out.append(s)  # a SIMT function is already an op (passes/lower_simt.py)
             else:
                 rule = self.RULES.get(type(s))
                 if rule is None:

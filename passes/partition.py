@@ -49,6 +49,7 @@ from ascend_backend.ir import (
     Region,
     ScalarStore,
     Send,
+    SimtRegion,
     TileAccumulate,
     TileCopy,
     TileCumsum,
@@ -108,6 +109,8 @@ def tile_buffers(op) -> set:
         return set(op.reads)
     if isinstance(op, TileCumsum):
         return {op.src.buffer, op.dst.buffer}
+    if isinstance(op, SimtRegion):
+        return {*op.reads, *op.writes}
     return set()
 
 
@@ -121,6 +124,8 @@ def tile_writes(op) -> set:
         return {ps.store.buffer.name for ps in op.stores}
     if isinstance(op, ScalarStore):
         return {op.buffer}
+    if isinstance(op, SimtRegion):
+        return set(op.writes)
     return set()
 
 
@@ -157,7 +162,7 @@ class _Partitioner:
                 self.accs.add(s.c.buffer)
         self.vector_bufs: set = set()
         for s in self.ops:
-            if isinstance(s, TileParallel | TileReduce | TileCumsum):
+            if isinstance(s, TileParallel | TileReduce | TileCumsum | SimtRegion):
                 self.vector_bufs |= tile_buffers(s)
             elif isinstance(s, TileCopy):
                 src, dst = s.src.buffer, s.dst.buffer
@@ -202,8 +207,8 @@ class _Partitioner:
             return None
         if isinstance(op, TileGemm):
             return Core.AIC
-        if isinstance(op, TileParallel | TileReduce | TileCumsum):
-            return Core.AIV
+        if isinstance(op, TileParallel | TileReduce | TileCumsum | SimtRegion):
+            return Core.AIV  # SIMT functions run on the AIV's Vector unit
         if isinstance(op, TileFill):
             return Core.AIC if op.dst.buffer in self.accs - self.mixed_accs else Core.AIV
         if isinstance(op, TileCopy):

@@ -31,6 +31,7 @@ from .enums import (
     ReduceKind,
     Rounding,
     Scope,
+    SimtArgKind,
     SyncPhase,
     VecBinary,
     VecScalarOp,
@@ -555,6 +556,37 @@ class TileCumsum(Stmt):
 
 
 @dataclass
+class SimtRegion(Stmt):
+    """Thread-level code of a ``T.Kernel(..., threads=...)`` (frontend): TIR statements that every
+    thread of the block runs, as tilelang built them (loads and stores indexed by thread, per-thread
+    locals, warp collectives, barriers, atomics). dav-3510 runs it as one SIMT function launched by
+    the AIV (passes/lower_simt.py). ``threads`` is the block's (x, y, z); ``thread_vars`` the TIR
+    variables bound to threadIdx.x/y/z (None where the kernel binds none); ``locals`` the per-thread
+    locals (T.alloc_local / T.alloc_var used by threads: registers of each thread, not tiles);
+    ``reads`` / ``writes`` the kernel buffers (tiles, tensors) its loads and stores touch, an atomic
+    counting as both."""
+
+    body: tuple  # tvm tirx.Stmt
+    threads: tuple
+    thread_vars: tuple
+    locals: tuple  # Buffer
+    reads: tuple
+    writes: tuple
+
+
+@dataclass(frozen=True)
+class SimtArg:
+    """One argument of a SIMT function: a GM tensor's or a UB tile's address (``buffer``), or a
+    scalar (``var``: a block index, a loop variable of the enclosing tile code, a kernel argument)."""
+
+    name: str
+    kind: SimtArgKind
+    dtype: DType
+    buffer: str | None = None
+    var: Any = None
+
+
+@dataclass
 class Print(Stmt):
     """T.print of a scalar: ``label`` and the value (printed by the emulator; dropped on the device)."""
 
@@ -708,6 +740,40 @@ class AscOp(Stmt):
                 if isinstance(v, ScalarExpr):
                     exprs.append(v.expr)
         return loaded_buffers(*exprs)
+
+
+@dataclass
+class SimtCall(AscOp):
+    """``asc_vf_call<func>(dim3{x, y, z}, args...)``: a SIMT function (``__simt_vf__``) run by every
+    thread of a block of ``threads`` on the AIV's Vector unit. Its UB and GM loads and stores are the
+    op's reads and writes, so insert_sync orders it with the other pipes like any vector op (the
+    hybrid sample gather_and_adds.asc waits PIPE_V -> PIPE_MTE3 after its SIMT VF). ``body`` stays
+    TIR (printed by codegen), with every buffer it names among ``args`` or ``locals``."""
+
+    func: str
+    threads: tuple
+    thread_vars: tuple
+    body: tuple
+    locals: tuple  # Buffer: per-thread locals declared inside the function
+    args: tuple  # SimtArg
+    loads: tuple
+    stores: tuple
+
+    macro: ClassVar[str] = "simt_call"
+    pipe: ClassVar[Pipe] = Pipe.V
+
+    reads = property(lambda self: self.loads)
+    writes = property(lambda self: self.stores)
+
+    @property
+    def nthreads(self) -> int:
+        x, y, z = self.threads
+        return x * y * z
+
+    @property
+    def text(self) -> str:
+        dims = "x".join(str(t) for t in self.threads)
+        return f"SIMT {self.func}<<<{dims}>>>"
 
 
 def _one_of(*names) -> tuple:
@@ -1552,7 +1618,7 @@ class FlagRecord:
     consumer_loc: SrcLoc | None = None
 
 
-TILE_OPS = (TileCopy, TileFill, TileGemm, TileReduce, TileParallel, TileAccumulate, TileCumsum)
+TILE_OPS = (TileCopy, TileFill, TileGemm, TileReduce, TileParallel, TileAccumulate, TileCumsum, SimtRegion)
 TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerUbDual, CopyToPeerL1, CrossCoreSet, CrossCoreWait)
 SYNC_OPS = (SetFlag, WaitFlag, PipeBarrier)
 
@@ -1567,7 +1633,7 @@ __all__ = [
     "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DMx", "LoadData2DV2", "Loop", "Mmad", "MmadMx", "Param",
     "ParallelStore",
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
-    "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
+    "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "SimtArg", "SimtCall", "SimtRegion", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
     "UnitFlagLast", "UnitFlagReset", "UnitFlagUse", "VecTranspose",
