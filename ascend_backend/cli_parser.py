@@ -6,14 +6,15 @@ torch (seconds): the ``tl_ascend`` launcher loads this file by its path, before 
 ``ascend_backend`` (whose ``__init__`` registers the target with tilelang). The commands
 themselves are in ascend_backend/cli.py; each subparser names its command in ``handler``.
 
-The few facts of the package the help text needs are copied here, and
-tests/cli/test_cli_startup.py checks that they agree with the package: the stage names
-(``pipeline.STAGES``) and the cache's default cap (``buildcache.DEFAULT_MAX_MB``).
+The two facts of the package the help text needs, the stage names (``pipeline.STAGES``) and the
+cache's default cap (``buildcache.DEFAULT_MAX_MB``), are read from those modules' source files
+(their literal assignments, with ``ast``) rather than imported.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import sys
@@ -21,12 +22,22 @@ from collections.abc import Sequence
 
 ARCH_CHOICES = ("dav-3510", "dav-c220")
 EXTRA_VIEWS = ("memory", "sync")
+def _constant(module: str, name: str):
+    """A literal constant of a module of the package, read from its source beside this file without
+    importing it (one truth: the module's own assignment)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{module}.py")
+    with open(path) as fh:
+        tree = ast.parse(fh.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise LookupError(f"{path} assigns no literal {name}")
+
+
 #: ascend_backend.pipeline.STAGES, in pipeline order.
-STAGES = ["frontend", "fold_scale", "cast_on_vector", "partition", "route", "split_rows", "infer_scope",
-          "assign_layout", "lower_simt", "simt_sync", "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory",
-          "insert_sync", "codegen"]
+STAGES: list[str] = list(_constant("pipeline", "STAGES"))
 #: ascend_backend.buildcache.DEFAULT_MAX_MB.
-DEFAULT_MAX_MB = 1024
+DEFAULT_MAX_MB: int = _constant("buildcache", "DEFAULT_MAX_MB")
 
 
 def add_cache_parser(sub, fmt) -> None:
