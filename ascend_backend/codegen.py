@@ -455,7 +455,8 @@ def _fixpipe_to_peer_ub_dual(op: FixpipeToPeerUbDual) -> dict:
 
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
     slot = _peer_slot(op)
-    return {"dst": f"{op.target}_l1_peer", "src": op.src,
+    src = op.src if static_int(op.src_row0) == 0 else f"{op.src}[({cexpr(op.src_row0)}) * {op.src_pitch}]"
+    return {"dst": f"{op.target}_l1_peer", "src": src,
             "offset": f"{cexpr(op.sub_var)} * {op.src_rows * op.c0}" + (f" + {slot}" if slot else ""),
             "n_value": op.src_rows, "d_value": op.src_cols, "src_d_value": op.src_pitch,
             "dst_c0_stride": op.dst_c0_stride, "rows": op.rows}
@@ -821,7 +822,7 @@ class _SimtPrinter:
         if short == "isnan":
             return f"isnan({self.expr(a[0])})"
         if short == "infinity":
-            return "INFINITY"
+            return "INFINITY" if str(e.dtype) == "float32" else f"(({_ct(str(e.dtype))})INFINITY)"
         if short == "sigmoid":
             return f"(1.0f / (1.0f + expf(-({self.expr(a[0])}))))"
         if short in _SIMT_MATH:
