@@ -143,6 +143,7 @@ _C220_VECTOR_OPS = {
     VecOther.DUPLICATE: VecOpTypes("数据填充/Duplicate.md", frozenset({I16, U16, F16, BF16, I32, U32, F32})),
     VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", _HF),
     VecOther.TRANSPOSE: VecOpTypes("数据排布转换/Transpose.md", frozenset({I8, U8, I16, U16, F16, I32, U32, F32})),
+    VecOther.GATHER: VecOpTypes("离散与聚合/Gather.md", frozenset({I16, U16, F16, BF16, I32, U32, F32})),
 }
 # dav-3510: the Ascend 950 line of the pages; the 8-bit integers (and the 64-bit ones) of Add, Sub,
 # Max, Min, Adds, Maxs, Mins take the count form only.
@@ -172,6 +173,8 @@ _3510_VECTOR_OPS = {
     VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", frozenset({F16, BF16, F32})),
     VecOther.TRANSPOSE: VecOpTypes("数据排布转换/Transpose.md", frozenset({I8, U8, I16, U16, F16, BF16, I32, U32, F32,
                                                                       E4M3, E5M2, E8M0})),
+    VecOther.GATHER: VecOpTypes("离散与聚合/Gather.md", frozenset({I16, U16, F16, BF16, I32, U32, F32, I64, U64}),
+                                frozenset({I8, U8})),
 }
 
 DAV_C220 = Arch(

@@ -484,11 +484,14 @@ class _Importer:
                 raise UnsupportedError(f"loop '{stmt.loop_var}' has a step of {step}, which is not a constant",
                                        loc=loc, hint="use a constant step")
             start = stmt.min
+            body = self._stmts(stmt.body)  # imported (and checked) even when it never runs
+            if isinstance(stmt.extent, tirx.IntImm) and stmt.extent.value <= 0:
+                return []  # T.Pipelined(0), T.serial(0): the body never runs
             return [
                 Loop(
                     var=stmt.loop_var,
                     extent=stmt.extent,
-                    body=self._stmts(stmt.body),
+                    body=body,
                     kind=kind,
                     num_stages=max(1, stages),
                     start=int(start) if isinstance(start, tirx.IntImm) else start,

@@ -47,6 +47,7 @@ from ascend_backend.ir import (
     CrossCoreWait,
     CrossCoreWaitOp,
     Direction,
+    FillL1,
     FirstIteration,
     FixpipeToGmArch3510,
     FixpipeToGmV220,
@@ -732,6 +733,9 @@ class TileLowerer:
                 return [_set_flag(self.clear_flags[dst.name], 1, s.loc)]
             self.pending_clear[dst.name] = len(self.loop_stack)
             return []
+        if dst.scope is Scope.L1 and value == 0:  # a zero gemm operand (empty_loops): the Cube's Fill
+            self._check_full(s.dst, dst, s)
+            return [FillL1(dst=dst.name, nbytes=dst.numel * dst.elem_bytes, loc=s.loc)]
         if dst.scope is not Scope.UB:
             raise UnsupportedError(f"T.fill of '{dst.name}' in {dst.scope} is not supported", loc=s.loc)
         self._check_full(s.dst, dst, s)

@@ -170,7 +170,7 @@ class _Partitioner:
                 local = {src, dst} - gm
                 if len(local) == 2 or (local and not (local & (self.operands | self.accs))):
                     self.vector_bufs |= local
-            elif isinstance(s, TileFill) and s.dst.buffer not in self.accs:
+            elif isinstance(s, TileFill) and s.dst.buffer not in self.accs | self._filled_operands():
                 self.vector_bufs.add(s.dst.buffer)
         self.mixed_accs = self.accs & self.vector_bufs
         self.mixed_operands = self.operands & self.vector_bufs
@@ -181,6 +181,17 @@ class _Partitioner:
         # Vector-made gemm operands whose current value the Cube already holds: a second gemm on an
         # unchanged operand reads the copy the first one received instead of crossing again.
         self.on_cube: frozenset = frozenset()
+
+    def _filled_operands(self) -> set:
+        """Gemm operand tiles that only fills write and only gemms read (empty_loops' zero tiles): the
+        Cube fills them in L1 itself (Fill, MTE2), no vector code or transfer involved."""
+        out = set()
+        for name in self.operands:
+            users = [s for s in self.ops if name in tile_buffers(s)]
+            if users and all(isinstance(s, TileFill) or (isinstance(s, TileGemm) and name in s.inputs) for s in users) \
+                    and any(isinstance(s, TileFill) for s in users):
+                out.add(name)
+        return out
 
     def _check_scales_from_gm(self) -> None:
         """The MX scale tiles of a T.gemm_blockscaled reach the Cube only by a T.copy from GM: the
@@ -210,7 +221,8 @@ class _Partitioner:
         if isinstance(op, TileParallel | TileReduce | TileCumsum | SimtRegion):
             return Core.AIV  # SIMT functions run on the AIV's Vector unit
         if isinstance(op, TileFill):
-            return Core.AIC if op.dst.buffer in self.accs - self.mixed_accs else Core.AIV
+            cube = (self.accs - self.mixed_accs) | (self.operands - self.mixed_operands)
+            return Core.AIC if op.dst.buffer in cube else Core.AIV
         if isinstance(op, TileCopy):
             local = [n for n in (op.src.buffer, op.dst.buffer) if not self.bufs[n].kind.in_gm]
             if not local:  # GM -> GM: staged through the UB of a vector core

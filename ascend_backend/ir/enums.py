@@ -194,6 +194,7 @@ class VecOther(_Named):
     DUPLICATE = "Duplicate"
     FUSED_MUL_ADD = "FusedMulAdd"
     TRANSPOSE = "Transpose"  # its [N,C,H,W] <-> [N,H,W,C] form (TransposeParamsExt)
+    GATHER = "Gather"  # its count form: dst[k] = src at byte offset offset[k]
 
 
 class AtomicOp(_Named):

@@ -846,6 +846,25 @@ class CopyGmToL1(AscOp):
 
 
 @dataclass
+class FillL1(AscOp):
+    """An L1 tile of ``nbytes`` bytes set to zero on the Cube: Fill with InitConstValueParams (Fill
+    page: L1 on every arch, on PIPE_MTE2, 32-byte blocks), written as 16-bit words (a type the page
+    lists on both arches: zero bits are zero in every dtype)."""
+
+    dst: str
+    nbytes: int
+
+    macro: ClassVar[str] = "fill_l1"
+    pipe: ClassVar[Pipe] = Pipe.MTE2
+
+    writes = property(lambda self: (self.dst,))
+
+    @property
+    def text(self) -> str:
+        return f"Fill {self.dst} = 0"
+
+
+@dataclass
 class CopyMxScalesGmToL1(AscOp):
     """GM [rows, K/32] E8M0 (ND) -> an MX scale tile in L1: viewed as 16-bit pairs of scales, one
     Dn2Nz (DataCopy GM->L1 DN2NZ page) whose transposed NZ output is the 16 rows x 2 scales
@@ -1253,6 +1272,27 @@ class VecTranspose(_VecOp):
 
 
 @dataclass
+class VecGather(_VecOp):
+    """dst[k] = the element of src at byte offset offsets[k] (Gather's count form, 离散与聚合/Gather.md)
+    over ``rows`` rows of ``cols`` elements, ``pitch`` apart in dst and offsets (one call per row when
+    the rows are padded: the padding lanes are never read); ``offsets`` is an int32 tile read as the
+    uint32 srcOffset tensor."""
+
+    dst: str
+    src: str
+    offsets: str
+    rows: int
+    cols: int
+    pitch: int
+    what: str = ""
+
+    macro: ClassVar[str] = "vec_gather"
+    reads = property(lambda self: (self.src, self.offsets))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"Gather {self.src}{self.what} at {self.offsets} -> {self.dst}")
+
+
+@dataclass
 class VecBrcb(_VecOp):
     """Each of ``repeat`` x 8 values of src into its own 32 B block of dst."""
 
@@ -1624,7 +1664,7 @@ TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerUbDual, CopyToPeerL1, Cro
 SYNC_OPS = (SetFlag, WaitFlag, PipeBarrier)
 
 __all__ = [
-    "AscOp", "Buffer", "CopyGmToL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb",
+    "AscOp", "Buffer", "CopyGmToL1", "FillL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb",
     "CopyToPeerUbDual", "CopyUbToGm",
     "CopyUbToPeerL1",
     "CrossCoreSet", "CrossCoreSetOp", "CrossCoreWait", "CrossCoreWaitOp", "DiagPrefix", "Direction", "EventId",
@@ -1641,5 +1681,5 @@ __all__ = [
     "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast", "VecMulAddDstBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
-    "VecFoldRows", "VecScanRows",
+    "VecFoldRows", "VecScanRows", "VecGather",
 ]
