@@ -19,7 +19,7 @@ import jinja2
 from tvm import tirx
 
 from .cexpr import LOAD, VAR_NAMES, cexpr, cname, float_literal
-from .cnames import Names
+from .cnames import CxxCode, Names, c_text
 from .dtypes import DType
 from .errors import InternalCompilerError, UnsupportedError
 from .ir import (
@@ -128,13 +128,25 @@ VEC_SCALAR = {VecScalarOp.ADDS: "Adds", VecScalarOp.MULS: "Muls", VecScalarOp.MA
 def _env() -> jinja2.Environment:
     from ascend_backend import templates
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.dirname(templates.__file__)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        finalize=_template_value,
     )
+    env.filters["code"] = CxxCode  # a macro's output printed by another macro: C++ already
+    return env
+
+
+def _template_value(value):
+    """Every value a template prints: text goes through c_text (user text reaches the comments: the
+    file name, buffer names, the sync reasons), except C++ codegen built itself (CxxCode: a kernel
+    body, a macro's output marked ``| code``)."""
+    if isinstance(value, CxxCode) or not isinstance(value, str):
+        return value
+    return c_text(value)
 
 
 @functools.lru_cache(maxsize=1)
@@ -605,7 +617,8 @@ def _event_id(e) -> str:
 
 
 def _short_loc(loc) -> str:
-    return f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
+    """A DSL line as the comments give it: the file's base name (user text: escaped) and the line."""
+    return f"{c_text(loc.file.rsplit('/', 1)[-1])}:{loc.line}"
 
 
 def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
@@ -724,7 +737,7 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
     finally:
         LOAD.reset(token)
     return {"memories": memories, "locals": locals_, "scalars": scalars, "block_index": block_index,
-            "body": "\n".join(body)}
+            "body": CxxCode("\n".join(body))}
 
 
 def _globals(program: Program, launch: Launch) -> list:

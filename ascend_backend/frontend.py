@@ -14,7 +14,7 @@ import math
 import tvm
 from tvm import tirx
 
-from .cnames import CPP_KEYWORDS
+from .cnames import entry_name
 from .dtypes import dtype, known
 from .errors import ShapeError, SrcLoc, UnsupportedError
 from .ir import (
@@ -1098,15 +1098,15 @@ def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Progr
         raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}",
                                hint=_not_primfunc_hint(func))
     gname = name or (str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main")
-    kname = _c_identifier(gname)
-    if kname in _RESERVED_ENTRY_NAMES:
-        kname = f"{kname}_kernel"  # the entry is an extern "C" symbol: it must not meet the C library's
+    # the entry is an extern "C" symbol: it must not meet the C library's either
+    kname = entry_name(_c_identifier(gname), _LIBC_ENTRY_NAMES)
     return _Importer(func, kname, arch).run()
 
 
-# Names a kernel entry (an extern "C" function) cannot take: C++ keywords, `main`, and the C and
-# POSIX library functions the emulator's and the host wrapper's headers declare.
-_RESERVED_ENTRY_NAMES = CPP_KEYWORDS | frozenset("""
+# Names a kernel entry (an extern "C" function) cannot take besides what cnames.safe refuses for any
+# name: `main`, and the C and POSIX library functions the emulator's and the host wrapper's headers
+# declare.
+_LIBC_ENTRY_NAMES = frozenset("""
 main abort abs accept access alarm atexit atof atoi atol bind bsearch calloc ceil chdir clock close connect cos
 div dup exit exp fabs fclose fflush floor fmax fmin fopen fork fprintf free fscanf getenv gets index ioctl
 kill labs link listen log lseek malloc memcmp memcpy memmove memset mmap open pause perror pipe poll pow

@@ -72,7 +72,8 @@ def host_wrapper(program) -> str:
     if program.has_workspace:
         decl.append("uint8_t* workspace")
         call.append("workspace")
-    launches = "".join(f"    {program.entry_name(n)}<<<blocks_{n}, nullptr, stream>>>({', '.join(call)});\n"
+    # ::name: `using namespace AscendC` would make an entry named like an API function ambiguous
+    launches = "".join(f"    ::{program.entry_name(n)}<<<blocks_{n}, nullptr, stream>>>({', '.join(call)});\n"
                        for n in range(len(program.launches)))
     return f'\nextern "C" void launch_{program.name}(void* stream, {", ".join(decl)}) {{\n{launches}}}\n'
 

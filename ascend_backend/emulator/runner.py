@@ -209,21 +209,23 @@ def trampoline(sig: Signature) -> str:
     extern "C" kernels are re-declared weak, so a kernel removed by the preprocessor (e.g.
     inside `#if defined(EMU_ARCH_3510)`) leaves a null entry instead of a link error;
     `__emu_has_<entry>()` tells which. Template kernels are instantiated here with the
-    arguments given at launch (``run_source(src, "name<2048, float>", ...)``)."""
+    arguments given at launch (``run_source(src, "name<2048, float>", ...)``). The kernel is named
+    ``::name``: the source's `using namespace AscendC` would make a bare name that the API also has
+    (a kernel called DataCopy) ambiguous."""
     e = sig.entry
     if sig.targs is not None:
-        fn = f"&{sig.name}<{', '.join(sig.targs)}>"
+        fn = f"&::{sig.name}<{', '.join(sig.targs)}>"
         return (f'extern "C" int __emu_has_{e}() {{ return 1; }}\n'
                 f'extern "C" void {e}(void** a) {{ ::emu::entry_call({fn}, a); }}\n'
                 f'extern "C" size_t {e}_argsize(int i) {{ return ::emu::entry_argsize({fn}, i); }}\n')
     if not sig.extern_c:
-        fn = f"&{sig.name}"
+        fn = f"&::{sig.name}"
         return (f'extern "C" int __emu_has_{e}() {{ return 1; }}\n'
                 f'extern "C" void {e}(void** a) {{ ::emu::entry_call({fn}, a); }}\n'
                 f'extern "C" size_t {e}_argsize(int i) {{ return ::emu::entry_argsize({fn}, i); }}\n')
-    n = sig.name
+    n = f"::{sig.name}"
     decl = ", ".join(f"{p.ctype} p{i}" for i, p in enumerate(sig.params))
-    return (f'extern "C" __attribute__((weak)) void {n}({decl});\n'
+    return (f'extern "C" __attribute__((weak)) void {sig.name}({decl});\n'
             f'extern "C" int __emu_has_{e}() {{ return {n} != nullptr; }}\n'
             f'extern "C" void {e}(void** a) {{ if ({n}) ::emu::entry_call({n}, a); }}\n'
             f'extern "C" size_t {e}_argsize(int i) {{ return {n} ? ::emu::entry_argsize({n}, i) : 0; }}\n')
