@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from tvm import tirx
 
+from .cnames import c_text
 from .errors import UnsupportedError
 
 _BIN = {
@@ -110,6 +111,13 @@ def _call(e) -> str:
     if name in _MATH and _MATH[name]:
         return f"{_MATH[name]}({', '.join(cexpr(a) for a in args)})"
     raise UnsupportedError(f"the function '{name}' cannot be used in a scalar expression here")
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C++ string literal that holds exactly its characters: cnames.c_text, the one
+    escape of user text in the generated code (quotes, backslashes, line breaks and other control
+    characters escaped; three-digit octal escapes, which cannot absorb a following digit)."""
+    return '"' + c_text(text) + '"'
 
 
 def float_literal(v: float) -> str:

@@ -137,19 +137,25 @@ def safe(name: str, extra: frozenset | set = frozenset()) -> bool:
             and not name.endswith(DERIVED_SUFFIXES))
 
 
-def entry_name(base: str, extra: frozenset | set = frozenset()) -> str:
-    """The C name of a kernel entry (an identifier already): ``base`` when :func:`safe` (and not in
-    ``extra``), else ``base_kernel`` (TileLang's own suffix for its entries), ``base_kernel_2``, ...
-    The entry shares the translation unit's global scope with every name the generated code and
-    its headers spell, as a buffer's name shares a kernel's."""
-    stem = re.sub(r"_{2,}", "_", base)
-    if stem.startswith("_"):
-        stem = "k" + stem
-    name, n = stem, 1
-    while not safe(name, extra):
-        name = f"{stem}_kernel" if n == 1 else f"{stem}_kernel_{n}"
-        n += 1
-    return name
+# The generated kernel entries are C++ functions of this namespace (templates/kernel.cpp.j2), not
+# extern "C" symbols: a DSL name equal to a C library, libm or emulator-runtime symbol (getpid, erf,
+# usleep, emu_run) then names a function of its own, whose mangled symbol nothing else defines or
+# calls, instead of clashing with the headers' declaration or interposing the library's function.
+ENTRY_NAMESPACE = "tl_ascend"
+
+
+def entry_name(name: str) -> str:
+    """The C++ name of a kernel entry called ``name`` in the DSL: kept unless the generated body
+    refers to it unqualified (a keyword, an API call or type, a helper such as ``min_i``: it would
+    hide that inside the namespace) or C++ reserves it (a leading underscore, a double underscore),
+    else ``<name>_kernel``. ``main`` is an ordinary name inside a namespace."""
+    out = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_]", "_", name) or "k")
+    if not out[0].isalpha():
+        out = "k" + out
+    taken = reserved() - {"main"}
+    while out in taken:
+        out = f"{out}_kernel"
+    return out
 
 
 _C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\134", '"': '\\"'}
@@ -218,8 +224,8 @@ class Names:
         return self.vars[v]
 
 
-__all__ = ["Names", "reserved", "safe", "sanitize", "c_text", "entry_name", "CxxCode", "preprocessor_macros",
-           "CPP_KEYWORDS", "DERIVED_SUFFIXES"]
+__all__ = ["Names", "reserved", "safe", "sanitize", "c_text", "entry_name", "ENTRY_NAMESPACE", "CxxCode",
+           "preprocessor_macros", "CPP_KEYWORDS", "DERIVED_SUFFIXES"]
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ from collections.abc import Callable
 import jinja2
 from tvm import tirx
 
-from .cexpr import LOAD, VAR_NAMES, cexpr, cname, float_literal
-from .cnames import CxxCode, Names, c_text
+from .cexpr import LOAD, VAR_NAMES, c_string, cexpr, cname, float_literal
+from .cnames import ENTRY_NAMESPACE, CxxCode, Names, c_text
 from .dtypes import DType
 from .errors import InternalCompilerError, UnsupportedError
 from .ir import (
@@ -672,8 +672,8 @@ def _item(s, indent: int, kernel: Kernel, out: list) -> None:
         value = cexpr(s.value)
         fmt = "%lld" if "int" in str(s.value.dtype) else "%f"
         cast = "(long long)" if fmt == "%lld" else "(double)"
-        label = s.label.replace('"', "'")
-        out.append(f'{pad}printf("{label} = {fmt}\\n", {cast}({value}));  // T.print'
+        # the message is an argument, never the format: a % or a newline in it prints as it is
+        out.append(f'{pad}printf("%s = {fmt}\\n", {c_string(s.label)}, {cast}({value}));  // T.print'
                    + (f", {_short_loc(s.loc)}" if s.loc else ""))
     elif isinstance(s, AscOp):
         lines = render_op(s).splitlines()
@@ -884,7 +884,7 @@ def generate(program: Program) -> str:
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=program.arch.name, source=src, kernels=kernels, workspace=_workspace_note(program),
         shape_vars=[v.name for v in program.entry_shape_vars()], tail_i=uses_tail,
-        peer_ub=any(k["peer_ub"] for k in kernels)).rstrip("\n")
+        peer_ub=any(k["peer_ub"] for k in kernels), namespace=ENTRY_NAMESPACE).rstrip("\n")
 
 
 __all__ = ["generate", "kernel_params", "render_op", "POSITION", "entry_arg_names"]

@@ -665,7 +665,8 @@ class _Importer:
             raise UnsupportedError(f"expression statement {call} is not supported", loc=loc)
         name = _op_name(call)
         if name == "tirx.call_extern" and call.args and str(call.args[0]).strip('"') == "debug_print_var":
-            label = str(call.args[1]).strip('"') if len(call.args) > 2 else "value"
+            msg = call.args[1] if len(call.args) > 2 else None
+            label = "value" if msg is None else msg.value if isinstance(msg, tirx.StringImm) else str(msg).strip('"')
             if label.startswith("expr<") and label.endswith(">"):
                 label = label[5:-1]
             return [Print(label=label, value=call.args[-1], loc=loc)]
@@ -1098,22 +1099,7 @@ def import_primfunc(func: tirx.PrimFunc, arch, name: str | None = None) -> Progr
         raise UnsupportedError(f"expected a TileLang PrimFunc, got {type(func).__name__}",
                                hint=_not_primfunc_hint(func))
     gname = name or (str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main")
-    # the entry is an extern "C" symbol: it must not meet the C library's either
-    kname = entry_name(_c_identifier(gname), _LIBC_ENTRY_NAMES)
-    return _Importer(func, kname, arch).run()
-
-
-# Names a kernel entry (an extern "C" function) cannot take besides what cnames.safe refuses for any
-# name: `main`, and the C and POSIX library functions the emulator's and the host wrapper's headers
-# declare.
-_LIBC_ENTRY_NAMES = frozenset("""
-main abort abs accept access alarm atexit atof atoi atol bind bsearch calloc ceil chdir clock close connect cos
-div dup exit exp fabs fclose fflush floor fmax fmin fopen fork fprintf free fscanf getenv gets index ioctl
-kill labs link listen log lseek malloc memcmp memcpy memmove memset mmap open pause perror pipe poll pow
-printf putchar puts qsort raise rand read realloc recv remove rename rewind round scanf select send signal sin
-sleep socket sprintf sqrt srand sscanf stat strcat strchr strcmp strcpy strlen strncpy strstr strtod strtol
-sync system tan time tmpfile truncate unlink wait write
-""".split())
+    return _Importer(func, entry_name(gname), arch).run()
 
 
 def _not_primfunc_hint(obj) -> str:
@@ -1125,11 +1111,6 @@ def _not_primfunc_hint(obj) -> str:
         name = getattr(obj, "__name__", "f")
         return f"'{name}' is a function: pass the PrimFunc it returns, e.g. ascend_backend.compile({name}(...))"
     return "pass the @T.prim_func kernel (or the PrimFunc a kernel factory returns)"
-
-
-def _c_identifier(s: str) -> str:
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in s)
-    return out if out and not out[0].isdigit() else f"k_{out}"
 
 
 __all__ = ["import_primfunc", "stmt_loc", "buffer_loc", "tvm", "MAX_BLOCKS"]

@@ -61,6 +61,7 @@ def host_wrapper(program) -> str:
     call: a grid may be sized by the arguments): tensors as device pointers, scalars of their own
     C type (16-bit floats as float, converted by the call), the symbolic dimensions, then the GM
     workspace when the program has one."""
+    from .cnames import ENTRY_NAMESPACE
     from .codegen import entry_arg_names
 
     decl = [f"uint32_t blocks_{n}" for n in range(len(program.launches))]
@@ -72,8 +73,8 @@ def host_wrapper(program) -> str:
     if program.has_workspace:
         decl.append("uint8_t* workspace")
         call.append("workspace")
-    # ::name: `using namespace AscendC` would make an entry named like an API function ambiguous
-    launches = "".join(f"    ::{program.entry_name(n)}<<<blocks_{n}, nullptr, stream>>>({', '.join(call)});\n"
+    args = ", ".join(call)
+    launches = "".join(f"    {ENTRY_NAMESPACE}::{program.entry_name(n)}<<<blocks_{n}, nullptr, stream>>>({args});\n"
                        for n in range(len(program.launches)))
     return f'\nextern "C" void launch_{program.name}(void* stream, {", ".join(decl)}) {{\n{launches}}}\n'
 

@@ -77,14 +77,22 @@ class Signature:
     kernel_type: str | None = None                # from __vector__ / __cube__ / __mix__(c, v)
     task_type: str | None = None                  # KERNEL_TASK_TYPE_DEFAULT(...) in this entry's body
     targs: list[str] | None = None                # the instantiation asked for (template kernels)
+    scope: str = ""                               # the enclosing named namespaces ("a::b"), "" at global scope
+
+    @property
+    def qualified(self) -> str:
+        """The kernel's name as the trampoline (at global scope) spells it."""
+        return f"::{self.scope}::{self.name}" if self.scope else f"::{self.name}"
 
     @property
     def entry(self) -> str:
-        """Name of the trampoline symbol (one per template instantiation)."""
+        """Name of the trampoline symbol (one per kernel and template instantiation)."""
+        scope = self.scope.replace("::", "__")
+        base = f"__emu_entry_{scope}__{self.name}" if scope else f"__emu_entry_{self.name}"
         if self.targs is None:
-            return f"__emu_entry_{self.name}"
+            return base
         h = hashlib.sha1(", ".join(self.targs).encode()).hexdigest()[:12]
-        return f"__emu_entry_{self.name}__{h}"
+        return f"{base}__{h}"
 
     @property
     def display(self) -> str:
@@ -141,11 +149,43 @@ def _kernel_type_of_quals(quals: str) -> str | None:
     return None
 
 
+_SCOPE_RE = re.compile(r'\bnamespace\s+(?P<ns>[A-Za-z_][\w:]*)?\s*\{|\bextern\s+"C"\s*\{|"(?:\\.|[^"\\\n])*"'
+                       r"|'(?:\\.|[^'\\\n])*'|\{|\}")
+
+
+def _scopes(stripped: str, positions: list[int]) -> list[str]:
+    """The named namespaces enclosing each position ("a::b"; unnamed namespaces and extern "C"
+    blocks add nothing): braces counted outside string and character literals."""
+    stack: list[str | None] = []  # per open brace: a namespace's name, "" for a transparent block, None otherwise
+    todo = sorted(range(len(positions)), key=lambda i: positions[i])
+    res = [""] * len(positions)
+    k = 0
+    for m in _SCOPE_RE.finditer(stripped):
+        while k < len(todo) and positions[todo[k]] < m.start():
+            res[todo[k]] = "::".join(n for n in stack if n)
+            k += 1
+        t = m.group(0)
+        if t[0] in "\"'":
+            continue
+        if t == "}":
+            if stack:
+                stack.pop()
+        elif t == "{":
+            stack.append(None)
+        else:
+            stack.append(m.group("ns") or "")
+    for i in todo[k:]:
+        res[i] = "::".join(n for n in stack if n)
+    return res
+
+
 def parse_kernels(source: str) -> list[Signature]:
-    """All ``__global__`` kernel entry points of a source, with their parameters."""
+    """All ``__global__`` kernel entry points of a source, with their parameters (and the named
+    namespaces they are declared in)."""
     out = []
     stripped = _strip_comments(source)
     entries = [m for m in _KERNEL_RE.finditer(stripped) if "__global__" in m.group("quals")]
+    scopes = _scopes(stripped, [m.start() for m in entries])
     for n, m in enumerate(entries):
         quals = m.group("quals")
         # A source with several entries (one per launch) names each entry's type in its own body.
@@ -173,7 +213,7 @@ def parse_kernels(source: str) -> list[Signature]:
                     ty = base
                 params.append(Param(pname, ty, pointer, struct))
         out.append(Signature(name, params, 'extern "C"' in " ".join(quals.split()), tparams,
-                             _kernel_type_of_quals(quals), tm.group(1) if tm else None))
+                             _kernel_type_of_quals(quals), tm.group(1) if tm else None, scope=scopes[n]))
     return out
 
 
@@ -202,33 +242,34 @@ def _kernel_type_of(source: str, given: Any, sig: Signature | None = None) -> in
     return KERNEL_TYPE_IDS["AIC_ONLY"] if cube else KERNEL_TYPE_IDS["AIV_ONLY"]
 
 
+# Kernel libraries are built with -fvisibility=hidden (cache.KERNEL_FLAGS): only these trampolines
+# (and the cache id) are exported, so a kernel named like a C library function (getpid, usleep) is
+# the function its trampoline calls, never interposed by the library's, and exports nothing a
+# library or the runtime could bind to.
+_EXPORT = 'extern "C" __attribute__((visibility("default")))'
+
+
 def trampoline(sig: Signature) -> str:
     """C++ entry `sig.entry` that unpacks a void* array into the kernel's arguments, plus
     `<entry>_argsize(i)` (sizeof each parameter, to check by-value struct arguments).
 
-    extern "C" kernels are re-declared weak, so a kernel removed by the preprocessor (e.g.
-    inside `#if defined(EMU_ARCH_3510)`) leaves a null entry instead of a link error;
-    `__emu_has_<entry>()` tells which. Template kernels are instantiated here with the
-    arguments given at launch (``run_source(src, "name<2048, float>", ...)``). The kernel is named
-    ``::name``: the source's `using namespace AscendC` would make a bare name that the API also has
-    (a kernel called DataCopy) ambiguous."""
+    extern "C" kernels are re-declared weak (and hidden: a kernel the library does not define
+    resolves to null, never to a library's function of that name), so a kernel removed by the
+    preprocessor (e.g. inside `#if defined(EMU_ARCH_3510)`) leaves a null entry instead of a
+    link error; `__emu_has_<entry>()` tells which. Template kernels are instantiated here with
+    the arguments given at launch (``run_source(src, "name<2048, float>", ...)``)."""
     e = sig.entry
-    if sig.targs is not None:
-        fn = f"&::{sig.name}<{', '.join(sig.targs)}>"
-        return (f'extern "C" int __emu_has_{e}() {{ return 1; }}\n'
-                f'extern "C" void {e}(void** a) {{ ::emu::entry_call({fn}, a); }}\n'
-                f'extern "C" size_t {e}_argsize(int i) {{ return ::emu::entry_argsize({fn}, i); }}\n')
-    if not sig.extern_c:
-        fn = f"&::{sig.name}"
-        return (f'extern "C" int __emu_has_{e}() {{ return 1; }}\n'
-                f'extern "C" void {e}(void** a) {{ ::emu::entry_call({fn}, a); }}\n'
-                f'extern "C" size_t {e}_argsize(int i) {{ return ::emu::entry_argsize({fn}, i); }}\n')
-    n = f"::{sig.name}"
+    if sig.targs is not None or not sig.extern_c:
+        fn = f"&{sig.qualified}" + (f"<{', '.join(sig.targs)}>" if sig.targs is not None else "")
+        return (f'{_EXPORT} int __emu_has_{e}() {{ return 1; }}\n'
+                f'{_EXPORT} void {e}(void** a) {{ ::emu::entry_call({fn}, a); }}\n'
+                f'{_EXPORT} size_t {e}_argsize(int i) {{ return ::emu::entry_argsize({fn}, i); }}\n')
+    n = sig.name
     decl = ", ".join(f"{p.ctype} p{i}" for i, p in enumerate(sig.params))
-    return (f'extern "C" __attribute__((weak)) void {sig.name}({decl});\n'
-            f'extern "C" int __emu_has_{e}() {{ return {n} != nullptr; }}\n'
-            f'extern "C" void {e}(void** a) {{ if ({n}) ::emu::entry_call({n}, a); }}\n'
-            f'extern "C" size_t {e}_argsize(int i) {{ return {n} ? ::emu::entry_argsize({n}, i) : 0; }}\n')
+    return (f'extern "C" __attribute__((weak, visibility("hidden"))) void {n}({decl});\n'
+            f'{_EXPORT} int __emu_has_{e}() {{ return ::{n} != nullptr; }}\n'
+            f'{_EXPORT} void {e}(void** a) {{ if (::{n}) ::emu::entry_call(::{n}, a); }}\n'
+            f'{_EXPORT} size_t {e}_argsize(int i) {{ return ::{n} ? ::emu::entry_argsize(::{n}, i) : 0; }}\n')
 
 
 def full_source(source: str, instantiate: Signature | None = None) -> str:
@@ -255,15 +296,24 @@ def _load(path: str) -> ctypes.CDLL:
         return lib
 
 
-def _runtime(lib: ctypes.CDLL) -> ctypes.CDLL:
-    """Bind emu_run/emu_free through the kernel library's handle: dlsym then resolves them in
-    the very runtime copy the kernel is linked to (several cache dirs may hold copies with
-    the same file name, and the loader binds a new kernel to the first one it loaded)."""
-    lib.emu_run.restype = ctypes.c_void_p
-    lib.emu_run.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
-                            ctypes.c_double]
-    lib.emu_free.argtypes = [ctypes.c_void_p]
-    return lib
+@dataclass
+class _Runtime:
+    run: Any
+    free: Any
+
+
+def _runtime(lib: ctypes.CDLL) -> _Runtime:
+    """Bind the runtime's entry points through the kernel library's handle: dlsym then resolves
+    them in the very runtime copy the kernel is linked to (several cache dirs may hold copies with
+    the same file name, and the loader binds a new kernel to the first one it loaded). Their names
+    carry a reserved prefix no kernel can define (and the kernel library exports only its
+    trampolines), so a kernel named ``emu_run`` is just a kernel."""
+    run = getattr(lib, "__tl_ascend_emu_run")
+    run.restype = ctypes.c_void_p
+    run.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_double]
+    free = getattr(lib, "__tl_ascend_emu_free")
+    free.argtypes = [ctypes.c_void_p]
+    return _Runtime(run, free)
 
 
 def _instantiate(sig: Signature, targs: list[str]) -> Signature:
@@ -294,14 +344,14 @@ def _select(source: str, kernel: str | None) -> Signature:
     targs: list[str] | None = None
     if kernel is not None:
         kernel = kernel.strip()
-        m = re.match(r"^(\w+)\s*(?:<(.*)>)?$", kernel, re.S)
+        m = re.match(r"^(?:::)?((?:\w+::)*\w+)\s*(?:<(.*)>)?$", kernel, re.S)
         if not m:
-            raise EmulatorError(f"cannot read kernel name {kernel!r}: use NAME or NAME<template args>")
+            raise EmulatorError(f"cannot read kernel name {kernel!r}: use NAME, NAMESPACE::NAME or NAME<template args>")
         base = m.group(1)
         if m.group(2) is not None:
             targs = _split_top(m.group(2))
         for k in kernels:
-            if k.name == base:
+            if base in (k.name, k.qualified[2:]):
                 sig = k
                 break
         else:
@@ -552,12 +602,12 @@ def run_source(
             label = re.sub(r"\s+", "_", str(name))
             cfg.append(f"gm {t.data_ptr()} {t.data_ptr() + nbytes} {label} -1")
     t0 = time.perf_counter()
-    raw = rt.emu_run("\n".join(cfg).encode(), entry, ptrs, int(bool(isolate)), float(timeout))
+    raw = rt.run("\n".join(cfg).encode(), entry, ptrs, int(bool(isolate)), float(timeout))
     wall = time.perf_counter() - t0
     try:
         text_out = ctypes.string_at(raw).decode("utf-8", "replace")
     finally:
-        rt.emu_free(raw)
+        rt.free(raw)
     for user, src in copies:  # results of non-contiguous arguments
         user.copy_(src)
     # The trace (last key, possibly megabytes) is parsed only if the timing model is used.

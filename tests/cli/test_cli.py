@@ -66,7 +66,7 @@ def test_inspect_default_shows_source_memory_and_sync(capsys, path):
     mem = out.index("==== memory map ====")
     sync = out.index("==== sync table ====")
     assert src < mem < sync
-    assert 'extern "C" __global__ __aicore__ void' in out
+    assert '__global__ __aicore__ void' in out and 'namespace tl_ascend {' in out
     assert "% of capacity" in out
     # the memory map names every on-chip buffer with its scope
     assert re.search(r"\b(UB|L1|L0A|L0B|L0C)\b", out[mem:sync])
@@ -480,7 +480,7 @@ def test_build_writes_cpp_and_prints_bisheng(tmp_path, capsys, monkeypatch):
     cpp = out_dir / "gemm.cpp"
     assert cpp.exists()
     text = cpp.read_text()
-    assert "extern \"C\" __global__ __aicore__ void gemm(" in text and "launch_gemm" in text
+    assert "__global__ __aicore__ void gemm(" in text and "tl_ascend::gemm<<<" in text and "launch_gemm" in text
     cmd_line = next(line for line in out.splitlines() if line.startswith("bisheng -"))
     assert "--npu-arch=dav-2201" in cmd_line and "-xasc" in cmd_line
     # the device runs exactly the syncs the emulator checked (auto_sync=False): no bisheng auto-sync
@@ -558,4 +558,4 @@ def test_inspect_every_stage_of_every_example(capsys, path, arch):
                                                            else f"after {stage}")
         assert f"==== {title} ====" in out, stage
     # the IR after the last pass is a whole program; the source is there too
-    assert out.count("program ") >= len(STAGES) - 1 and "extern \"C\" __global__ __aicore__" in out
+    assert out.count("program ") >= len(STAGES) - 1 and "__global__ __aicore__" in out

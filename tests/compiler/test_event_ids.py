@@ -73,7 +73,7 @@ def test_skewed_mla_decode_with_three_stages_keeps_its_flags_apart():
     # (part B of a trip before part A of the next), so none is merged and the loop stays skewed.
     mla = _example("mla_decode")
     src = _source(mla.mla_decode_paged(1, 16, 256, 512, 64, 64, 16, 1, 64, num_stages=3), "dav-3510")
-    aic = src.split("extern")[1]  # the AIC's kernel
+    aic = src.split("__global__")[1]  # the AIC's kernel
     filecheck(aic, """
         CHECK: SetFlag<HardEvent::M_MTE1>(0);  // prime: WAR, part B before the next trip's part A
         CHECK-NEXT: for (int32_t k = 0;

@@ -138,6 +138,22 @@ def test_print_runs_on_the_emulator(arch, capfd):
     assert "6.000000" in capfd.readouterr().out
 
 
+def test_print_message_is_text_not_a_format(capfd):
+    """A T.print message with printf conversions, quotes, a backslash and a newline prints as it is
+    (it was the printf format: %s / %n crashed the kernel, a newline broke the C++)."""
+    msg = 'at 100% %s %n %d "q" \\ end\nnext line\t?? done'
+
+    @T.prim_func
+    def show(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1):
+            s = T.alloc_local((1,), "float32")
+            s[0] = A[3] * 2.0
+            T.print(s[0], msg=msg)
+
+    run(show, [torch.arange(16, dtype=torch.float32)], "dav-3510")
+    assert f"{msg} = 6.000000\n" in capfd.readouterr().out
+
+
 def test_gpu_thread_binding_is_refused_at_its_line():
     @T.prim_func
     def threads(A: T.Tensor((128,), "float32")):

@@ -2,6 +2,10 @@
 // kernel_operator.h: what kernels include. Clean-room CPU emulator of the Ascend C API
 // subset used by tilelang-ascendc (see docs/emulator.md). Include order is part of the
 // contract in docs/emulator-internals.md.
+// The emulator's types and inline functions keep default visibility (kernels are compiled with
+// -fvisibility=hidden, cache.KERNEL_FLAGS): their typeinfo and inline statics are shared with the
+// runtime library, which catches the exceptions kernel code throws.
+#pragma GCC visibility push(default)
 #include "emu_types.h"
 #include "emu_dtypes.h"
 #include "emu_core.h"
@@ -15,3 +19,4 @@
 #include "emu_entry.h"
 #include "emu_list_tensor.h"
 #include "emu_reg.h"
+#pragma GCC visibility pop
