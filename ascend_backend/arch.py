@@ -77,6 +77,11 @@ class Arch:
     # MX-scaled fp8 gemms (MmadMx and LoadData with LoadData2DMxParams, Ascend 950 only on both
     # pages): T.gemm_blockscaled with one E8M0 scale per 32 K elements.
     mmad_mx: bool = False
+    # SIMT: thread-level code in __simt_vf__ functions launched by asc_vf_call from the AIV (the
+    # SIMT-API pages: Ascend 950 only; every page says A2/A3 "不支持"). Thread blocks of up to
+    # 2048 threads, warps of 32; UB keeps 8 KB reserved plus a Data Cache of at least 32 KB
+    # (SIMD与SIMT混合编程简介/编程模型-140.md, UB划分).
+    simt: bool = False
     # The element types of the vector instructions the compiler builds on a tile's dtype
     # (VecBinary / VecScalarOp / VecUnary / VecOther -> VecOpTypes), from each op's page: dav-c220 is
     # the pages' "Atlas A2 训练系列产品/Atlas A2 推理系列产品" line, dav-3510 their "Ascend 950PR/
@@ -138,6 +143,7 @@ _C220_VECTOR_OPS = {
     VecOther.DUPLICATE: VecOpTypes("数据填充/Duplicate.md", frozenset({I16, U16, F16, BF16, I32, U32, F32})),
     VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", _HF),
     VecOther.TRANSPOSE: VecOpTypes("数据排布转换/Transpose.md", frozenset({I8, U8, I16, U16, F16, I32, U32, F32})),
+    VecOther.GATHER: VecOpTypes("离散与聚合/Gather.md", frozenset({I16, U16, F16, BF16, I32, U32, F32})),
 }
 # dav-3510: the Ascend 950 line of the pages; the 8-bit integers (and the 64-bit ones) of Add, Sub,
 # Max, Min, Adds, Maxs, Mins take the count form only.
@@ -167,6 +173,8 @@ _3510_VECTOR_OPS = {
     VecOther.FUSED_MUL_ADD: VecOpTypes("复合计算/FusedMulAdd.md", frozenset({F16, BF16, F32})),
     VecOther.TRANSPOSE: VecOpTypes("数据排布转换/Transpose.md", frozenset({I8, U8, I16, U16, F16, BF16, I32, U32, F32,
                                                                       E4M3, E5M2, E8M0})),
+    VecOther.GATHER: VecOpTypes("离散与聚合/Gather.md", frozenset({I16, U16, F16, BF16, I32, U32, F32, I64, U64}),
+                                frozenset({I8, U8})),
 }
 
 DAV_C220 = Arch(
@@ -208,6 +216,7 @@ DAV_3510 = Arch(
                     ((F32, F16), QuantMode.F32_TO_F16_SCALED), ((F32, BF16), QuantMode.F32_TO_BF16_SCALED)),
     unit_flag=True,
     mmad_mx=True,
+    simt=True,
     vector_op_dtypes=_3510_VECTOR_OPS,
 )
 
@@ -231,3 +240,12 @@ def get_arch(name: str | None) -> Arch:
             hint=f"use one of {sorted(ARCHES)} (aliases: {sorted(ALIASES)})",
         )
     return ARCHES[key]
+
+
+# SIMT limits (SIMD与SIMT混合编程简介/编程模型-140.md and 核函数配置-147.md): a thread block has at
+# most 2048 threads (blockDim.x * blockDim.y * blockDim.z), a warp 32; UB keeps 8 KB reserved and a
+# Data Cache of at least 32 KB beside the static and dynamic memory (else "校验报错").
+SIMT_MAX_THREADS = 2048
+SIMT_WARP = 32
+SIMT_UB_RESERVED = 8 * KB
+SIMT_DATA_CACHE_MIN = 32 * KB

@@ -69,6 +69,10 @@ class Ranges:
             an.bind(v, tvm.ir.Range.from_min_extent(_expr(lo), _expr(n)))
         return an
 
+    def empty(self) -> bool:
+        """Some enclosing loop runs zero times (its extent is a constant below 1): what it holds never runs."""
+        return any(n is not None and static_int(n) is not None and static_int(n) < 1 for _v, _lo, n in self.vars)
+
     def static_vars(self) -> set:
         """The variables whose range is a constant."""
         return {v for v, lo, n in self.vars if static_int(lo) is not None and static_int(n) is not None}
@@ -101,7 +105,10 @@ class Verdict:
 
 
 def fit(ranges: Ranges, base, n: int, size) -> Verdict:
-    """Where the window [base, base + n) lies in a dimension of ``size`` elements."""
+    """Where the window [base, base + n) lies in a dimension of ``size`` elements (inside when a loop
+    around it runs zero times: the copy never runs, wherever its start would be)."""
+    if ranges.empty():
+        return Verdict(Fit.INSIDE)
     if static_int(base) is not None and static_int(size) is not None:
         b, s = static_int(base), static_int(size)
         return Verdict(_classify(b, b, n, s), b, b)

@@ -36,6 +36,7 @@ from .ir import (
     CrossCoreSetOp,
     CrossCoreWaitOp,
     Direction,
+    FillL1,
     FirstIteration,
     FixpipeToGmArch3510,
     FixpipeToGmV220,
@@ -66,6 +67,9 @@ from .ir import (
     ScalarStore,
     Scope,
     SetFlag,
+    SimtArg,
+    SimtArgKind,
+    SimtCall,
     UnitFlagLast,
     UnitFlagReset,
     Valid,
@@ -84,6 +88,7 @@ from .ir import (
     VecFoldLoop,
     VecFoldRows,
     VecFusedMulAddBcast,
+    VecGather,
     VecIndex,
     VecMaskLogic,
     VecMulAddDstBcast,
@@ -99,6 +104,7 @@ from .ir import (
     static_int,
     walk,
 )
+from .threads import ATOMIC_OPS
 
 # The TPosition each memory is declared with.
 POSITION = {Scope.UB: "VECCALC", Scope.L1: "A1", Scope.L0A: "A2", Scope.L0B: "B2", Scope.L0C: "CO1"}
@@ -497,10 +503,12 @@ def _repeat(o) -> dict:
 
 
 _PARAMS: dict[type, Callable[[AscOp], dict]] = {
+    SimtCall: lambda op: _simt_call(op),
     CopyGmToUb: lambda op: _gm_ub(op, True),
     CopyUbToGm: _copy_ub_to_gm,
     CopyGmToL1: _copy_gm_to_l1,
     CopyMxScalesGmToL1: _copy_mx_scales,
+    FillL1: lambda op: {"dst": op.dst, "blocks": op.nbytes // 32},
     LoadData2D: _load_data_2d,
     LoadData2DV2: _load_data_2d_v2,
     LoadData2DMx: _load_data_2d_mx,
@@ -527,6 +535,8 @@ _PARAMS: dict[type, Callable[[AscOp], dict]] = {
                          "src": _as(op.src, {DType.BOOL: DType.UINT8, DType.INT4: DType.INT4}.get(op.src_dtype)),
                          "mode": ROUND[op.mode], "count": op.count},
     VecBrcb: lambda op: {"dst": op.dst, "src": op.src, "repeat": op.repeat},
+    VecGather: lambda op: {"dst": op.dst, "src": op.src, "offsets": op.offsets, "rows": op.rows, "cols": op.cols,
+                           "pitch": op.pitch, "dense": op.rows == 1 or op.pitch == op.cols},
     VecTranspose: lambda op: {"dst": op.dst, "src": op.src, "tmp": op.tmp, "rows": op.rows, "cols": op.cols},
     VecBinaryBcast: lambda op: {"op": VEC_BINARY[op.op], "dst": op.dst, "s0": _repeat(op.s0), "s1": _repeat(op.s1),
                                 "rows": op.rows, "cols": op.cols, "lanes": op.lanes, "dst_rep": op.dst_rep,
@@ -611,6 +621,282 @@ def _event_id(e) -> str:
         return str(e.base)
     idx = f"{cname(e.slot_var)} % {e.slots}"
     return f"{e.base} + {idx}" if e.base else idx
+
+
+# ---------------------------------------------------------------- SIMT functions (dav-3510)
+#
+# A SimtCall is one ``__simt_vf__`` function and its ``asc_vf_call`` (SIMT-API 扩展语法); its body
+# is TIR, printed here statement by statement with every thread-level call spelled as the SIMT API
+# spells it (docs/supported.md, "Thread-level code").
+
+_SIMT_SHFL = {"tl.shfl_sync": "asc_shfl", "tl.shfl_xor_sync": "asc_shfl_xor", "tl.shfl_up_sync": "asc_shfl_up",
+              "tl.shfl_down_sync": "asc_shfl_down"}
+_SIMT_REDUCE = {"tl.warp_reduce_sum": "asc_reduce_add", "tl.warp_reduce_max": "asc_reduce_max",
+                "tl.warp_reduce_min": "asc_reduce_min"}
+_SIMT_MATH = {"exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
+              "sqrt": "sqrtf", "rsqrt": "rsqrtf", "fabs": "fabsf", "abs": "fabsf", "tanh": "tanhf", "floor": "floorf",
+              "ceil": "ceilf", "round": "roundf", "nearbyint": "roundf", "pow": "powf", "trunc": "truncf"}
+_SIMT_BITCAST = {("float32", "int32"): "__float_as_int", ("float32", "uint32"): "__float_as_uint",
+                 ("int32", "float32"): "__int_as_float", ("uint32", "float32"): "__uint_as_float",
+                 ("uint16", "float16"): "__ushort_as_half", ("uint16", "bfloat16"): "__ushort_as_bfloat16"}
+_SIMT_BINARY = {tirx.Add: "+", tirx.Sub: "-", tirx.Mul: "*", tirx.Div: "/", tirx.Mod: "%", tirx.FloorDiv: "/",
+                tirx.FloorMod: "%", tirx.LT: "<", tirx.LE: "<=", tirx.GT: ">", tirx.GE: ">=", tirx.EQ: "==",
+                tirx.NE: "!=", tirx.And: "&&", tirx.Or: "||"}
+_SIMT_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<", "shift_right": ">>"}
+
+
+def _ct(dt: str) -> str:
+    from .dtypes import dtype as to_dtype
+
+    return "bool" if dt == "bool" else to_dtype(dt).ctype
+
+
+class _SimtPrinter:
+    """Prints the TIR body of one SIMT function."""
+
+    def __init__(self, op: SimtCall, kernel: Kernel) -> None:
+        self.op = op
+        self.kernel = kernel
+        self.bufs = {b.name: b for b in op.locals}
+        self.own = {b.name for b in op.locals}  # per-thread locals (C arrays of each thread)
+        for a in op.args:
+            if a.buffer is not None:
+                self.bufs[a.buffer] = kernel.buffers[a.buffer]
+        self.helpers: set = set()  # __simt_callee__ helpers the body calls (match_any per ctype)
+        x, y, _ = op.threads
+        self.tid = f"((int32_t)threadIdx.x + (int32_t)threadIdx.y * {x} + (int32_t)threadIdx.z * {x * y})"
+
+    # -- statements
+    def stmts(self, s, ind: int, out: list) -> None:
+        pad = "    " * ind
+        if isinstance(s, tirx.SeqStmt):
+            for x in s.seq:
+                self.stmts(x, ind, out)
+        elif isinstance(s, tirx.For):
+            v = cname(s.loop_var)
+            lo, n = self.expr(s.min), self.expr(s.extent)
+            kinds = {tirx.ForKind.UNROLLED: "  // T.unroll", tirx.ForKind.VECTORIZED: "  // T.vectorized"}
+            kind = kinds.get(s.kind, "")
+            head = f"for (int32_t {v} = {lo}; {v} < {lo} + {n}; ++{v}) {{" if lo != "0" else \
+                f"for (int32_t {v} = 0; {v} < {n}; ++{v}) {{"
+            out.append(f"{pad}{head}{kind}")
+            self.stmts(s.body, ind + 1, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, tirx.While):
+            out.append(f"{pad}while ({self.expr(s.condition)}) {{")
+            self.stmts(s.body, ind + 1, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, tirx.IfThenElse):
+            out.append(f"{pad}if ({self.expr(s.condition)}) {{")
+            self.stmts(s.then_case, ind + 1, out)
+            if s.else_case is not None:
+                out.append(f"{pad}}} else {{")
+                self.stmts(s.else_case, ind + 1, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, tirx.SBlockRealize):
+            self.stmts(s.block, ind, out)
+        elif isinstance(s, tirx.SBlock):
+            for b in s.alloc_buffers:
+                n = 1
+                for d in b.shape:
+                    n *= int(d)
+                out.append(f"{pad}{_ct(str(b.dtype))} {cname_buf(b.name)}[{n}];")
+            self.stmts(s.body, ind, out)
+        elif isinstance(s, tirx.AttrStmt):
+            self.stmts(s.body, ind, out)
+        elif isinstance(s, tirx.Bind):
+            out.append(f"{pad}{_ct(str(s.var.dtype))} {cname(s.var)} = {self.expr(s.value)};")
+        elif isinstance(s, tirx.BufferStore):
+            ct = _ct(str(s.buffer.dtype))
+            out.append(f"{pad}{self.access(s.buffer, s.indices)} = ({ct})({self.expr(s.value)});")
+        elif isinstance(s, tirx.Evaluate):
+            line = self.evaluate(s.value)
+            if line:
+                out.append(f"{pad}{line}")
+        else:
+            raise InternalCompilerError(f"SIMT body: cannot print {type(s).__name__}", stage="codegen")
+
+    def evaluate(self, e) -> str:
+        if isinstance(e, tirx.IntImm):
+            return ""
+        name = _simt_op(e)
+        if name in ("tirx.tvm_storage_sync", "tl.sync_threads"):
+            return "asc_syncthreads();  // T.sync_threads"
+        if name == "tl.sync_warp":
+            return "// T.sync_warp: the threads of a warp run in lockstep (SIMT 编程模型, Warp执行机制)"
+        if name == "tirx.thread_return":
+            return "return;  // T.thread_return"
+        if name == "tirx.break_loop":
+            return "break;"
+        if name in ("tirx.ptx_wait_group", "tirx.ptx_commit_group"):
+            return "// T.ptx_wait_group: the copies above were ordered stores already"
+        return f"{self.expr(e)};"
+
+    # -- addresses
+    def access(self, buf, indices) -> str:
+        b = self.bufs.get(buf.name)
+        shape = list(b.shape) if b is not None else [int(x) for x in buf.shape]
+        if b is not None and b.scope is Scope.UB and len(shape) == 2 and b.pitch:
+            shape[-1] = b.pitch
+        terms, stride = [], 1
+        for i, n in reversed(list(zip(indices, shape, strict=True))):
+            txt = self.expr(i)
+            if txt != "0":
+                terms.append(txt if stride == 1 else f"({txt}) * {self.expr(stride)}")
+            stride = _mul(stride, n)
+        flat = " + ".join(reversed(terms)) if terms else "0"
+        name = cname_buf(buf.name) if buf.name in self.own or b is None else B(buf.name)
+        return f"{name}[{flat}]"
+
+    # -- expressions
+    def expr(self, e) -> str:
+        if isinstance(e, int):
+            return str(e)
+        if isinstance(e, tirx.IntImm):
+            dt = str(e.dtype)
+            if dt == "bool":
+                return "true" if e.value else "false"
+            v = int(e.value)
+            if dt.startswith("uint"):
+                return f"(({_ct(dt)}){v}u)" if dt != "uint32" else f"{v}u"
+            if dt == "int64":
+                return f"((int64_t){v})"
+            return str(v) if dt == "int32" else f"(({_ct(dt)}){v})"
+        if isinstance(e, tirx.FloatImm):
+            lit = float_literal(float(e.value))
+            return lit if str(e.dtype) == "float32" else f"(({_ct(str(e.dtype))}){lit})"
+        if isinstance(e, tirx.Var):
+            return cname(e)
+        for cls, sym in _SIMT_BINARY.items():
+            if isinstance(e, cls):
+                return f"({self.expr(e.a)} {sym} {self.expr(e.b)})"
+        if isinstance(e, tirx.Min | tirx.Max):
+            a, b = self.expr(e.a), self.expr(e.b)
+            return f"(({a}) < ({b}) ? ({a}) : ({b}))" if isinstance(e, tirx.Min) else f"(({a}) > ({b}) ? ({a}) : ({b}))"
+        if isinstance(e, tirx.Not):
+            return f"(!{self.expr(e.a)})"
+        if isinstance(e, tirx.Cast):
+            return f"(({_ct(str(e.dtype))})({self.expr(e.value)}))"
+        if isinstance(e, tirx.Select):
+            return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+        if isinstance(e, tirx.BufferLoad):
+            return self.access(e.buffer, e.indices)
+        if isinstance(e, tirx.Call):
+            return self.call(e)
+        raise UnsupportedError(f"the expression '{e}' has no SIMT form here")
+
+    def call(self, e) -> str:
+        name = _simt_op(e)
+        a = list(e.args)
+        short = name.split(".")[-1]
+        if name in _SIMT_SHFL:  # (mask, value, lane / delta, width)
+            return f"{_SIMT_SHFL[name]}({self.expr(a[1])}, {self.expr(a[2])}, {self.expr(a[3])})"
+        if name in _SIMT_REDUCE:
+            return f"{_SIMT_REDUCE[name]}({self.expr(a[0])})"
+        if name == "tl.get_lane_idx":
+            return "laneid()"
+        if name in ("tl.get_warp_idx", "tl.get_warp_idx_sync"):
+            return f"({self.tid} / warpSize)"
+        if name in ("tl.ballot", "tl.ballot_sync"):
+            pred = a[-1]
+            return f"((uint64_t)asc_ballot((int32_t)({self.expr(pred)})))"
+        if name == "tl.any_sync":
+            return f"asc_any((int32_t)({self.expr(a[0])}))"
+        if name == "tl.all_sync":
+            return f"asc_all((int32_t)({self.expr(a[0])}))"
+        if name == "tl.activemask":
+            return "asc_activemask()"
+        if name in ATOMIC_OPS:
+            kind = ATOMIC_OPS[name]
+            ptr = a[0]
+            load = ptr.args[0] if isinstance(ptr, tirx.Call) and _simt_op(ptr) == "tl.access_ptr" else ptr
+            ct = _ct(str(load.buffer.dtype))
+            addr = f"&{self.access(load.buffer, load.indices)}"
+            if kind == "cas":
+                return f"asc_atomic_cas({addr}, ({ct})({self.expr(a[1])}), ({ct})({self.expr(a[2])}))"
+            return f"asc_atomic_{kind}({addr}, ({ct})({self.expr(a[1])}))"
+        if name == "tirx.call_extern":
+            fn = str(a[0]).strip('"')
+            if fn == "__match_any_sync":
+                ct = _ct(str(a[2].dtype))
+                self.helpers.add(ct)
+                return f"tl_match_any_{ct}({self.expr(a[2])})"
+            return f"{fn}({', '.join(self.expr(x) for x in a[1:])})"
+        if short == "if_then_else":
+            return f"({self.expr(a[0])} ? {self.expr(a[1])} : {self.expr(a[2])})"
+        if short == "reinterpret":
+            pair = (str(a[0].dtype), str(e.dtype))
+            if pair in _SIMT_BITCAST:
+                return f"{_SIMT_BITCAST[pair]}({self.expr(a[0])})"
+            # a 16-bit float's bits: the SIMT math pages have __ushort_as_half but no inverse; the bytes of a
+            # register copy read back as the integer type
+            return f"tl_bits<{_ct(pair[1])}>({self.expr(a[0])})"
+        if short in _SIMT_BITWISE:
+            return f"({self.expr(a[0])} {_SIMT_BITWISE[short]} {self.expr(a[1])})"
+        if short == "bitwise_not":
+            return f"(~{self.expr(a[0])})"
+        if short == "isnan":
+            return f"isnan({self.expr(a[0])})"
+        if short == "infinity":
+            return "INFINITY"
+        if short == "sigmoid":
+            return f"(1.0f / (1.0f + expf(-({self.expr(a[0])}))))"
+        if short in _SIMT_MATH:
+            args = ", ".join(f"(float)({self.expr(x)})" for x in a)
+            return f"(({_ct(str(e.dtype))}){_SIMT_MATH[short]}({args}))"
+        raise UnsupportedError(f"the call '{name}' has no SIMT form")
+
+
+def _simt_op(e) -> str:
+    return str(e.op.name) if hasattr(e.op, "name") else str(e.op)
+
+
+def cname_buf(name: str) -> str:
+    """A per-thread local's C++ name inside its SIMT function (its DSL name, made an identifier)."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) + "_r"
+
+
+def _simt_arg_decl(a: SimtArg) -> str:
+    if a.kind is SimtArgKind.GM:
+        return f"__gm__ {a.dtype.ctype}* {B(a.buffer)}"
+    if a.kind is SimtArgKind.UB:
+        return f"__ubuf__ {a.dtype.ctype}* {B(a.buffer)}"
+    return f"{a.dtype.ctype} {cname(a.var)}"
+
+
+def _simt_arg_value(a: SimtArg) -> str:
+    if a.kind is SimtArgKind.GM:
+        return f"(__gm__ {a.dtype.ctype}*){gm_tensor(a.buffer)}.GetPhyAddr()"
+    if a.kind is SimtArgKind.UB:
+        return f"reinterpret_cast<__ubuf__ {a.dtype.ctype}*>({B(a.buffer)}.GetPhyAddr())"
+    return f"({a.dtype.ctype})({cname(a.var)})"
+
+
+def _simt_call(op: SimtCall) -> dict:
+    x, y, z = op.threads
+    return {"func": op.func, "dims": f"{x}, {y}, {z}", "args": [_simt_arg_value(a) for a in op.args],
+            "what": op.text}
+
+
+def simt_function(op: SimtCall, kernel: Kernel) -> tuple[str, set]:
+    """The ``__simt_vf__`` definition of ``op`` and the match_any helpers it calls."""
+    pr = _SimtPrinter(op, kernel)
+    body: list = []
+    used: set = set()
+    for st in op.body:
+        tirx.stmt_functor.post_order_visit(st, lambda n: used.add(n) if isinstance(n, tirx.Var) else None)
+    for ax, v in zip("xyz", op.thread_vars, strict=True):
+        if v is not None and v in used:
+            body.append(f"    const int32_t {cname(v)} = (int32_t)threadIdx.{ax};")
+    for b in op.locals:
+        body.append(f"    {b.dtype.ctype} {cname_buf(b.name)}[{b.numel}];  // per-thread local {b.name}")
+    for s in op.body:
+        pr.stmts(s, 1, body)
+    where = f" from {_short_loc(op.loc)}" if op.loc else ""
+    text = _render("simt_function", {"name": op.func, "bound": op.nthreads,
+                                     "params": [_simt_arg_decl(a) for a in op.args], "body": "\n".join(body),
+                                     "what": f"{op.text}{where}"})
+    return text, pr.helpers
 
 
 # ---------------------------------------------------------------- bodies
@@ -833,7 +1119,8 @@ def _launch_frame_named(program: Program, n: int, launch: Launch) -> dict:
     arch = program.arch
     frame = {"name": program.entry_name(n), "kernel_type": launch.kernel_type.value,
              "block_dim": block_dim_text(launch),
-             "params": kernel_params(program), "globals": _globals(program, launch), "peer_ub": False}
+             "params": kernel_params(program), "globals": _globals(program, launch), "peer_ub": False,
+             **_simt_functions(launch)}
     if not launch.mixed:
         (kernel,) = launch.kernels.values()
         return {**frame, "sections": [{"guard": None, **_section(kernel, launch, arch, 1, "GetBlockIdx()")}]}
@@ -850,6 +1137,19 @@ def _launch_frame_named(program: Program, n: int, launch: Launch) -> dict:
                      "peer_l1", "_l1_peer", "{target} in the AIC's L1 ({layout})")
     return {**frame, "peer_ub": bool(peers_ub),
             "sections": [{"guard": "ASCEND_IS_AIC", **aic_sec}, {"guard": "ASCEND_IS_AIV", **aiv_sec}]}
+
+
+def _simt_functions(launch: Launch) -> dict:
+    """The SIMT functions the launch's AIV program calls (defined before its entry) and the
+    match_any helpers they use."""
+    funcs, helpers = [], set()
+    for k in launch.kernels.values():
+        for s in walk(k.body):
+            if isinstance(s, SimtCall):
+                text, used = simt_function(s, k)
+                funcs.append(text)
+                helpers |= used
+    return {"simt": funcs, "simt_helpers": sorted(helpers)}
 
 
 def _workspace_note(program: Program) -> dict | None:
@@ -881,10 +1181,13 @@ def generate(program: Program) -> str:
     src = program.source_file.rsplit("/", 1)[-1] if program.source_file else None
     kernels = [_launch_frame(program, n, lc) for n, lc in enumerate(program.launches)]
     uses_tail = any("tail_i(" in sec["body"] for k in kernels for sec in k["sections"])
+    simt_helpers = sorted({h for k in kernels for h in k["simt_helpers"]})
+    uses_bits = any("tl_bits<" in f for k in kernels for f in k["simt"])
     return _env().get_template("kernel.cpp.j2").render(
         version=__version__, arch=program.arch.name, source=src, kernels=kernels, workspace=_workspace_note(program),
         shape_vars=[v.name for v in program.entry_shape_vars()], tail_i=uses_tail,
-        peer_ub=any(k["peer_ub"] for k in kernels), namespace=ENTRY_NAMESPACE).rstrip("\n")
+        peer_ub=any(k["peer_ub"] for k in kernels), namespace=ENTRY_NAMESPACE, simt_helpers=simt_helpers,
+        simt_bits=uses_bits).rstrip("\n")
 
 
 __all__ = ["generate", "kernel_params", "render_op", "POSITION", "entry_arg_names"]

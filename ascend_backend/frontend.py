@@ -36,6 +36,7 @@ from .ir import (
     ScalarStore,
     Scope,
     ShapeVar,
+    SimtRegion,
     TileCopy,
     TileCumsum,
     TileFill,
@@ -45,6 +46,7 @@ from .ir import (
     static_int,
 )
 from .ir.program import global_scratch
+from .threads import ABSORBED_TILE_OPS, ThreadUse, first_stmt, local_scope
 
 _TILE_OPS = {
     "tl.tileop.copy": "copy",
@@ -161,6 +163,10 @@ class _Importer:
         self.macro: tuple | None = None  # (tilelang file, line, user line) of the last macro statement
         self.macro_user: SrcLoc | None = None  # the user line the last macro call was found at
         self.thread_vars: set = set()  # the vars T.Kernel binds to thread indices (threads=...)
+        self.thread_axes: list = [None, None, None]  # this launch's threadIdx.x/y/z vars
+        self.launch_threads: tuple | None = None  # this launch's (x, y, z) threads
+        self.tu: ThreadUse | None = None  # which statements of this launch are thread-level
+        self.simt_regions: list = []  # this launch's SimtRegions
         # Scalar arguments and symbolic dimensions: what a grid extent or a tensor shape may use.
         self.arg_vars: set = {p for p in func.params if p not in func.buffer_map}
         self.shape_vars: dict = {}  # tvm Var -> [(parameter, dimension)] where it is a whole extent
@@ -314,11 +320,17 @@ class _Importer:
         shared = dict(self.buffers), dict(self.tvm_buffers)
         self.grid = []
         self.bad_grid: UnsupportedError | None = None
+        self.thread_axes, self.launch_threads, self.simt_regions = [None, None, None], None, []
         body = self._strip_launch(_rename_clashing_buffers(stmt, set(self.buffers)))
         if self.bad_grid is not None:  # raised after the tiles: a bad tile size is the better message
             raise self.bad_grid
+        launch_vars = {v for v in self.thread_axes if v is not None}
+        self.tu = ThreadUse(body, launch_vars) if launch_vars else None
         stmts = self._stmts(body)
-        buffers, stmts = split_column_tiles(dict(self.buffers), stmts)
+        buffers = dict(self.buffers)
+        for name in self._per_thread_locals():
+            buffers.pop(name, None)  # registers of each thread, declared inside its SIMT function
+        buffers, stmts = split_column_tiles(buffers, stmts)
         launch = Launch(grid=self.grid, kernels={None: Kernel(core=None, buffers=buffers, body=stmts)})
         self.buffers, self.tvm_buffers = shared
         return launch
@@ -337,6 +349,9 @@ class _Importer:
             elif isinstance(stmt, tirx.SBlock):
                 for buf in stmt.alloc_buffers:
                     self._add_buffer(buf, _kind_of(str(buf.scope())), buffer_loc(buf))
+                ann = dict(stmt.annotations) if stmt.annotations else {}
+                if "tl.launch_threads" in ann:
+                    self.launch_threads = tuple(int(x) for x in ann["tl.launch_threads"])
                 stmt = stmt.body
             elif isinstance(stmt, tirx.SeqStmt):
                 rest = [s for s in stmt.seq if not self._is_launch_bind(s)]
@@ -376,6 +391,8 @@ class _Importer:
     def _is_launch_bind(self, s) -> bool:
         if type(s).__name__ == "Bind" and "launch_thread" in str(s.value):
             self.thread_vars.add(s.var)
+            if isinstance(s.value, tirx.Call) and s.value.args and isinstance(s.value.args[0], tirx.IntImm):
+                self.thread_axes[int(s.value.args[0])] = s.var
             return True
         return False
 
@@ -395,10 +412,14 @@ class _Importer:
 
     def _stmts(self, stmt) -> list:
         if isinstance(stmt, tirx.SeqStmt):
+            if self.tu is not None:
+                return self._seq_with_threads(list(stmt.seq))
             out = []
             for s in _inline_binds(stmt.seq):
                 out.extend(self._stmts(s))
             return out
+        if self.tu is not None and self.tu.is_thread_level(stmt):
+            return self._seq_with_threads([stmt])
         loc = self._user_loc(stmt)
         if not isinstance(stmt, tirx.For | tirx.IfThenElse | tirx.SBlockRealize | tirx.SBlock | tirx.AttrStmt):
             self._check_threads(stmt, loc)
@@ -430,11 +451,14 @@ class _Importer:
                 raise UnsupportedError(f"loop '{stmt.loop_var}' has a step of {step}, which is not a constant",
                                        loc=loc, hint="use a constant step")
             start = stmt.min
+            body = self._stmts(stmt.body)  # imported (and checked) even when it never runs
+            if isinstance(stmt.extent, tirx.IntImm) and stmt.extent.value <= 0:
+                return []  # T.Pipelined(0), T.serial(0): the body never runs
             return [
                 Loop(
                     var=stmt.loop_var,
                     extent=stmt.extent,
-                    body=self._stmts(stmt.body),
+                    body=body,
                     kind=kind,
                     num_stages=max(1, stages),
                     start=int(start) if isinstance(start, tirx.IntImm) else start,
@@ -468,6 +492,172 @@ class _Importer:
             raise UnsupportedError(f"the attribute '{stmt.attr_key}' ({_describe(stmt)}) is not supported by the "
                                    "ascendc target", loc=loc)
         raise UnsupportedError(f"{_describe(stmt)} is not supported by the ascendc target", loc=loc)
+
+    # -- thread-level code (SIMT regions; ascend_backend/threads.py says which statements)
+    def _seq_with_threads(self, items: list) -> list:
+        """A statement list of a kernel with threads: each run of thread-level statements is one
+        SimtRegion, the rest is imported as tile code. A T.fill between thread-level statements is
+        shared out among the threads (it stays in the run); a scalar let of a thread-level value is
+        a local of the SIMT function, the others are substituted as usual."""
+        out: list = []
+        pending: list = []
+        n = 0
+        while n < len(items):
+            s = items[n]
+            if isinstance(s, tirx.Bind):
+                if s.var in self.tu.bound:
+                    pending.append(s)
+                else:
+                    items[n + 1:] = [tirx.stmt_functor.substitute(x, {s.var: s.value}) for x in items[n + 1:]]
+                n += 1
+                continue
+            if self.tu.is_thread_level(s) or (pending and _is_fill(s) and self._thread_level_follows(items[n + 1:])):
+                pending.append(s)
+            else:
+                if pending:
+                    out.append(self._simt_region(pending))
+                    pending = []
+                out.extend(self._stmts(s))
+            n += 1
+        if pending:
+            out.append(self._simt_region(pending))
+        return out
+
+    def _thread_level_follows(self, rest: list) -> bool:
+        """Is a thread-level statement next after some fills (so that the fills join its run)?"""
+        for x in rest:
+            if isinstance(x, tirx.Bind) or _is_fill(x) and not self.tu.is_thread_level(x):
+                continue
+            return self.tu.is_thread_level(x)
+        return False
+
+    def _simt_region(self, stmts: list) -> SimtRegion:
+        first = next((x for x in stmts if not isinstance(x, tirx.Bind)), stmts[0])
+        loc = self._user_loc(first)
+        if not self.arch.simt:
+            # the statement that uses the thread (a per-thread local's first store is thread-level
+            # only through a later use of it)
+            direct = next((x for x in stmts if _first_direct(self.tu, x) is not None), None)
+            if direct is not None:
+                at = _first_direct(self.tu, direct)
+                what = f"{_describe(at)} uses {self.tu.direct_use(at)}: it is thread-level code"
+                loc = self._user_loc(at) or loc
+            else:
+                what = f"{_describe(first)} is thread-level code (it uses a per-thread local)"
+            raise UnsupportedError(
+                f"{what}, and {self.arch.name} has no SIMT: the SIMT API (asc_vf_call, __simt_vf__) "
+                "exists on the Ascend 950 only (dav-3510); Atlas A2/A3 run tile programs", loc=loc,
+                hint="compile for dav-3510 (target 'ascendc' or 'ascendc:dav-3510'), whose Vector cores run "
+                "thread-level code as SIMT functions; for dav-c220 write the per-thread work as tile ops "
+                "(T.copy, T.Parallel, T.reduce_*; docs/supported.md)")
+        # T.Kernel without threads=: the backend picks the count; TileLang's CUDA backend runs 128
+        threads = self.launch_threads or DEFAULT_THREADS
+        nthreads = math.prod(threads)
+        from .arch import SIMT_MAX_THREADS
+
+        if nthreads > SIMT_MAX_THREADS:
+            raise UnsupportedError(
+                f"T.Kernel has {nthreads} threads ({' x '.join(map(str, threads))}); a SIMT thread block has at most "
+                f"{SIMT_MAX_THREADS} (blockDim.x * blockDim.y * blockDim.z, SIMT 编程模型)", loc=loc,
+                hint="give each thread more elements (a T.serial loop over them) and launch fewer threads")
+        tvars = tuple(self.thread_axes)
+        zero = tirx.IntImm("int32", 0)
+        tid = zero
+        stride = 1
+        for v, n in zip(tvars, threads, strict=True):
+            if v is not None and n > 1:
+                tid = tid + v * stride if stride != 1 else (v if tid is zero else tid + v)
+            stride *= n
+        body = tuple(self._allreduce(_share_fills(x, self.tu.locals, tid, nthreads), tid, threads, loc)
+                     for x in stmts)
+        writes, local_names = [], []
+        loads_only, atomics = [], []
+
+        def visit(n):
+            if isinstance(n, tirx.BufferStore):
+                writes.append(n.buffer)
+            elif isinstance(n, tirx.BufferLoad):
+                loads_only.append(n.buffer)
+            elif isinstance(n, tirx.Call) and _op_name(n) == "tl.access_ptr" and isinstance(n.args[0], tirx.BufferLoad):
+                atomics.append(n.args[0].buffer)  # an atomic's address: read and written
+
+        for x in body:
+            tirx.stmt_functor.post_order_visit(x, visit)
+        for b in [*writes, *loads_only, *atomics]:
+            name = self.buffer_name(b, loc)
+            if name in self.tu.locals and local_scope(b):
+                if name not in local_names:
+                    local_names.append(name)
+                continue
+        read_names = _unique(self.buffer_name(b, loc) for b in [*loads_only, *atomics])
+        write_names = _unique(self.buffer_name(b, loc) for b in [*writes, *atomics])
+        region = SimtRegion(body=body, threads=tuple(threads), thread_vars=tvars,
+                            locals=tuple(self.buffers[n] for n in local_names),
+                            reads=tuple(n for n in read_names if n not in local_names),
+                            writes=tuple(n for n in write_names if n not in local_names), loc=loc)
+        self.simt_regions.append(region)
+        return region
+
+    def _allreduce(self, stmt, tid, threads: tuple, loc):
+        """``T.tvm_thread_allreduce`` over thread axes (inside its T.comm_reducer attribute): each
+        thread puts its value in a UB tile, a barrier, each thread combines the values of the threads
+        that differ from it only along the reduced axes, a barrier (the tile is free again)."""
+
+        def rewrite(n):
+            if not (isinstance(n, tirx.AttrStmt) and str(n.attr_key) == "reduce_scope"):
+                return None
+            red = n.node
+            call = n.body.value if isinstance(n.body, tirx.Evaluate) else None
+            if call is None or _op_name(call) not in ("tirx.tvm_thread_allreduce", "tir.tvm_thread_allreduce") or \
+                    int(call.args[0]) != 1 or len(red.lhs) != 1:
+                return None
+            value, result = call.args[1], call.args[3]
+            axes = [v for v in call.args[4:] if isinstance(v, tirx.Var)]
+            if not isinstance(result, tirx.BufferLoad) or not axes or \
+                    any(v not in self.thread_axes for v in axes):
+                return None
+            dt = str(value.dtype)
+            name = f"allreduce_{len(self.buffers)}"
+            scratch = tirx.decl_buffer((math.prod(threads),), dt, name=name, scope="shared.dyn")
+            self._add_buffer(scratch, BufferKind.SHARED, loc)
+            strides = {}
+            st = 1
+            for v, t in zip(self.thread_axes, threads, strict=True):
+                strides[v] = st
+                st *= t
+            barrier = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", tirx.StringImm("shared")))
+            stmts = [tirx.BufferStore(scratch, value, [tid]), barrier]
+            base = tid
+            for v in axes:
+                base = _simplify(base - v * strides[v])
+            acc = tirx.BufferLoad(scratch, [base])
+            others = [base]
+            for v in axes:
+                n_ax = threads[self.thread_axes.index(v)]
+                others = [_simplify(o + j * strides[v]) for o in others for j in range(n_ax)]
+            for o in others[1:]:
+                acc = tirx.stmt_functor.substitute(red.result[0], {red.lhs[0]: acc,
+                                                                    red.rhs[0]: tirx.BufferLoad(scratch, [o])})
+            stmts += [tirx.BufferStore(result.buffer, acc, result.indices), barrier]
+            return tirx.SeqStmt(stmts)
+
+        return tirx.stmt_functor.ir_transform(stmt, None, rewrite, ["tirx.AttrStmt"])
+
+    def _per_thread_locals(self) -> list:
+        """The per-thread locals of this launch; each lives in one SIMT function (a thread's registers
+        do not outlive it)."""
+        seen: dict = {}
+        for r in self.simt_regions:
+            for b in r.locals:
+                if b.name in seen and seen[b.name] is not r:
+                    raise UnsupportedError(
+                        f"the per-thread local '{b.name}' is used by thread-level code on both sides of tile code "
+                        f"(the thread-level code at {seen[b.name].loc} and at this line): each run of thread-level "
+                        "statements is one SIMT function, and a thread's locals live only as long as it", loc=r.loc,
+                        hint=f"keep '{b.name}' in a T.alloc_shared tile indexed by the thread, or move the tile ops "
+                        "before or after the thread-level code")
+                seen[b.name] = r
+        return list(seen)
 
     def _user_loc(self, stmt) -> SrcLoc | None:
         """The DSL line of ``stmt``; for statements a tilelang macro built (T.reduce_*, T.cumsum,
@@ -737,9 +927,68 @@ class _Importer:
                         scale_a=self._region(a[13], loc), scale_b=self._region(a[14], loc), loc=loc)
 
 
+# Threads of a T.Kernel that gives none (TileLang's CUDA default, which its examples assume).
+DEFAULT_THREADS = (128, 1, 1)
+
 # numBlocks of a kernel launch <<<numBlocks, ...>>> is in [1, 65535] (Ascend C guide, SIMD BuiltIn
 # keywords, "kernel function configuration").
 MAX_BLOCKS = 65535
+
+
+def _unique(names) -> list:
+    return list(dict.fromkeys(names))
+
+
+def _first_direct(tu: ThreadUse, stmt):
+    """The first statement under ``stmt`` (pre-order) that is thread-level by itself, else None."""
+    return first_stmt(stmt, lambda n: tu.direct_use(n) is not None)
+
+
+def _is_fill(stmt) -> bool:
+    return isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call) and \
+        _op_name(stmt.value) in ABSORBED_TILE_OPS
+
+
+def _share_fills(stmt, per_thread: set, tid, nthreads: int):
+    """The T.fill / T.clear calls in thread-level code as stores: a per-thread local is filled whole
+    by each thread; a tile (UB) or tensor is shared out, thread t storing elements t, t + nthreads,
+    ... (TileLang shares a fill out among the block's threads the same way)."""
+
+    def fill_loop(call):
+        dst, value = call.args[0], call.args[1]
+        if isinstance(dst, tirx.Call) and _op_name(dst) == "tl.region":
+            load, extents = dst.args[0], [int(e) for e in dst.args[2:]]
+        elif isinstance(dst, tirx.BufferLoad):
+            load, extents = dst, [1] * len(dst.indices)
+        else:
+            return None
+        buf, base = load.buffer, list(load.indices)
+        if str(value.dtype) != str(buf.dtype):
+            value = tirx.Cast(str(buf.dtype), value)
+        total = math.prod(extents)
+        k = tirx.Var(f"{buf.name}_fill", "int32")
+        own = buf.name in per_thread and local_scope(buf)
+        flat = k if own else k * nthreads + tid
+        idx, inner = [], 1
+        for d in reversed(range(len(extents))):
+            e = extents[d]
+            part = flat if inner == 1 else tirx.FloorDiv(flat, inner)
+            if d > 0:
+                part = tirx.FloorMod(part, e)
+            idx.append(base[d] + part)
+            inner *= e
+        store = tirx.BufferStore(buf, value, list(reversed(idx)))
+        trips = total if own else (total + nthreads - 1) // nthreads
+        if not own and total % nthreads:
+            store = tirx.IfThenElse(flat < total, store, None)
+        return tirx.For(k, 0, trips, tirx.ForKind.SERIAL, store)
+
+    def rewrite(n):
+        if isinstance(n, tirx.Evaluate) and isinstance(n.value, tirx.Call) and _op_name(n.value) in ABSORBED_TILE_OPS:
+            return fill_loop(n.value)
+        return None
+
+    return tirx.stmt_functor.ir_transform(stmt, None, rewrite, ["tirx.Evaluate"])
 
 
 def _free_vars(e) -> list:

@@ -122,8 +122,13 @@ class AscendKernel:
             # The launches of the PrimFunc run one after the other, as on the device's stream.
             # Generated code carries every sync it needs and is built with --cce-auto-sync=off on
             # the NPU (npu.py), so it is checked without bisheng's automatic syncs.
+            from .emulator.report import Report
+
             self.reports = []
             for n, lc in enumerate(self.program.launches):
+                if dims[n] == 0:  # a grid of no block (an extent 0 at this call): nothing runs, nothing is written
+                    self.reports.append(Report.not_launched(self.arch.name, lc.kernel_type.value))
+                    continue
                 # Each entry's own type: the launches of one PrimFunc may differ (AIV only, then mixed).
                 self.reports.append(run_source(self.kernel_source, self.program.entry_name(n), entry, dims[n],
                                                arch=self.arch.name, strict=self.strict, auto_sync=False,

@@ -74,7 +74,9 @@ def host_wrapper(program) -> str:
         decl.append("uint8_t* workspace")
         call.append("workspace")
     args = ", ".join(call)
-    launches = "".join(f"    {ENTRY_NAMESPACE}::{program.entry_name(n)}<<<blocks_{n}, nullptr, stream>>>({args});\n"
+    # a launch of 0 blocks (a grid extent of 0 at this call) is skipped: numBlocks is at least 1
+    launches = "".join(f"    if (blocks_{n} > 0) {ENTRY_NAMESPACE}::{program.entry_name(n)}"
+                       f"<<<blocks_{n}, nullptr, stream>>>({args});\n"
                        for n in range(len(program.launches)))
     return f'\nextern "C" void launch_{program.name}(void* stream, {", ".join(decl)}) {{\n{launches}}}\n'
 

@@ -1,7 +1,8 @@
 """The compiler driver: a visible, ordered list of stages, with IR dumps after any of them.
 
-    frontend -> fold_scale -> cast_on_vector -> partition -> route -> split_rows -> infer_scope -> assign_layout
-             -> lower_tile_ops -> multi_buffer -> prefetch -> plan_memory -> insert_sync -> codegen
+    frontend -> fold_scale -> cast_on_vector -> empty_loops -> partition -> route -> split_rows -> infer_scope
+             -> assign_layout -> lower_simt -> simt_sync -> lower_tile_ops -> multi_buffer -> prefetch
+             -> plan_memory -> insert_sync -> codegen
 
 Every pass is a pure function Program -> Program (in ascend_backend.passes) that verifies the
 invariant it establishes; ``verify=True`` (or TL_ASCEND_VERIFY=1, which the test suite sets) also
@@ -24,25 +25,31 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
     """The passes between the frontend and codegen, in order."""
     from ascend_backend.passes.assign_layout import assign_layout
     from ascend_backend.passes.cast_on_vector import cast_on_vector
+    from ascend_backend.passes.empty_loops import empty_loops
     from ascend_backend.passes.fold_scale import fold_scale
     from ascend_backend.passes.infer_scope import infer_scope
     from ascend_backend.passes.insert_sync import insert_sync
+    from ascend_backend.passes.lower_simt import lower_simt
     from ascend_backend.passes.lower_tile_ops import lower_tile_ops
     from ascend_backend.passes.multi_buffer import multi_buffer
     from ascend_backend.passes.partition import partition
     from ascend_backend.passes.plan_memory import plan_memory
     from ascend_backend.passes.prefetch import prefetch
     from ascend_backend.passes.route import route
+    from ascend_backend.passes.simt_sync import simt_sync
     from ascend_backend.passes.split_rows import split_rows
 
     return [
         ("fold_scale", fold_scale),
         ("cast_on_vector", cast_on_vector),
+        ("empty_loops", empty_loops),
         ("partition", partition),
         ("route", route),
         ("split_rows", split_rows),
         ("infer_scope", infer_scope),
         ("assign_layout", assign_layout),
+        ("lower_simt", lower_simt),
+        ("simt_sync", simt_sync),
         ("lower_tile_ops", lower_tile_ops),
         ("multi_buffer", multi_buffer),
         ("prefetch", prefetch),
@@ -51,8 +58,9 @@ def passes() -> list[tuple[str, Callable[[Program], Program]]]:
     ]
 
 
-STAGES = ["frontend", "fold_scale", "cast_on_vector", "partition", "route", "split_rows", "infer_scope",
-          "assign_layout", "lower_tile_ops", "multi_buffer", "prefetch", "plan_memory", "insert_sync", "codegen"]
+STAGES = ["frontend", "fold_scale", "cast_on_vector", "empty_loops", "partition", "route", "split_rows",
+          "infer_scope", "assign_layout", "lower_simt", "simt_sync", "lower_tile_ops", "multi_buffer", "prefetch",
+          "plan_memory", "insert_sync", "codegen"]
 
 
 @dataclass

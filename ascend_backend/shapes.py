@@ -165,20 +165,21 @@ def output_shape(program: Program, param, env: dict) -> tuple:
 
 
 def block_dims(program: Program, env: dict) -> list[int]:
-    """Each launch's block count for these arguments (between 1 and MAX_BLOCKS)."""
+    """Each launch's block count for these arguments (between 0 and MAX_BLOCKS: a grid extent of 0 at
+    this call, e.g. T.ceildiv(N, 64) for N = 0, is a launch of no block, which the callable skips)."""
     out = []
     for n, lc in enumerate(program.launches):
         extents = [evaluate(ax.extent, env) for ax in lc.grid]
         total = 1
         for e in extents:
             total *= e
-        if min(extents) < 1 or total > MAX_BLOCKS:
+        if min(extents) < 0 or total > MAX_BLOCKS:
             grid = ", ".join(f"{ax.extent} = {e}" if static_int(ax.extent) is None else str(e)
                              for ax, e in zip(lc.grid, extents, strict=True))
             which = f"launch {n} of kernel '{program.name}'" if len(program.launches) > 1 else \
                 f"kernel '{program.name}'"
             raise ValueError(f"{which} would run a grid of ({grid}), {total} blocks, for these arguments; a launch has "
-                             f"1 to {MAX_BLOCKS} blocks")
+                             f"1 to {MAX_BLOCKS} blocks (or none: an extent of 0 skips the launch)")
         out.append(total)
     return out
 

@@ -54,6 +54,7 @@ from ascend_backend.ir import (
     VecFoldInit,
     VecFoldLoop,
     VecFoldRows,
+    VecGather,
     VecIndex,
     VecMaskLogic,
     VecOther,
@@ -204,6 +205,7 @@ _OP_WORDS = {
     VecUnary.RSQRT: "T.rsqrt", VecUnary.ABS: "T.abs", VecUnary.RECIPROCAL: "a reciprocal (tanh, sigmoid)",
     VecOther.DUPLICATE: "a fill (T.fill, T.clear, a scalar stored into every element)",
     VecOther.FUSED_MUL_ADD: "a fused multiply-add",
+    VecOther.GATHER: "a read of a tile at computed indices (a Gather)",
 }
 _DTYPE_ORDER = (DType.BOOL, DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.FLOAT16, DType.BFLOAT16,
                 DType.INT32, DType.UINT32, DType.FLOAT32, DType.INT64, DType.UINT64, DType.FLOAT8_E4M3FN,
@@ -819,18 +821,36 @@ class ParallelLowerer:
         self.scratch: str | None = None  # the stored tile, when its bytes may hold partial results (_scratch)
 
     # -- access patterns
-    def _pattern(self, load) -> str:
-        """'tile' | 'row' | 'col' for a UB access with plain loop-variable indices."""
+    def _plain_pattern(self, load) -> str | None:
+        """'tile' | 'row' | 'col' for a UB access with plain loop-variable indices, else None."""
         idx = list(load.indices)
         vs = self.vars
         same = lambda e, v: isinstance(e, tirx.Var) and e.same_as(v)  # noqa: E731
         if len(idx) == len(vs) and all(same(e, v) for e, v in zip(idx, vs, strict=True)):
-            return "tile"
+            # read lane by lane as a tile of the domain: rows as far apart as the domain's
+            buf = self.buffers[load.buffer.name]
+            if len(vs) == 1 or (buf.pitch or buf.cols) == self._pitch(buf.dtype):
+                return "tile"
+            return None
         if len(vs) == 2 and len(idx) == 1:
             if same(idx[0], vs[0]):
                 return "row"
             if same(idx[0], vs[1]):
                 return "col"
+        return None
+
+    def _pitch(self, dt: DType) -> int:
+        """The row pitch of a domain-shaped UB tile of ``dt`` (VectorEmitter.temp's rule)."""
+        align = 32 if dt.bytes == 1 else 16
+        return (self.cols + align - 1) // align * align
+
+    def _pattern(self, load) -> str:
+        """'tile' | 'row' | 'col' for a UB access with plain loop-variable indices."""
+        pattern = self._plain_pattern(load)
+        if pattern is not None:
+            return pattern
+        idx = list(load.indices)
+        vs = self.vars
         raise UnsupportedError(
             f"access {load.buffer.name}[{', '.join(str(i) for i in idx)}] inside T.Parallel({', '.join(map(str, vs))})"
             " is not an element-wise pattern the vector lowering takes",
@@ -954,7 +974,10 @@ class ParallelLowerer:
             first = self._transposed(e)
             if first is not None:
                 return self._transpose_read(buf, first)
-            return Opnd(self._pattern(e), buf.dtype, buffer=buf.name)
+            pattern = self._plain_pattern(e)
+            if pattern is None:
+                return self._gather_read(e, buf)
+            return Opnd(pattern, buf.dtype, buffer=buf.name)
         if isinstance(e, tirx.Var):
             return self._index(e, to_dtype(dtype))
         if dtype == "bool" and isinstance(e, _CONDITIONS):
@@ -987,6 +1010,8 @@ class ParallelLowerer:
         for cls, name in _BINARY.items():
             if isinstance(e, cls):
                 return self._binary(name, e.a, e.b, dtype, out)
+        if isinstance(e, tirx.FloorDiv | tirx.FloorMod):
+            return self._floordiv(e, out)
         if isinstance(e, tirx.Select) or _is_if_then_else(e):
             return self._select(e, dtype, out)
         if isinstance(e, tirx.Call):
@@ -1020,6 +1045,81 @@ class ParallelLowerer:
                 "T.if_then_else, the loop indices as values")
         raise UnsupportedError(f"expression '{e}' ({type(e).__name__}) is not supported inside T.Parallel",
                                loc=self.loc)
+
+    def _gather_read(self, load, buf: Buffer) -> Opnd:
+        """``x[f(i, j), g(i, j)]`` for index expressions the plain patterns do not cover (shifted
+        columns ``x[i, j + 4]``, steps ``x[i, 4 * jj + j]``, broadcasts by integer division
+        ``sf[i // 128, j]``, ``sf[i, j // 32]``, ...): the byte offset of every element of the
+        domain is computed as an int32 tile by the vector unit (CreateVecIndex, integer arithmetic,
+        the divisions in float32: _floordiv), clamped into the tile, and one Gather reads them
+        (离散与聚合/Gather.md: dst[k] = src at srcOffset[k] bytes; 16- and 32-bit types on both arches,
+        8-bit ones too on dav-3510). An index outside the tile reads the nearest element of it."""
+        idx = list(load.indices)
+        name = load.buffer.name
+        elem = f"{name}[{', '.join(str(i) for i in idx)}]"
+        self.vec.check_dtype(VecOther.GATHER, buf.dtype, self.loc,
+                             what=f"the read {elem} (a Gather of computed indices)")
+        if len(idx) != len(buf.shape) or len(idx) > 2:
+            raise UnsupportedError(
+                f"access {elem} inside T.Parallel({', '.join(map(str, self.vars))}) of a {len(buf.shape)}-D tile: "
+                "computed indices are taken into 1-D and 2-D tiles", loc=self.loc,
+                hint="index tiles with the parallel loop variables, or copy the part you need into a 2-D tile")
+        for i in idx:
+            if str(i.dtype) not in ("int32", "int64"):
+                raise UnsupportedError(f"index {i} of '{name}' is {i.dtype}", loc=self.loc)
+        i32 = lambda e: e if str(e.dtype) == "int32" else tirx.Cast("int32", e)  # noqa: E731
+        flat = i32(idx[0]) if len(idx) == 1 else i32(idx[0]) * int(buf.pitch or buf.cols) + i32(idx[1])
+        esz = buf.elem_bytes
+        offs = self.expr(tvm.arith.Analyzer().simplify(flat * esz) if esz != 1 else flat)
+        if offs.kind == "scalar":  # (the access does not vary over the domain: not a gather)
+            raise InternalCompilerError(f"gather of {elem} with a scalar offset", loc=self.loc)
+        offs = self._as_tile(offs, DType.INT32)
+        # An index outside the tile reads its nearest element, never another buffer's bytes.
+        last = (buf.rows * int(buf.pitch or buf.cols) if len(buf.shape) == 2 else int(buf.shape[0])) - 1
+        hi = last * esz
+        o = offs.buffer if offs.temp else self.vec.temp(self.shape, DType.INT32).name
+        self.pre.extend(self.vec.scalar_op(VecScalarOp.MAXS, o, offs.buffer, scalar_literal(0, DType.INT32), self.loc))
+        self.pre.extend(self.vec.scalar_op(VecScalarOp.MINS, o, o, scalar_literal(hi, DType.INT32), self.loc))
+        dst = self.vec.temp(self.shape, buf.dtype)
+        self.pre.append(VecGather(dst=dst.name, src=buf.name, offsets=o, rows=self.rows, cols=self.cols,
+                                  pitch=dst.pitch or self.cols, what=f" ({elem})", loc=self.loc))
+        self.vec.release(o)
+        return Opnd("tile", str(buf.dtype), buffer=dst.name, temp=True)
+
+    def _floordiv(self, e, out: str | None) -> Opnd:
+        """``a // c`` and ``a % c`` of an int32 expression of the loop indices by a positive constant
+        c (tilelang's floor division, as index arithmetic writes it): the vector units have no
+        int32 division on dav-c220 (Div takes half / float there), so q = floor((a + 0.5) / c) is
+        computed in float32 (a Cast, Adds, Muls by 1 / c, a Cast with CAST_FLOOR back to int32):
+        exact while |a| < 2**21 (the + 0.5 keeps the quotient at least 0.5 / c from an integer,
+        more than the Muls' rounding); a % c = a - c * (a // c)."""
+        c = const_value(e.b)
+        if c is None or c != int(c) or c <= 0 or str(e.dtype) != "int32":
+            raise UnsupportedError(
+                f"integer division or modulo '{e}' inside T.Parallel: the divisor must be a positive constant",
+                loc=self.loc, hint="divide by a constant, or compute the quotient outside the loop")
+        c = int(c)
+        if isinstance(e, tirx.FloorMod):
+            q = tirx.FloorDiv(e.a, tirx.IntImm("int32", c))
+            return self.expr(e.a - q * c, out=out)
+        a = self.expr(e.a)
+        if c == 1:
+            return a
+        if a.kind == "scalar":
+            raise InternalCompilerError("scalar floordiv reached the vector lowering", loc=self.loc)
+        shape = self._kind_shape(a.kind)
+        f = self.vec.temp(shape, DType.FLOAT32)
+        self.pre.extend(self.vec.copy_or_cast(f.name, a.buffer, self.loc))
+        self._free(a)
+        self.pre.extend(self.vec.scalar_op(VecScalarOp.ADDS, f.name, f.name, scalar_literal(0.5, DType.FLOAT32),
+                                           self.loc))
+        self.pre.extend(self.vec.scalar_op(VecScalarOp.MULS, f.name, f.name, scalar_literal(1.0 / c, DType.FLOAT32),
+                                           self.loc))
+        dst = self._dest(out, a.kind, "int32")
+        self.pre.append(VecCast(dst=dst, src=f.name, mode=Rounding.FLOOR, count=self.vec.count(dst),
+                                src_dtype=DType.FLOAT32, dst_dtype=DType.INT32, loc=self.loc))
+        self.vec.release(f)
+        return Opnd(a.kind, "int32", buffer=dst, temp=dst != out)
 
     def _row_of_tile(self, load, buf: Buffer) -> Opnd | None:
         """``x[k, j]`` with k fixed over the domain (a loop variable, a scalar) and j a loop index:
@@ -1512,6 +1612,16 @@ class ParallelLowerer:
                     self._free(res)
                 self.vec.release(row)
                 return self.pre + post
+            if self._plain_pattern(st) is None and len(idx) == len(self.vars) and any(
+                    self._uses_domain(i) for i in idx):
+                shape = "x".join(str(int(x)) for x in buf.shape)
+                raise UnsupportedError(
+                    f"the store to {buf.name}[{', '.join(str(i) for i in idx)}] inside "
+                    f"T.Parallel({', '.join(map(str, self.extents))}) writes part of the tile '{buf.name}' ({shape}) "
+                    "at computed positions: the vector unit writes whole rows of a tile lane by lane, and there is "
+                    "no scatter instruction to write lanes at computed offsets", loc=self.loc,
+                    hint=f"write a tile of the loop's shape ({', '.join(map(str, self.extents))}) and read it where "
+                    "you need it (reads at computed indices are gathered), or run the loop over the whole tile")
             pattern = self._pattern(st)
             self.scratch = self._scratch(st, buf) if self.vec.compact and pattern == "tile" else None
             packed = unpack_int4.match(st, self.vars)

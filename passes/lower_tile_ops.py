@@ -47,6 +47,7 @@ from ascend_backend.ir import (
     CrossCoreWait,
     CrossCoreWaitOp,
     Direction,
+    FillL1,
     FirstIteration,
     FixpipeToGmArch3510,
     FixpipeToGmV220,
@@ -75,6 +76,7 @@ from ascend_backend.ir import (
     Route,
     ScalarStore,
     Scope,
+    SimtCall,
     TileAccumulate,
     TileCopy,
     TileCumsum,
@@ -356,8 +358,8 @@ class TileLowerer:
                 else_body = self.lower_body(s.else_body)
                 self.cond_stack.pop()
                 out.append(dataclasses.replace(s, then_body=then_body, else_body=else_body))
-            elif isinstance(s, ScalarStore | Print):
-                out.append(s)
+            elif isinstance(s, ScalarStore | Print | SimtCall):
+                out.append(s)  # a SIMT function is already an op (passes/lower_simt.py)
             else:
                 rule = self.RULES.get(type(s))
                 if rule is None:
@@ -731,6 +733,9 @@ class TileLowerer:
                 return [_set_flag(self.clear_flags[dst.name], 1, s.loc)]
             self.pending_clear[dst.name] = len(self.loop_stack)
             return []
+        if dst.scope is Scope.L1 and value == 0:  # a zero gemm operand (empty_loops): the Cube's Fill
+            self._check_full(s.dst, dst, s)
+            return [FillL1(dst=dst.name, nbytes=dst.numel * dst.elem_bytes, loc=s.loc)]
         if dst.scope is not Scope.UB:
             raise UnsupportedError(f"T.fill of '{dst.name}' in {dst.scope} is not supported", loc=s.loc)
         self._check_full(s.dst, dst, s)

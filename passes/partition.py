@@ -49,6 +49,7 @@ from ascend_backend.ir import (
     Region,
     ScalarStore,
     Send,
+    SimtRegion,
     TileAccumulate,
     TileCopy,
     TileCumsum,
@@ -108,6 +109,8 @@ def tile_buffers(op) -> set:
         return set(op.reads)
     if isinstance(op, TileCumsum):
         return {op.src.buffer, op.dst.buffer}
+    if isinstance(op, SimtRegion):
+        return {*op.reads, *op.writes}
     return set()
 
 
@@ -121,6 +124,8 @@ def tile_writes(op) -> set:
         return {ps.store.buffer.name for ps in op.stores}
     if isinstance(op, ScalarStore):
         return {op.buffer}
+    if isinstance(op, SimtRegion):
+        return set(op.writes)
     return set()
 
 
@@ -157,7 +162,7 @@ class _Partitioner:
                 self.accs.add(s.c.buffer)
         self.vector_bufs: set = set()
         for s in self.ops:
-            if isinstance(s, TileParallel | TileReduce | TileCumsum):
+            if isinstance(s, TileParallel | TileReduce | TileCumsum | SimtRegion):
                 self.vector_bufs |= tile_buffers(s)
             elif isinstance(s, TileCopy):
                 src, dst = s.src.buffer, s.dst.buffer
@@ -165,7 +170,7 @@ class _Partitioner:
                 local = {src, dst} - gm
                 if len(local) == 2 or (local and not (local & (self.operands | self.accs))):
                     self.vector_bufs |= local
-            elif isinstance(s, TileFill) and s.dst.buffer not in self.accs:
+            elif isinstance(s, TileFill) and s.dst.buffer not in self.accs | self._filled_operands():
                 self.vector_bufs.add(s.dst.buffer)
         self.mixed_accs = self.accs & self.vector_bufs
         self.mixed_operands = self.operands & self.vector_bufs
@@ -176,6 +181,17 @@ class _Partitioner:
         # Vector-made gemm operands whose current value the Cube already holds: a second gemm on an
         # unchanged operand reads the copy the first one received instead of crossing again.
         self.on_cube: frozenset = frozenset()
+
+    def _filled_operands(self) -> set:
+        """Gemm operand tiles that only fills write and only gemms read (empty_loops' zero tiles): the
+        Cube fills them in L1 itself (Fill, MTE2), no vector code or transfer involved."""
+        out = set()
+        for name in self.operands:
+            users = [s for s in self.ops if name in tile_buffers(s)]
+            if users and all(isinstance(s, TileFill) or (isinstance(s, TileGemm) and name in s.inputs) for s in users) \
+                    and any(isinstance(s, TileFill) for s in users):
+                out.add(name)
+        return out
 
     def _check_scales_from_gm(self) -> None:
         """The MX scale tiles of a T.gemm_blockscaled reach the Cube only by a T.copy from GM: the
@@ -202,10 +218,11 @@ class _Partitioner:
             return None
         if isinstance(op, TileGemm):
             return Core.AIC
-        if isinstance(op, TileParallel | TileReduce | TileCumsum):
-            return Core.AIV
+        if isinstance(op, TileParallel | TileReduce | TileCumsum | SimtRegion):
+            return Core.AIV  # SIMT functions run on the AIV's Vector unit
         if isinstance(op, TileFill):
-            return Core.AIC if op.dst.buffer in self.accs - self.mixed_accs else Core.AIV
+            cube = (self.accs - self.mixed_accs) | (self.operands - self.mixed_operands)
+            return Core.AIC if op.dst.buffer in cube else Core.AIV
         if isinstance(op, TileCopy):
             local = [n for n in (op.src.buffer, op.dst.buffer) if not self.bufs[n].kind.in_gm]
             if not local:  # GM -> GM: staged through the UB of a vector core

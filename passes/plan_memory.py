@@ -49,7 +49,9 @@ from ascend_backend.ir import (
     ScalarStore,
     Scope,
     SetFlag,
+    SimtCall,
     WaitFlag,
+    walk,
 )
 from ascend_backend.ir.nodes import loaded_buffers
 
@@ -253,9 +255,23 @@ def place(members: list, lives: dict, fixed: set, tier: int) -> tuple[dict, int]
     return offsets, used
 
 
-def plan_buffers(buffers: dict, lives: dict, fixed: set, arch, last_tier: int = RELAXED) -> tuple[dict, dict, dict]:
+def capacities(kernel: Kernel | None, arch) -> dict:
+    """The bytes each memory has for the kernel's buffers. A kernel that calls SIMT functions leaves
+    UB its 8 KB reserved and at least 32 KB of SIMT Data Cache (UB划分: DataCache = 256 KB - static -
+    dynamic - 8 KB, at least 32 KB, else the launch fails its check)."""
+    from ascend_backend.arch import KB, SIMT_DATA_CACHE_MIN, SIMT_UB_RESERVED
+
+    cap = dict(arch.capacity)
+    if kernel is not None and any(isinstance(s, SimtCall) for s in walk(kernel.body)):
+        cap[Scope.UB] = min(cap[Scope.UB], 256 * KB - SIMT_UB_RESERVED - SIMT_DATA_CACHE_MIN)
+    return cap
+
+
+def plan_buffers(buffers: dict, lives: dict, fixed: set, arch, last_tier: int = RELAXED,
+                 cap: dict | None = None) -> tuple[dict, dict, dict]:
     """Place every on-chip memory: ({name: offset}, {scope: bytes used}, {scope: over capacity?}),
     trying the tiers of reuse up to ``last_tier``."""
+    cap = cap or arch.capacity
     offsets: dict = {}
     used: dict = {}
     over: dict = {}
@@ -263,11 +279,11 @@ def plan_buffers(buffers: dict, lives: dict, fixed: set, arch, last_tier: int = 
         members = [b for b in buffers.values() if b.scope == mem]
         for tier in (STRICT, MULTI_BUFFERED_APART, PARTS_APART, RELAXED)[:last_tier + 1]:
             offs, n = place(members, lives, fixed, tier)
-            if n <= arch.capacity[mem]:
+            if n <= cap[mem]:
                 break
         offsets.update(offs)
         used[mem] = n
-        over[mem] = n > arch.capacity[mem]
+        over[mem] = n > cap[mem]
     return offsets, used, over
 
 
@@ -275,17 +291,20 @@ def plan_kernel_memory(kernel: Kernel, launch, arch) -> Kernel:
     buffers = kernel.copy_buffers()
     fixed = launch.fixed_tiles(kernel.core) if kernel.core is not None else set()
     lives = lifetimes(kernel)
-    offsets, used, over = plan_buffers(buffers, lives, fixed, arch)
+    caps = capacities(kernel, arch)
+    offsets, used, over = plan_buffers(buffers, lives, fixed, arch, cap=caps)
     for name, off in offsets.items():
         buffers[name].offset = off
     for mem in MEMORIES:
         if over[mem]:
             members = [b for b in buffers.values() if b.scope == mem]
-            cap = arch.capacity[mem]
+            cap = caps[mem]
             total = sum(b.nbytes for b in members)
             reuse = f" after reusing the bytes of dead buffers ({total} without)" if total != used[mem] else ""
+            simt = " (the rest of UB is the SIMT functions' 8 KB reserved and 32 KB Data Cache)" \
+                if cap != arch.capacity[mem] else ""
             raise MemoryBudgetError(
-                f"{mem} needs {used[mem]} bytes{reuse} but holds {cap} bytes on {arch.name}",
+                f"{mem} needs {used[mem]} bytes{reuse} but holds {cap} bytes on {arch.name}{simt}",
                 table=budget_table(members, mem, cap, arch.name, used=used[mem]),
                 loc=max(members, key=lambda b: b.nbytes).loc,
                 hint=_hint(mem, members),
@@ -353,11 +372,12 @@ def verify_memory(program: Program) -> None:
     for launch, kernel in [(lc, k) for lc in program.launches for k in lc.kernels.values()]:
         lives = lifetimes(kernel)
         fixed = launch.fixed_tiles(kernel.core) if kernel.core is not None else set()
+        caps = capacities(kernel, program.arch)
         for mem in MEMORIES:
             bs = [b for b in kernel.buffers.values() if b.scope == mem]
             for b in bs:
                 if b.offset is None or b.offset % max(ALIGN[mem], b.align) or \
-                        b.offset + b.nbytes > program.arch.capacity[mem]:
+                        b.offset + b.nbytes > caps[mem]:
                     raise InternalCompilerError(f"{b.name} misplaced in {mem}", stage="plan_memory")
             for i, b in enumerate(bs):
                 for o in bs[i + 1:]:

@@ -51,7 +51,8 @@ RUNTIME_FLAGS = ["-O2"]
 # Hidden by default: a kernel library exports only its trampolines (runner.trampoline) and its cache
 # id, so what a kernel defines (its entry named getpid, usleep, ...) binds locally and interposes no
 # library function; kernel_operator.h keeps the emulator's own declarations at default visibility.
-KERNEL_FLAGS = ["-O2", "-fvisibility=hidden"]
+# -g1: line tables, so the SIMT engine's code addresses map to source lines (simt.py).
+KERNEL_FLAGS = ["-O2", "-g1", "-fvisibility=hidden"]
 KERNEL_LINK_FLAGS = ["-Wl,--no-as-needed"]  # keep the runtime as a dependency of every kernel
 ARCHES = {"dav-3510": "-DEMU_ARCH_3510", "dav-c220": "-DEMU_ARCH_C220"}
 _ARCH_ALIASES = {

@@ -137,6 +137,13 @@ class Report:
         r.ok = not (r.races or r.races_total or r.flag_errors or r.deadlock or r.errors)
         return r
 
+    @classmethod
+    def not_launched(cls, arch: str, kernel_type: str) -> Report:
+        """The report of a launch of 0 blocks (a grid extent of 0 at this call): nothing ran."""
+        r = cls(ok=True, arch=arch, block_dim=0, kernel_type=kernel_type, auto_sync=False)
+        r._timing, r._timeline_data = {}, []
+        return r
+
     # ---- timing model (lazy) ---------------------------------------------------------
     def _model(self) -> None:
         if self._timing is None:
@@ -206,6 +213,9 @@ class Report:
     def summary(self) -> str:
         """Human-readable multi-line summary (races with both ops and lines)."""
         status = "OK" if self.ok else "FAILED"
+        if self.block_dim == 0:
+            return (f"Emulator report ({self.arch}, block_dim=0, kernel type {self.kernel_type}): not launched (a grid "
+                    "of no block: nothing ran, no output was written)")
         out = [f"Emulator report ({self.arch}, block_dim={self.block_dim}, kernel type {self.kernel_type}, "
                f"checks {'on' if self.checks else 'off'}, auto_sync {'on' if self.auto_sync else 'off'}): "
                f"{status}"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from . import cache
+from . import cache, simt
 from .report import EmulatorError, Report
 from .timing import ASSUMPTIONS as _TIMING_ASSUMPTIONS
 
@@ -469,7 +469,16 @@ def struct_bytes(source: str, p: Param, value: Any, size: int) -> bytes:
 def compile_source(source: str, kernel: str | None = None, arch: str = "dav-3510") -> cache.KernelBinary:
     """Compile (or fetch from the cache) the kernel; raises EmulatorCompileError on g++ errors."""
     sig = _select(source, kernel)
-    return cache.kernel_lib(full_source(source, sig), cache.normalize_arch(arch), user_source=source)
+    arch = cache.normalize_arch(arch)
+    return cache.kernel_lib(full_source(_for_build(source, arch), sig), arch, user_source=source)
+
+
+def _for_build(source: str, arch: str) -> str:
+    """The text g++ compiles: on dav-3510 the SIMT functions rewritten (emulator/simt.py); on
+    dav-c220 unchanged, where `__simt_vf__` is a compile error saying SIMT needs dav-3510."""
+    if arch == "dav-3510" and simt.has_simt(source):
+        return simt.rewrite(source)
+    return source
 
 
 def run_source(
@@ -517,7 +526,7 @@ def run_source(
     if not isinstance(block_dim, int) or block_dim < 1:
         raise EmulatorError(f"block_dim must be a positive int, got {block_dim!r}")
     kt = _kernel_type_of(source, kernel_type, sig)
-    binary = cache.kernel_lib(full_source(source, sig), arch, user_source=source)
+    binary = cache.kernel_lib(full_source(_for_build(source, arch), sig), arch, user_source=source)
     with _lib_lock:
         kpath = str(cache.loadable_path(binary, _loaded_sha))
         _loaded_sha.setdefault(kpath, binary.sha256)
@@ -625,6 +634,7 @@ def run_source(
         raise EmulatorError(f"emulator returned an unreadable report: {text_out[:500]}") from e
     if "fatal" in d:
         raise EmulatorError(f"emulator failed to launch: {d['fatal']}")
+    simt.resolve_pcs(d, binary.path)
     report = Report.from_json(d, timing_enabled=timing)
     report.wall_seconds = wall
     report.compiled = binary.compiled

@@ -194,6 +194,7 @@ class VecOther(_Named):
     DUPLICATE = "Duplicate"
     FUSED_MUL_ADD = "FusedMulAdd"
     TRANSPOSE = "Transpose"  # its [N,C,H,W] <-> [N,H,W,C] form (TransposeParamsExt)
+    GATHER = "Gather"  # its count form: dst[k] = src at byte offset offset[k]
 
 
 class AtomicOp(_Named):
@@ -216,6 +217,15 @@ class LoopKind(_Named):
     PIPELINED = "pipelined"
     UNROLLED = "unrolled"
     WHILE = "while"  # `while cond:` (no loop variable, no extent)
+
+
+class SimtArgKind(_Named):
+    """What one argument of a SIMT function is (扩展语法/函数执行空间限定符-142.md: pointers to GM or
+    UB, or built-in scalar types)."""
+
+    GM = "__gm__ pointer"
+    UB = "__ubuf__ pointer"
+    SCALAR = "scalar"
 
 
 class Direction(_Named):
@@ -259,5 +269,5 @@ class Event:
 __all__ = [
     "AIC_PIPES", "AIV_PIPES", "ON_CHIP", "AtomicOp", "BufferKind", "CmpMode", "CopyForm", "Core", "Direction", "Event",
     "KernelType", "Layout", "LoopKind", "MaskLogic", "Pipe", "QuantMode", "ReduceKind", "Rounding", "Route", "Scope",
-    "SyncPhase", "VecBinary", "VecOther", "VecScalarOp", "VecUnary",
+    "SimtArgKind", "SyncPhase", "VecBinary", "VecOther", "VecScalarOp", "VecUnary",
 ]

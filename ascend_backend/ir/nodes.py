@@ -31,6 +31,7 @@ from .enums import (
     ReduceKind,
     Rounding,
     Scope,
+    SimtArgKind,
     SyncPhase,
     VecBinary,
     VecScalarOp,
@@ -555,6 +556,37 @@ class TileCumsum(Stmt):
 
 
 @dataclass
+class SimtRegion(Stmt):
+    """Thread-level code of a ``T.Kernel(..., threads=...)`` (frontend): TIR statements that every
+    thread of the block runs, as tilelang built them (loads and stores indexed by thread, per-thread
+    locals, warp collectives, barriers, atomics). dav-3510 runs it as one SIMT function launched by
+    the AIV (passes/lower_simt.py). ``threads`` is the block's (x, y, z); ``thread_vars`` the TIR
+    variables bound to threadIdx.x/y/z (None where the kernel binds none); ``locals`` the per-thread
+    locals (T.alloc_local / T.alloc_var used by threads: registers of each thread, not tiles);
+    ``reads`` / ``writes`` the kernel buffers (tiles, tensors) its loads and stores touch, an atomic
+    counting as both."""
+
+    body: tuple  # tvm tirx.Stmt
+    threads: tuple
+    thread_vars: tuple
+    locals: tuple  # Buffer
+    reads: tuple
+    writes: tuple
+
+
+@dataclass(frozen=True)
+class SimtArg:
+    """One argument of a SIMT function: a GM tensor's or a UB tile's address (``buffer``), or a
+    scalar (``var``: a block index, a loop variable of the enclosing tile code, a kernel argument)."""
+
+    name: str
+    kind: SimtArgKind
+    dtype: DType
+    buffer: str | None = None
+    var: Any = None
+
+
+@dataclass
 class Print(Stmt):
     """T.print of a scalar: ``label`` and the value (printed by the emulator; dropped on the device)."""
 
@@ -710,6 +742,40 @@ class AscOp(Stmt):
         return loaded_buffers(*exprs)
 
 
+@dataclass
+class SimtCall(AscOp):
+    """``asc_vf_call<func>(dim3{x, y, z}, args...)``: a SIMT function (``__simt_vf__``) run by every
+    thread of a block of ``threads`` on the AIV's Vector unit. Its UB and GM loads and stores are the
+    op's reads and writes, so insert_sync orders it with the other pipes like any vector op (the
+    hybrid sample gather_and_adds.asc waits PIPE_V -> PIPE_MTE3 after its SIMT VF). ``body`` stays
+    TIR (printed by codegen), with every buffer it names among ``args`` or ``locals``."""
+
+    func: str
+    threads: tuple
+    thread_vars: tuple
+    body: tuple
+    locals: tuple  # Buffer: per-thread locals declared inside the function
+    args: tuple  # SimtArg
+    loads: tuple
+    stores: tuple
+
+    macro: ClassVar[str] = "simt_call"
+    pipe: ClassVar[Pipe] = Pipe.V
+
+    reads = property(lambda self: self.loads)
+    writes = property(lambda self: self.stores)
+
+    @property
+    def nthreads(self) -> int:
+        x, y, z = self.threads
+        return x * y * z
+
+    @property
+    def text(self) -> str:
+        dims = "x".join(str(t) for t in self.threads)
+        return f"SIMT {self.func}<<<{dims}>>>"
+
+
 def _one_of(*names) -> tuple:
     return tuple(dict.fromkeys(n for n in names if n))
 
@@ -777,6 +843,25 @@ class CopyGmToL1(AscOp):
     @property
     def text(self) -> str:
         return f"Nd2Nz {self.gm} -> {self.l1}"
+
+
+@dataclass
+class FillL1(AscOp):
+    """An L1 tile of ``nbytes`` bytes set to zero on the Cube: Fill with InitConstValueParams (Fill
+    page: L1 on every arch, on PIPE_MTE2, 32-byte blocks), written as 16-bit words (a type the page
+    lists on both arches: zero bits are zero in every dtype)."""
+
+    dst: str
+    nbytes: int
+
+    macro: ClassVar[str] = "fill_l1"
+    pipe: ClassVar[Pipe] = Pipe.MTE2
+
+    writes = property(lambda self: (self.dst,))
+
+    @property
+    def text(self) -> str:
+        return f"Fill {self.dst} = 0"
 
 
 @dataclass
@@ -1186,6 +1271,27 @@ class VecTranspose(_VecOp):
 
 
 @dataclass
+class VecGather(_VecOp):
+    """dst[k] = the element of src at byte offset offsets[k] (Gather's count form, 离散与聚合/Gather.md)
+    over ``rows`` rows of ``cols`` elements, ``pitch`` apart in dst and offsets (one call per row when
+    the rows are padded: the padding lanes are never read); ``offsets`` is an int32 tile read as the
+    uint32 srcOffset tensor."""
+
+    dst: str
+    src: str
+    offsets: str
+    rows: int
+    cols: int
+    pitch: int
+    what: str = ""
+
+    macro: ClassVar[str] = "vec_gather"
+    reads = property(lambda self: (self.src, self.offsets))
+    writes = property(lambda self: (self.dst,))
+    text = property(lambda self: f"Gather {self.src}{self.what} at {self.offsets} -> {self.dst}")
+
+
+@dataclass
 class VecBrcb(_VecOp):
     """Each of ``repeat`` x 8 values of src into its own 32 B block of dst."""
 
@@ -1552,12 +1658,12 @@ class FlagRecord:
     consumer_loc: SrcLoc | None = None
 
 
-TILE_OPS = (TileCopy, TileFill, TileGemm, TileReduce, TileParallel, TileAccumulate, TileCumsum)
+TILE_OPS = (TileCopy, TileFill, TileGemm, TileReduce, TileParallel, TileAccumulate, TileCumsum, SimtRegion)
 TRANSFER_OPS = (Send, Receive, CopyToPeerUb, CopyToPeerUbDual, CopyToPeerL1, CrossCoreSet, CrossCoreWait)
 SYNC_OPS = (SetFlag, WaitFlag, PipeBarrier)
 
 __all__ = [
-    "AscOp", "Buffer", "CopyGmToL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb",
+    "AscOp", "Buffer", "CopyGmToL1", "FillL1", "CopyMxScalesGmToL1", "CopyGmToUb", "CopyToPeerL1", "CopyToPeerUb",
     "CopyToPeerUbDual", "CopyUbToGm",
     "CopyUbToPeerL1",
     "CrossCoreSet", "CrossCoreSetOp", "CrossCoreWait", "CrossCoreWaitOp", "DiagPrefix", "Direction", "EventId",
@@ -1567,12 +1673,12 @@ __all__ = [
     "GridAxis", "If", "KFractals", "LoadData2D", "LoadData2DMx", "LoadData2DV2", "Loop", "Mmad", "MmadMx", "Param",
     "ParallelStore",
     "PipeBarrier", "Receive", "Region", "RepeatOperand", "SYNC_OPS", "ScalarConv", "ScalarExpr", "ScalarLit",
-    "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "static_int",
+    "ScalarNeg", "ScalarStore", "ScalarValue", "Send", "ShapeVar", "SimtArg", "SimtCall", "SimtRegion", "static_int",
     "SetFlag", "Stmt", "TILE_OPS", "TRANSFER_OPS", "TileAccumulate",
     "TileCopy", "TileCumsum", "TileFill", "TileGemm", "TileParallel", "TileReduce", "Print",
     "UnitFlagLast", "UnitFlagReset", "UnitFlagUse", "VecTranspose",
     "Valid", "VecBinaryBcast", "VecBinaryBcastRows", "VecBinaryOp", "VecFusedMulAddBcast", "VecMulAddDstBcast",
     "VecBrcb", "VecCast", "VecCopy", "VecDiagFill", "VecDuplicate", "VecFold", "VecFoldInit", "VecFoldLoop",
     "VecScalar", "VecUnaryOp", "VecWholeReduce", "WaitFlag", "VecIndex", "VecCompare", "VecMaskLogic", "VecSelect",
-    "VecFoldRows", "VecScanRows",
+    "VecFoldRows", "VecScanRows", "VecGather",
 ]

@@ -32,6 +32,8 @@ from .nodes import (
     ScalarStore,
     Send,
     SetFlag,
+    SimtCall,
+    SimtRegion,
     Stmt,
     TileAccumulate,
     TileCopy,
@@ -106,6 +108,30 @@ def _parallel_rule(s: TileParallel, ind: str, out: list) -> None:
     out.extend(f"{ind}{r}" for r in rest)
 
 
+def _simt_tir(body, ind: str, out: list) -> None:
+    for st in body:
+        out.extend(f"{ind}  | {ln}" for ln in str(st).rstrip("\n").split("\n") if ln.strip()
+                   and not ln.lstrip().startswith(("# from tvm", "import ")) and " = T.Buffer(" not in ln
+                   and not ln.rstrip().endswith("= T.int32()"))
+
+
+def _simt_region_rule(s: SimtRegion, ind: str, out: list) -> None:
+    dims = "x".join(str(t) for t in s.threads)
+    local = ", ".join(f"{b.name}[{'x'.join(map(str, b.shape))}]" for b in s.locals)
+    out.append(f"{ind}simt threads={dims} locals=({local}) reads({', '.join(s.reads)}) writes({', '.join(s.writes)}) "
+               f"{{{_loc(s)}")
+    _simt_tir(s.body, ind, out)
+    out.append(f"{ind}}}")
+
+
+def _simt_call_rule(s: SimtCall, ind: str, out: list) -> None:
+    args = ", ".join(f"{a.name}: {a.kind}" for a in s.args)
+    out.append(f"{ind}[V] simt_call {s.text} args({args}) reads({', '.join(s.reads)}) writes({', '.join(s.writes)}) "
+               f"{{{_loc(s)}")
+    _simt_tir(s.body, ind, out)
+    out.append(f"{ind}}}")
+
+
 def _cc(s) -> str:
     verb = "set" if isinstance(s, CrossCoreSet) else "wait"
     sub = f" aiv={s.sub}" if s.sub is not None else ""
@@ -154,6 +180,8 @@ RULES: dict[type, Callable] = {
                     f"trans_B={s.trans_b}" + (" clear_accum=True" if s.clear_accum else "")),
     TileReduce: _line(lambda s: f"reduce_{s.kind} {region(s.src)} -> {region(s.dst)} dim={s.dim} clear={s.clear}"),
     TileParallel: _parallel_rule,
+    SimtRegion: _simt_region_rule,
+    SimtCall: _simt_call_rule,
     TileAccumulate: _line(lambda s: f"accumulate {s.dst} += {s.src}"),
     TileCumsum: _line(lambda s: f"cumsum {region(s.src)} -> {region(s.dst)} dim={s.dim}"
                       + (" reverse" if s.reverse else "")),

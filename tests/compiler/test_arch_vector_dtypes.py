@@ -25,6 +25,7 @@ _EMU_TABLE = {
     VecUnary.EXP: "dt_exp", VecUnary.LN: "dt_exp", VecUnary.SQRT: "dt_exp", VecUnary.RSQRT: "dt_exp",
     VecUnary.RECIPROCAL: "dt_recip", VecUnary.ABS: "dt_abs",
     VecOther.DUPLICATE: "dt_dup", VecOther.FUSED_MUL_ADD: None, VecOther.TRANSPOSE: "dt_transpose",
+    VecOther.GATHER: "dt_gather",
 }
 # Every element type the emulator defines (int4 and float64 tiles are not vector operands).
 _DTYPES = [d for d in DType if d not in (DType.INT4, DType.FLOAT64)]

@@ -155,13 +155,15 @@ def test_a_linear_dimension_is_solved_and_checked():
         k(x, torch.tensor([0, 10], dtype=torch.int32), 10, torch.zeros(12, 32))
 
 
-def test_a_grid_of_zero_blocks_is_refused_at_call_time():
+def test_a_grid_of_zero_blocks_launches_nothing_and_too_many_are_refused():
     k = compile_(segments())
-    x = torch.zeros(10, 32)
-    with pytest.raises(ValueError, match=r"kernel 'seg' would run a grid of \(\(max_len \+ 16 - 1\) // 16 = 0, "
-                                         r"batch = 1\), 0 blocks, for these arguments; a launch has 1 to 65535 "
-                                         r"blocks"):
-        k(x, torch.tensor([0, 10], dtype=torch.int32), 0, x)
+    x, y = torch.zeros(10, 32), torch.full((10, 32), 5.0)
+    k(x, torch.tensor([0, 10], dtype=torch.int32), 0, y)  # max_len = 0: no block
+    assert k.last_block_dims == [0] and torch.equal(y, torch.full((10, 32), 5.0))
+    with pytest.raises(ValueError, match=r"kernel 'seg' would run a grid of \(\(max_len \+ 16 - 1\) // 16 = 70000, "
+                                         r"batch = 1\), 70000 blocks, for these arguments; a launch has 1 to 65535 "
+                                         r"blocks \(or none"):
+        k(x, torch.tensor([0, 10], dtype=torch.int32), 16 * 70000, y)
 
 
 def test_outputs_of_an_unknown_dimension_must_be_passed():

@@ -154,7 +154,9 @@ def test_print_message_is_text_not_a_format(capfd):
     assert f"{msg} = 6.000000\n" in capfd.readouterr().out
 
 
-def test_gpu_thread_binding_is_refused_at_its_line():
+def test_gpu_thread_binding_is_refused_on_dav_c220_at_its_line():
+    """dav-c220 has no SIMT: thread-level code is refused there (dav-3510 runs it: tests/lang/test_simt.py)."""
+
     @T.prim_func
     def threads(A: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128):
@@ -162,10 +164,10 @@ def test_gpu_thread_binding_is_refused_at_its_line():
             A[tx] = 0.0  # marker:thread
 
     with pytest.raises(ascend_backend.UnsupportedError) as info:
-        ascend_backend.lower(threads, "ascendc")
+        ascend_backend.lower(threads, "ascendc:dav-c220")
     text = str(info.value)
-    assert "GPU thread-level" in text or "thread" in text
-    assert "T.Parallel" in text
+    assert "has no SIMT" in text
+    assert "dav-3510" in text and "T.Parallel" in text
 
 
 def test_atomic_add_tile_and_elementwise_across_blocks(arch):

@@ -138,6 +138,9 @@ int64_t sub_block_idx();
 int64_t task_ration();
 CoreKind core_kind();
 void note_capacity(Mem m, uint64_t used, uint64_t request, const char* detail, const Loc& loc);
+// An allocation of [begin, end) in memory m (TPipe, TBufPool, LocalMemAllocator, static tensors):
+// the SIMT engine lets threads touch only allocated UB (the rest is its Data Cache).
+void note_alloc(Mem m, uint64_t begin, uint64_t end, const Loc& loc);
 
 constexpr Pipe pipe_from_global(pipe_t p) {
     switch (p) {
@@ -284,8 +287,10 @@ public:
     LocalTensor(emu::Mem mem, uint32_t byte_off, uint32_t count, TPosition pos = TPosition::VECCALC)
         : mem_(mem), off_(byte_off), size_(count), pos_(pos) {}
     // Static tensor programming: a tensor at byte address `addr` of the memory of `pos`.
-    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize)
-        : mem_(mem_of(pos)), off_(addr), size_(tileSize), pos_(pos) {}
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize, const emu::Loc& loc = emu::Loc::current())
+        : mem_(mem_of(pos)), off_(addr), size_(tileSize), pos_(pos) {
+        emu::note_alloc(mem_, addr, addr + emu::bytes_of<T>(tileSize), loc);
+    }
     LocalTensor operator[](uint32_t offset) const {
         return LocalTensor(mem_, off_ + (uint32_t)emu::bytes_of<T>(offset), size_ > offset ? size_ - offset : 0, pos_);
     }
@@ -601,6 +606,7 @@ public:
         uint64_t cap = emu::mem_size(m);
         if (start + bytes > cap) emu::note_capacity(m, start, bytes, detail_[(int)m].c_str(), loc);
         buf.emu_set((uint32_t)start, bytes);
+        emu::note_alloc(m, start, start + bytes, loc);
         used_[(int)m] = start + bytes;
         detail_[(int)m] += std::to_string(bytes) + " B at line " + std::to_string(loc.line()) + "; ";
         return true;
@@ -615,6 +621,7 @@ public:
         uint64_t bytes = stride * num;
         if (start + bytes > emu::mem_size(m)) emu::note_capacity(m, start, bytes, detail_[(int)m].c_str(), loc);
         que.emu_init((uint32_t)start, num, len, (uint32_t)stride, loc);
+        emu::note_alloc(m, start, start + bytes, loc);
         used_[(int)m] = start + bytes;
         detail_[(int)m] += "queue " + std::to_string(num) + " x " + std::to_string(len) + " B at line " +
                            std::to_string(loc.line()) + "; ";
@@ -630,6 +637,7 @@ public:
         uint64_t bytes = ((uint64_t)len + 31) / 32 * 32;
         if (start + bytes > emu::mem_size(m)) emu::note_capacity(m, start, bytes, detail_[(int)m].c_str(), loc);
         bufPool.emu_pool().init(m, (uint32_t)start, (uint32_t)bytes, loc);
+        emu::note_alloc(m, start, start + bytes, loc);
         used_[(int)m] = start + bytes;
         detail_[(int)m] += "TBufPool " + std::to_string(bytes) + " B at line " + std::to_string(loc.line()) + "; ";
         return true;

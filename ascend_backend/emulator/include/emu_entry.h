@@ -226,6 +226,7 @@ private:
         if (start + bytes > emu::mem_size(m))
             emu::note_capacity(m, start, bytes, "LocalMemAllocator::Alloc", loc);
         head_ = (uint32_t)(start + bytes);
+        emu::note_alloc(m, start, start + bytes, loc);
         return LocalTensor<DataType>(m, (uint32_t)start, n, pos);
     }
     uint32_t head_ = 0;

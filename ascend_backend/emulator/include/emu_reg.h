@@ -134,7 +134,9 @@ inline void Add(U& dstReg, U& srcReg0, U& srcReg1, MaskReg& mask) {
 }  // namespace AscendC
 
 // asc_vf_call page: starts the SIMD VF function funcPtr with the arguments (on the AIV).
+// (A first argument of type dim3 starts a SIMT function instead: emu_simt.h.)
 template <auto funcPtr, typename... Args>
+    requires(!::emu::simt::dim_first<Args...>)
 inline void asc_vf_call(Args&&... args) {
     if (ASCEND_IS_AIV) funcPtr(args...);
 }

@@ -1036,14 +1036,21 @@ inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, co
                          reduceMode, mask, p, rsvdCnt, loc);
 }
 
+}  // namespace AscendC
+namespace emu::vec {
+// Gather page, "数据类型": the A2/A3 line, and the 950 line (int8_t / uint8_t in the count form only).
+using dt_gather = by_arch<dtypes_row<tlist<int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>>,
+                          dtypes_row<tlist<int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float, int64_t,
+                                           uint64_t>, tlist<int8_t, uint8_t>>>;
+}  // namespace emu::vec
+namespace AscendC {
 // Gather: dst[i] = src[(srcBaseAddr + srcOffset[i]) / sizeof(T)] (byte offsets). Mask form:
 // repeat r, element e reads offset r*E + e and writes dst element r*dstRepStride*C0 + e.
 namespace emu_ext {
 template <class T>
 inline void gather_impl(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& off,
                         uint32_t base, const Shape& sh, uint64_t dst_rep, const emu::Loc& loc) {
-    static_assert(one_of<T, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float> ||
-                  (emu::is_3510() && one_of<T, int8_t, uint8_t, int64_t, uint64_t>), "Gather: data type not supported on this arch");
+    static_assert(emu::vec::dt_gather::count<T>, "Gather: data type not supported on this arch (Gather page)");
     const char* op = "Gather";
     emu::vec::check_ub(dst, op, loc); emu::vec::check_ub(src, op, loc); emu::vec::check_ub(off, op, loc);
     if (dst.emu_mem() == src.emu_mem() && dst.emu_offset() == src.emu_offset())
@@ -1091,6 +1098,7 @@ template <typename T>
 inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
                    const uint32_t srcBaseAddr, const uint64_t mask, const uint8_t repeatTime, const uint16_t dstRepStride,
                    const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(emu::vec::dt_gather::rep<T>, "Gather (mask form): data type not supported on this arch (Gather page)");
     auto sh = emu::vec::shape_cont(true, mask, repeatTime, emu_ext::rep_of<T>, "Gather", loc);
     emu_ext::gather_impl<T>(dst, src, srcOffset, srcBaseAddr, sh, (uint64_t)dstRepStride * emu::C0<T>, loc);
 }
@@ -1098,6 +1106,7 @@ template <typename T>
 inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
                    const uint32_t srcBaseAddr, const uint64_t mask[], const uint8_t repeatTime, const uint16_t dstRepStride,
                    const emu::Loc& loc = emu::Loc::current()) {
+    static_assert(emu::vec::dt_gather::rep<T>, "Gather (mask form): data type not supported on this arch (Gather page)");
     auto sh = emu::vec::shape_bits(true, mask, repeatTime, emu_ext::rep_of<T>, "Gather", loc);
     emu_ext::gather_impl<T>(dst, src, srcOffset, srcBaseAddr, sh, (uint64_t)dstRepStride * emu::C0<T>, loc);
 }

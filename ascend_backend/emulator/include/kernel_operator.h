@@ -18,5 +18,6 @@
 #include "emu_copy_ext.h"
 #include "emu_entry.h"
 #include "emu_list_tensor.h"
+#include "emu_simt.h"
 #include "emu_reg.h"
 #pragma GCC visibility pop

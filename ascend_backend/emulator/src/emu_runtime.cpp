@@ -13,7 +13,9 @@
 // wild pointer in kernel code cannot take the Python process down.
 #include "emu_types.h"
 #include "emu_core.h"
+#include "emu_simt.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -38,6 +41,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -271,6 +275,14 @@ struct Core {
     std::atomic<uint64_t> busy{0};
     std::vector<WwPending> ww;  // unordered write-write pairs with another core, judged after this op's effect
     std::vector<WwPending> ww_new;  // found by the op being recorded (bytes not yet captured)
+    // SIMT (src/emu_simt.cpp): the end of the highest allocation made in each memory
+    // (TPipe, TBufPool, LocalMemAllocator, static tensors), and the __ubuf__ arrays of SIMT
+    // functions, one UB offset per declaration (file, line, column)
+    uint64_t alloc_high[kNumMems] = {};
+    // set while the SIMT engine records a call after its effect: the bytes as they were before it
+    std::function<void(Mem, uint64_t, uint64_t, uint8_t*)> pre_image;
+    std::map<std::tuple<const char*, uint32_t, uint32_t>, uint64_t> simt_static;
+    uint64_t simt_static_lo = ~0ull, simt_static_hi = 0;
     std::string name() const {
         if (kind == CoreKind::AIC) return "AIC";
         return "AIV" + std::to_string(sub);
@@ -377,6 +389,8 @@ struct Global {
     std::map<RaceKey, RaceRec> races;
     uint64_t races_total = 0;
     std::string deadlock;  // JSON object or empty
+    std::vector<std::string> simt_races;  // thread races of SIMT blocks (JSON, see emu_simt.cpp)
+    std::map<std::string, double> simt_cfg;  // simt_* timing assumptions from the configuration
     std::mutex race_mu;
     // cross-block synchronisation (guarded by mu)
     std::map<uint64_t, XTok> xtok;
@@ -1027,7 +1041,12 @@ void record_n(const char* op, Pipe pipe, const Span* reads, size_t n_reads, cons
             const uint64_t key = busy_key(w.a.tid, w.a.epoch);
             for (int spin = 0; wc->busy.load(std::memory_order_acquire) == key && spin < 2000000; ++spin) std::this_thread::yield();
             w.ptr = w.mem == Mem::GM ? (uint8_t*)(uintptr_t)w.lo : w.owner->mem[(int)w.mem] + w.lo;
-            w.before.assign(w.ptr, w.ptr + (w.hi - w.lo));
+            if (c->pre_image) {  // an op recorded after its effect (a SIMT call): the bytes before it
+                w.before.resize(w.hi - w.lo);
+                c->pre_image(w.mem, w.lo, w.hi, w.before.data());
+            } else {
+                w.before.assign(w.ptr, w.ptr + (w.hi - w.lo));
+            }
             c->ww.push_back(std::move(w));
         }
         c->ww_new.clear();
@@ -1841,6 +1860,115 @@ void note_capacity(Mem m, uint64_t used, uint64_t request, const char* detail, c
             "InitBuffer", loc);
 }
 
+
+// Allocations (TPipe::InitBuffer, TBufPool, LocalMemAllocator, static-address LocalTensor): the
+// SIMT engine needs the UB the kernel allocated (its threads may touch only that, and the rest
+// of UB is the SIMT Data Cache: 编程模型 UB划分).
+void note_alloc(Mem m, uint64_t begin, uint64_t end, const Loc& loc) {
+    Core* c = tls;
+    if (!c || (int)m >= kNumMems) return;
+    if (m == Mem::UB && c->simt_static_hi > c->simt_static_lo && begin < c->simt_static_hi && end > c->simt_static_lo)
+        fail_op("capacity",
+                "UB bytes [" + std::to_string(begin) + ", " + std::to_string(end) + ") allocated here overlap the __ubuf__ arrays of "
+                "SIMT functions, which the emulator placed at [" + std::to_string(c->simt_static_lo) + ", " +
+                    std::to_string(c->simt_static_hi) + ") after the UB allocated when they were first used: allocate every UB "
+                    "buffer before the first asc_vf_call",
+                "InitBuffer", loc);
+    if (end > c->alloc_high[(int)m]) c->alloc_high[(int)m] = end;
+}
+
+// ---- hooks of the SIMT engine (src/emu_simt.cpp) -------------------------------------------
+namespace simt_rt {
+[[noreturn]] void fail_pc(const char* kind, const std::string& msg, const void* pc, const char* op) {
+    if (G->abort.load()) throw Abort{};
+    Core* c = tls;
+    std::string j = "{\"kind\":" + jstr(kind) + ",\"message\":" + jstr(msg) + ",\"line\":0,\"file\":\"kernel.cpp\"," + pc_json(pc) +
+                    "," + core_json(c) + ",\"op\":" + jstr(op ? op : "") + "}";
+    {
+        std::lock_guard<std::mutex> lk(G->race_mu);
+        if (G->errors.size() < 50) G->errors.push_back(j);
+    }
+    stop_all();
+    throw Fault{};
+}
+std::string pc_json(const void* pc) {
+    Dl_info di{};
+    uint64_t off = 0;
+    if (pc && dladdr(pc, &di) && di.dli_fbase) off = (uint64_t)((const char*)pc - (const char*)di.dli_fbase);
+    char b[64];
+    snprintf(b, sizeof b, "\"pc\":\"0x%llx\"", (unsigned long long)off);
+    return b;
+}
+[[noreturn]] void fail_deadlock(const std::string& scope, const std::string& msg, const std::string& waiters) {
+    if (G->abort.load()) throw Abort{};
+    {
+        std::lock_guard<std::mutex> lk(G->mu);
+        if (G->deadlock.empty())
+            G->deadlock = "{\"scope\":" + jstr(scope) + ",\"message\":" + jstr("deadlock (" + scope + "): " + msg) + ",\"simt\":true," +
+                          core_json(tls) + ",\"waiters\":[" + waiters + "]}";
+    }
+    stop_all();
+    throw Fault{};
+}
+bool gm_region(uint64_t b, uint64_t e, uint64_t* rb, uint64_t* re, std::string* msg) {
+    for (auto& r : G->gm)
+        if (b >= r.b && e <= r.e) {
+            *rb = r.b;
+            *re = r.e;
+            return true;
+        }
+    const Region* best = nullptr;
+    uint64_t best_d = ~0ull;
+    for (auto& r : G->gm) {
+        uint64_t d = (e > r.b && b < r.e) ? 0 : (b >= r.e ? b - r.e : r.b - e);
+        if (d < best_d) { best_d = d; best = &r; }
+    }
+    *msg = "GM access of " + std::to_string(e - b) + " bytes lies outside every argument tensor";
+    if (best && best_d < (1ull << 30))
+        *msg += "; nearest argument '" + best->name + "' has " + std::to_string(best->e - best->b) + " bytes and the access is at bytes [" +
+                std::to_string((int64_t)(b - best->b)) + ", " + std::to_string((int64_t)(e - best->b)) + ")";
+    return false;
+}
+std::string core_json() { return ::emu::core_json(tls); }
+int block() { return tls ? tls->block : -1; }
+void poll_abort() { check_abort(); }
+uint64_t alloc_high(Mem m) { return tls ? tls->alloc_high[(int)m] : 0; }
+bool checks() { return G->checks; }
+void add_race(const std::string& j, uint64_t count) {
+    std::lock_guard<std::mutex> lk(G->race_mu);
+    G->races_total += count;
+    if (!j.empty() && G->simt_races.size() < 100) G->simt_races.push_back(j);
+}
+void atomic_lock() { ::emu::atomic_lock(); }
+void atomic_unlock() { ::emu::atomic_unlock(); }
+void set_pre_image(std::function<void(Mem, uint64_t, uint64_t, uint8_t*)> f) {
+    if (tls) tls->pre_image = std::move(f);
+}
+double cfg(const char* key, double dflt) {
+    auto it = G->simt_cfg.find(key);
+    return it == G->simt_cfg.end() ? dflt : it->second;
+}
+uint64_t static_ub(const char* file, uint32_t line, uint32_t col, uint64_t bytes, uint64_t align, const Loc& loc) {
+    Core* c = tls;
+    auto key = std::make_tuple(file, line, col);
+    auto it = c->simt_static.find(key);
+    if (it != c->simt_static.end()) return it->second;
+    const uint64_t a = align ? align : 32;
+    const uint64_t off = (c->alloc_high[(int)Mem::UB] + a - 1) / a * a;
+    const uint64_t limit = 256 * 1024 - 8 * 1024 - 32 * 1024;
+    if (off + bytes > limit)
+        fail_op("capacity",
+                "__ubuf__ array of " + std::to_string(bytes) + " bytes at UB offset " + std::to_string(off) + ": static + dynamic UB may "
+                "use at most " + std::to_string(limit) + " bytes when SIMT runs (256 KB UB = static + dynamic memory + 8 KB reserved + "
+                "Data Cache >= 32 KB, 编程模型 UB划分)",
+                "__ubuf__", loc);
+    c->simt_static.emplace(key, off);
+    c->alloc_high[(int)Mem::UB] = off + bytes;
+    c->simt_static_lo = std::min(c->simt_static_lo, off);
+    c->simt_static_hi = std::max(c->simt_static_hi, off + bytes);
+    return off;
+}
+}  // namespace simt_rt
 }  // namespace emu
 
 namespace AscendC::emu_detail {
@@ -1962,6 +2090,11 @@ std::string build_report() {
                                       std::to_string(r.begin) + ", " + std::to_string(r.end) + ")");
         }
         o += ",\"first\":" + opj(r.a) + ",\"second\":" + opj(r.b) + "}";
+    }
+    for (auto& j : G->simt_races) {
+        if (!first) o += ",";
+        first = false;
+        o += j;
     }
     o += "],\"flag_errors\":[";
     for (size_t i = 0; i < G->flag_errors.size(); ++i) o += (i ? "," : "") + G->flag_errors[i];
@@ -2122,6 +2255,7 @@ bool parse_cfg(const char* cfg) {
         else if (key == "mode0") { int v; in >> v; G->mode0_hint = v != 0; }
         else if (key == "trace_cap") in >> G->trace_cap;
         else if (key == "dcache_lines") in >> G->dcache_lines;
+        else if (key.rfind("simt_", 0) == 0) { double v; in >> v; G->simt_cfg[key] = v; }
         else if (key == "gm") {
             unsigned long long b, e;
             std::string name;
