@@ -894,7 +894,7 @@ def simt_function(op: SimtCall, kernel: Kernel) -> tuple[str, set]:
         pr.stmts(s, 1, body)
     where = f" from {_short_loc(op.loc)}" if op.loc else ""
     text = _render("simt_function", {"name": op.func, "bound": op.nthreads,
-                                     "params": [_simt_arg_decl(a) for a in op.args], "body": "\n".join(body),
+                                     "params": [_simt_arg_decl(a) for a in op.args], "body": CxxCode("\n".join(body)),
                                      "what": f"{op.text}{where}"})
     return text, pr.helpers
 
@@ -1147,7 +1147,7 @@ def _simt_functions(launch: Launch) -> dict:
         for s in walk(k.body):
             if isinstance(s, SimtCall):
                 text, used = simt_function(s, k)
-                funcs.append(text)
+                funcs.append(CxxCode(text))  # a whole definition: C++ already
                 helpers |= used
     return {"simt": funcs, "simt_helpers": sorted(helpers)}
 
