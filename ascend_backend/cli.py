@@ -1,7 +1,8 @@
 """``tl-ascend``: inspect, run and build TileLang kernels for the ascendc target.
 
     tl-ascend inspect FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--stage STAGE ...|all]
-    tl-ascend run FILE.py [--case NAME] [--arch ARCH] [--timeline out.svg] [--no-strict]
+    tl-ascend run FILE.py [--case NAME | --kernel NAME [--param K=V ...] [--ref [MODULE:]FUNC] [--seed N]
+                          [--arg NAME=V ...]] [--arch ARCH] [--timeline out.svg] [--no-strict]
     tl-ascend build FILE.py [--kernel NAME] [--param K=V ...] [--arch ARCH] [--out DIR]
     tl-ascend check FILE.cpp [--arch ARCH] [--auto-sync on|off] [--json] [-D NAME=VALUE ...]
     tl-ascend cache info | prune [--all | --max-size SIZE]
@@ -42,14 +43,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cli_parser import ARCH_CHOICES, EXTRA_VIEWS, parse  # noqa: F401 - ARCH_CHOICES is public here too
+
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by Ctrl-C (128 + SIGINT)
-
-ARCH_CHOICES = ("dav-3510", "dav-c220")
-EXTRA_VIEWS = ("memory", "sync")
 
 
 class CliError(Exception):
@@ -303,12 +303,39 @@ def _fmt_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
-def _listing(cands: Sequence[Candidate], failures: dict[str, str] | None = None) -> str:
+def _listing(cands: Sequence[Candidate], failures: dict[str, str] | None = None,
+             untried: dict[str, str] | None = None) -> str:
+    """The candidates, one a line, each with why it gave no kernel when it failed or was not tried."""
     if not cands:
         return "  (none: FILE defines no PrimFunc, kernel factory or example())"
-    failures = failures or {}
-    return "\n".join(f"  {c.describe()}" + (f"\n      failed: {failures[c.name]}" if c.name in failures else "")
-                     for c in cands)
+    failures, untried = failures or {}, untried or {}
+
+    def why(c: Candidate) -> str:
+        if c.name in failures:
+            return "\n      failed: " + failures[c.name].replace("\n", "\n        ")
+        if c.name in untried:
+            return "\n      not tried: " + untried[c.name]
+        return ""
+
+    return "\n".join(f"  {c.describe()}{why(c)}" for c in cands)
+
+
+def _required_args(c: Candidate, params: dict[str, Any]) -> list[str]:
+    """The parameters of a factory candidate that have no default and no --param."""
+    if c.kind != "factory":
+        return []
+    try:
+        sig = inspect.signature(c.obj)
+    except (TypeError, ValueError):
+        return []
+    return [n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty and n not in params
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+
+
+def _failure_text(exc: BaseException) -> str:
+    """A candidate's error for the listing: its message without the leading "error: " (all its lines:
+    the DSL file:line and the hint are the useful part)."""
+    return str(exc).removeprefix("error: ").strip()
 
 
 def _as_selected(c: Candidate, result: Any, params: dict[str, Any]) -> Selected:
@@ -356,32 +383,44 @@ def select_kernel(module, path: str, kernel: str | None, params: dict[str, Any])
     from ascend_backend.errors import AscendCompileError
 
     found: list[tuple[Candidate, Any]] = []
-    failures: dict[str, str] = {}  # candidates whose kernel failed to build: shown when none qualifies
+    failures: dict[str, str] = {}  # candidates that raised: shown in every listing, and as a note
+    untried: dict[str, str] = {}  # factories that need arguments: shown when no kernel qualifies
     for c in cands:
         if c.kind in ("primfunc", "compiled"):
             if not params:
                 found.append((c, c.obj))
             continue
+        missing = _required_args(c, params)
+        if missing:
+            untried[c.name] = (f"takes {', '.join(missing)} without defaults (give them with "
+                               + " ".join(f"--param {m}=..." for m in missing) + ", and --kernel " + c.name + ")")
+            continue
         try:
             result = _call(c, params, path)
-        except CliError:
-            continue
-        except AscendCompileError as exc:
-            failures[c.name] = str(exc).splitlines()[0]
+        except (CliError, AscendCompileError) as exc:
+            failures[c.name] = _failure_text(exc)
             continue
         if isinstance(result, tirx.PrimFunc | AscendKernel | Case):
             found.append((c, result))
+        else:
+            untried[c.name] = f"returned {type(result).__name__}, not a PrimFunc"
+    failed = [c for c in cands if c.name in failures]
     if len(found) == 1:
         c, result = found[0]
-        return _as_selected(c, result, params)
+        sel = _as_selected(c, result, params)
+        if failed:
+            sel.notes.append(f"note: using {c.name}, the only candidate of {path} that gave a kernel; these failed:\n"
+                             + _listing(failed, failures))
+        return sel
     if not found:
         with_params = " and " + _fmt_params(params) if params else ""
         raise CliError(f"error: no kernel found in {path}: no example(), and no top-level function returns a "
                        f"PrimFunc when called with its defaults{with_params}"
-                       f"; candidates:\n{_listing(cands, failures)}\n  hint: pick one with --kernel NAME "
+                       f"; candidates:\n{_listing(cands, failures, untried)}\n  hint: pick one with --kernel NAME "
                        "(and --param K=V for arguments without defaults)")
     raise CliError(f"error: {path} defines {len(found)} kernels; pick one with --kernel NAME:\n"
-                   + _listing([c for c, _ in found]))
+                   + _listing([c for c, _ in found])
+                   + (f"\n  and {len(failed)} that failed:\n" + _listing(failed, failures) if failed else ""))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,6 +482,8 @@ def cmd_inspect(args: argparse.Namespace, out, err) -> int:
 
     module = load_module(args.file)
     sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
+    for note in sel.notes:
+        err.write(note + "\n")
     ir_stages = [s for s in stages if s in STAGES]
     result = _compile(sel, args.arch, set(ir_stages))
     program = result.program
@@ -569,23 +610,178 @@ def _run_reference(case, path: str, fn_name: str) -> list:
 
 
 def cmd_run(args: argparse.Namespace, out, err) -> int:
-    import torch
-
-    import ascend_backend
-    from ascend_backend.emulator import EmulatorCompileError, EmulatorEnvironmentError, EmulatorError
-
     if args.timeline and args.timeline != "-":
         _check_writable(args.timeline, "--timeline")
     module = load_module(args.file)
-    fn_name = args.case or "example"
-    case = _find_case(module, args.file, args.case, parse_params(args.param))
+    params = parse_params(args.param)
+    if args.case is not None or (args.kernel is None and callable(getattr(module, "example", None))):
+        return _run_case(args, module, params, out, err)
+    try:
+        sel = select_kernel(module, args.file, args.kernel, params)
+    except CliError as exc:
+        if args.kernel is not None:
+            raise
+        raise CliError(f"{exc}\n  or give FILE an example() returning an ascend_backend.testing.Case (the kernel, "
+                       "its inputs and its reference)", exc.code) from None
+    for note in sel.notes:
+        err.write(note + "\n")
+    if sel.case is not None:  # --kernel named a function returning a Case
+        return _run_case(args, module, params, out, err, case=sel.case, fn_name=sel.name.removesuffix("()"))
+    return _run_random(args, module, sel, out, err)
+
+
+def _run_case(args: argparse.Namespace, module, params: dict[str, Any], out, err, case=None,
+              fn_name: str | None = None) -> int:
+    """``run`` of a Case: its inputs, its outputs, its reference and tolerances."""
+    import ascend_backend
+
+    for opt, value in (("--ref", args.ref), ("--arg", args.arg), ("--atol", args.atol), ("--rtol", args.rtol)):
+        if value:
+            raise CliError(f"error: {opt} is for a kernel run on random inputs (--kernel NAME); a Case brings its own "
+                           "inputs, reference and tolerances")
+    fn_name = fn_name or args.case or "example"
+    if case is None:
+        case = _find_case(module, args.file, args.case, params)
     _check_case(case, fn_name)
     kernel = ascend_backend.compile(case.func, target={"kind": "ascendc", "arch": args.arch},
                                     runtime="emulator", strict=not args.no_strict)
     title = case.name or kernel.name
     out.write(f"# running {title} ({kernel.name}) from {args.file} on the emulator, arch {args.arch}, "
               f"block_dim {', '.join(map(str, kernel.block_dims))}, strict={'no' if args.no_strict else 'yes'}\n")
-    run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.inputs]
+    run_args = [a.clone() if hasattr(a, "clone") else a for a in case.inputs]
+    rc = _execute(kernel, run_args, f"the inputs of {fn_name}()", out, err)
+    if rc is not None:
+        return rc
+    _timeline(kernel, args, out)
+    expected = _run_reference(case, args.file, fn_name)
+    got = [run_args[idx] for idx in case.outputs]
+    return _verdict(kernel, list(case.outputs), got, expected, case.atol, case.rtol, out)
+
+
+def _run_random(args: argparse.Namespace, module, sel: Selected, out, err) -> int:
+    """``run --kernel NAME``: random inputs of the kernel's signature, the outputs it writes, and the
+    reference when --ref gives one."""
+    import torch
+
+    import ascend_backend
+    from ascend_backend.kernel import AscendKernel
+    from ascend_backend.profiler import make_inputs, written_params
+
+    ref = _load_reference(args.ref, module, args.file) if args.ref else None
+    if sel.compiled is not None:
+        if sel.compiled.arch.name != args.arch:
+            raise CliError(f"error: '{sel.name}' is already compiled for {sel.compiled.arch.name}, not {args.arch}\n"
+                           f"  hint: run with --arch {sel.compiled.arch.name}, or expose the PrimFunc or its factory")
+        kernel = AscendKernel(sel.compiled.result, "emulator", strict=not args.no_strict)
+    else:
+        kernel = ascend_backend.compile(sel.func, target={"kind": "ascendc", "arch": args.arch}, runtime="emulator",
+                                        strict=not args.no_strict)
+    program = kernel.program
+    outputs = written_params(program)
+    given = parse_params(args.arg) if args.arg else {}
+    dims = {v.name: given[v.name] for v in program.shape_vars if v.name in given}
+    scalars = {p.name: given[p.name] for p in program.params if not p.is_tensor and p.name in given}
+    unknown = sorted(set(given) - set(dims) - set(scalars))
+    if unknown:
+        names = [v.name for v in program.shape_vars] + [p.name for p in program.params if not p.is_tensor]
+        raise CliError(f"error: --arg {unknown[0]}: kernel '{kernel.name}' has no symbolic dimension or scalar "
+                       f"parameter of that name (it has: {', '.join(dict.fromkeys(names)) or 'none'})")
+    torch.manual_seed(args.seed)
+    try:
+        run_args = make_inputs(program, "auto", dims=dims, scalars=scalars, skip=outputs)
+    except ValueError as exc:
+        raise CliError(f"error: {exc}") from None
+    from ascend_backend.shapes import bind, output_shape
+
+    inputs = [a for i, a in enumerate(run_args) if i not in outputs]
+    try:
+        env = bind(program.replace(params=[p for i, p in enumerate(program.params) if i not in outputs]), inputs,
+                   "emulator", complete=False)
+        for i in outputs:
+            p = program.params[i]
+            run_args[i] = torch.zeros(output_shape(program, p, env), dtype=program.buffer(p.buffer).dtype.torch_dtype())
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"error: kernel '{kernel.name}': {exc}") from None
+    names = [p.name for p in program.params]
+    out.write(f"# running {kernel.name} ({sel.how}) from {args.file} on the emulator, arch {args.arch}, "
+              f"block_dim {', '.join(map(str, kernel.block_dims))}, strict={'no' if args.no_strict else 'yes'}\n")
+    out.write(f"# inputs: {', '.join(names[i] for i in range(len(names)) if i not in outputs) or 'none'} random "
+              f"(tilelang's TensorSupplyType.Auto, seed {args.seed}); outputs: "
+              f"{', '.join(names[i] for i in outputs) or 'none'} (zeroed)\n")
+    ref_inputs = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
+    rc = _execute(kernel, run_args, "the random inputs", out, err)
+    if rc is not None:
+        return rc
+    _timeline(kernel, args, out)
+    got = [run_args[i] for i in outputs]
+    atol = 1e-2 if args.atol is None else args.atol
+    rtol = 1e-2 if args.rtol is None else args.rtol
+    if ref is None:
+        for n, t in zip(outputs, got, strict=True):
+            finite = t.float()[torch.isfinite(t.float())]
+            rng = f"{finite.min().item():.4g} .. {finite.max().item():.4g}" if finite.numel() else "no finite value"
+            out.write(f"output {names[n]}: {'x'.join(map(str, t.shape))} {str(t.dtype).replace('torch.', '')}, "
+                      f"values {rng}\n")
+        ok = all(r.ok for r in kernel.reports)
+        out.write("no reference (--ref FUNC): the emulator's checks only (races, flags, bounds); the values were "
+                  "not compared\n")
+        out.write("PASS\n" if ok else "FAIL\n")
+        return EXIT_OK if ok else EXIT_FAIL
+    expected = _call_reference(ref, args.ref, ref_inputs, len(outputs), args.file)
+    return _verdict(kernel, outputs, got, expected, atol, rtol, out)
+
+
+def _load_reference(spec: str, module, path: str) -> Callable[..., Any]:
+    """``--ref``: FUNC of FILE, PATH.py:FUNC, or MODULE:FUNC (importable with FILE's folder on sys.path)."""
+    import importlib
+
+    where, sep, name = spec.rpartition(":")
+    if not sep:
+        holder, label = module, path
+    elif where.endswith(".py") or os.sep in where:
+        holder, label = load_module(where), where
+    else:
+        folder = os.path.dirname(os.path.abspath(path))
+        sys.path.insert(0, folder)
+        try:
+            holder = importlib.import_module(where)
+        except Exception as exc:  # noqa: BLE001 - the user's module failed to import: say so, no traceback
+            raise CliError(f"error: --ref {spec}: cannot import {where}: {_exc_line(exc)}") from None
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(folder)
+        label = where
+    fn = getattr(holder, name, None)
+    if not callable(fn):
+        funcs = [n for n, o in vars(holder).items() if inspect.isfunction(o) and not n.startswith("_")]
+        raise CliError(f"error: --ref {spec}: {label} has no function '{name}'"
+                       f"\n  functions there: {', '.join(funcs) or '(none)'}")
+    return fn
+
+
+def _call_reference(ref: Callable[..., Any], spec: str, inputs: list, n_out: int, path: str) -> list:
+    import torch
+
+    try:
+        expected = ref(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the user's reference failed: say where, no traceback
+        where = _user_frames(exc, path) or _user_frames(exc, inspect.getsourcefile(ref) or path)
+        raise CliError(f"error: the reference {spec} raised" + (f" at {where}" if where else "")
+                       + f": {_exc_line(exc)}") from None
+    expected = [expected] if isinstance(expected, torch.Tensor) else expected
+    if not isinstance(expected, list | tuple) or not all(isinstance(e, torch.Tensor) for e in expected):
+        raise CliError(f"error: the reference {spec} returned {type(expected).__name__}; it must return the "
+                       f"kernel's {n_out} output tensor{'s' if n_out != 1 else ''} (one tensor, or a tuple/list)")
+    if len(expected) != n_out:
+        raise CliError(f"error: the reference {spec} returned {len(expected)} tensors for the kernel's {n_out} "
+                       "outputs (the tensors it writes, in parameter order)")
+    return list(expected)
+
+
+def _execute(kernel, run_args: list, what: str, out, err) -> int | None:
+    """Run the kernel; None when it ran, else the exit code (the failure printed)."""
+    from ascend_backend.emulator import EmulatorCompileError, EmulatorEnvironmentError, EmulatorError
+
     try:
         kernel(*run_args)
     except EmulatorEnvironmentError:
@@ -602,58 +798,75 @@ def cmd_run(args: argparse.Namespace, out, err) -> int:
         if exc.report is not None:
             out.write(exc.report.summary() + "\n")
         return EXIT_FAIL
-    except (TypeError, ValueError) as exc:  # the kernel's argument checks: the Case's inputs do not fit
-        raise CliError(f"error: the inputs of {fn_name}() do not fit kernel '{kernel.name}': {exc}") from None
+    except (TypeError, ValueError) as exc:  # the kernel's argument checks: the inputs do not fit
+        raise CliError(f"error: {what} do not fit kernel '{kernel.name}': {exc}") from None
     reports = list(kernel.reports)
-    report = kernel.last_report
     for n, r in enumerate(reports):
         # A PrimFunc with several T.Kernel blocks runs them in order: one report per launch.
         if len(reports) > 1:
             out.write(f"launch {n} ({kernel.program.entry_name(n)}): ")
         out.write(r.summary() + "\n")
-    if report is not None:
-        if args.timeline:
-            if args.timeline == "-":
-                out.write(report.timeline_text() + "\n")
-            else:
-                try:
-                    report.write_timeline_svg(args.timeline)
-                except OSError as exc:
-                    raise CliError(f"error: --timeline {args.timeline}: cannot write it: "
-                                   f"{exc.strerror or exc}") from None
-                out.write(f"timeline (modelled) written to {args.timeline}\n")
+    return None
 
-    expected = _run_reference(case, args.file, fn_name)
-    ok = True
-    console = _console(out)
+
+def _timeline(kernel, args: argparse.Namespace, out) -> None:
+    report = kernel.last_report
+    if report is None or not args.timeline:
+        return
+    if args.timeline == "-":
+        out.write(report.timeline_text() + "\n")
+        return
+    try:
+        report.write_timeline_svg(args.timeline)
+    except OSError as exc:
+        raise CliError(f"error: --timeline {args.timeline}: cannot write it: {exc.strerror or exc}") from None
+    out.write(f"timeline (modelled) written to {args.timeline}\n")
+
+
+def _verdict(kernel, outputs: list[int], got: list, expected: list, atol: float, rtol: float, out) -> int:
+    """The table of outputs against the reference, then PASS or FAIL (the exit code)."""
+    import torch
     from rich.table import Table
 
-    table = Table(title=f"outputs of {kernel.name} vs reference (atol={case.atol}, rtol={case.rtol})")
+    ok = True
+    table = Table(title=f"outputs of {kernel.name} vs reference (atol={atol}, rtol={rtol})")
     for col in ("output", "shape", "dtype", "max abs error", "mismatched", "result"):
         table.add_column(col, justify="right" if col in ("max abs error", "mismatched") else "left")
     params = kernel.params
-    for idx, exp in zip(case.outputs, expected, strict=True):
-        got = run_args[idx]
-        g, e = got.float(), exp.float()
+    for idx, g_t, exp in zip(outputs, got, expected, strict=True):
+        g, e = g_t.float(), exp.float()
         if g.shape != e.shape:
             ok = False
-            table.add_row(params[idx].name, f"{list(g.shape)} vs {list(e.shape)}", str(got.dtype), "-", "-",
+            table.add_row(params[idx].name, f"{list(g.shape)} vs {list(e.shape)}", str(g_t.dtype), "-", "-",
                           "FAIL (shape)")
             continue
         diff = (g - e).abs()
-        max_err = diff.max().item() if got.numel() else 0.0
-        bad = ~torch.isclose(g, e, atol=case.atol, rtol=case.rtol, equal_nan=True)
+        max_err = diff.max().item() if g_t.numel() else 0.0
+        bad = ~torch.isclose(g, e, atol=atol, rtol=rtol, equal_nan=True)
         nbad = int(bad.sum().item())
         passed = nbad == 0
         ok = ok and passed
-        table.add_row(params[idx].name, "x".join(map(str, got.shape)), str(got.dtype).replace("torch.", ""),
-                      f"{max_err:.3g}", f"{nbad}/{got.numel()}", "PASS" if passed else "FAIL")
-    console.print(table)
-    if any(not r.ok for r in reports):
+        table.add_row(params[idx].name, "x".join(map(str, g_t.shape)), str(g_t.dtype).replace("torch.", ""),
+                      f"{max_err:.3g}", f"{nbad}/{g_t.numel()}", "PASS" if passed else "FAIL")
+    _console(out).print(table)
+    if any(not r.ok for r in kernel.reports):
         ok = False
         out.write("the emulator reported problems (see above)\n")
     out.write("PASS\n" if ok else "FAIL\n")
     return EXIT_OK if ok else EXIT_FAIL
+
+
+def default_build_dir(name: str, text: str, arch: str) -> str:
+    """``build/<kernel>_<hash>``: the hash of what the folder's build is made from (the source with its
+    host wrapper, and the arch bisheng is told), so two kernels of one name (every TileLang kernel is
+    ``main``) or one kernel with other parameters never share a folder, and rebuilding the same kernel
+    reuses its own."""
+    import hashlib
+
+    from ascend_backend.cnames import sanitize
+
+    digest = hashlib.sha256(f"{arch}\0{text}".encode()).hexdigest()[:12]
+    return os.path.join("build", f"{sanitize(name)}_{digest}")
 
 
 def cmd_build(args: argparse.Namespace, out, err) -> int:
@@ -662,16 +875,18 @@ def cmd_build(args: argparse.Namespace, out, err) -> int:
 
     module = load_module(args.file)
     sel = select_kernel(module, args.file, args.kernel, parse_params(args.param))
+    for note in sel.notes:
+        err.write(note + "\n")
     result = _compile(sel, args.arch, set())
     kernel = result.program
-    out_dir = args.out or os.path.join("build", kernel.name)
+    text = result.source + host_wrapper(kernel)
+    out_dir = args.out or default_build_dir(kernel.name, text, args.arch)
     src = os.path.join(out_dir, f"{kernel.name}.cpp")
     lib = os.path.join(out_dir, f"lib{kernel.name}.so")
     try:
         os.makedirs(out_dir, exist_ok=True)
         with open(src, "w") as f:
-            f.write(result.source)
-            f.write(host_wrapper(kernel))
+            f.write(text)
     except OSError as exc:
         raise CliError(f"error: --out {out_dir}: cannot write {exc.filename or src}: {exc.strerror or exc}"
                        "\n  hint: give a writable directory with --out DIR") from None
@@ -788,33 +1003,6 @@ def _cache_command(args: argparse.Namespace, out) -> int:
     return EXIT_OK
 
 
-def add_cache_parser(sub, fmt) -> None:
-    """The ``cache`` subcommand (its own function: other commands are added beside it)."""
-    from ascend_backend.buildcache import DEFAULT_MAX_MB
-
-    sp = sub.add_parser(
-        "cache", formatter_class=fmt, help="show or prune the build cache (emulator and NPU builds)",
-        description="The build cache holds the emulator's runtime libraries, precompiled headers and "
-                    "kernels, and NPU kernel libraries, under TL_ASCEND_CACHE_DIR (default "
-                    "~/.cache/tilelang-ascendc). It is kept under TL_ASCEND_CACHE_MAX_MB megabytes "
-                    f"(default {DEFAULT_MAX_MB}) by removing the least recently used entries after each build.",
-        epilog="examples:\n"
-               "  tl-ascend cache info\n"
-               "  tl-ascend cache prune                  # orphaned temps, then down to the cap\n"
-               "  tl-ascend cache prune --max-size 200M  # down to 200 MB (least recently used first)\n"
-               "  tl-ascend cache prune --all            # every build (they are rebuilt on demand)\n\n"
-               "exit codes: 0 done; 2 a usage error or a cache that cannot be read or written "
-               "(the message says what to do).\n")
-    csub = sp.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
-    csub.add_parser("info", help="location, size, cap, entries and bytes by kind")
-    pp = csub.add_parser("prune", help="remove orphaned temps, then least recently used entries down to a size")
-    g = pp.add_mutually_exclusive_group()
-    g.add_argument("--all", action="store_true", help="remove every build (rebuilt on demand)")
-    g.add_argument("--max-size", metavar="SIZE",
-                   help="prune down to SIZE (500M, 2G; a plain number is megabytes); default: the cap")
-    sp.set_defaults(handler=cmd_cache)
-
-
 # tl-ascend tune
 # ---------------------------------------------------------------------------------------------
 def cmd_tune(args: argparse.Namespace, out, err) -> int:
@@ -883,210 +1071,24 @@ def cmd_tune(args: argparse.Namespace, out, err) -> int:
     return EXIT_OK
 
 
-def add_tune_parser(sub, fmt) -> None:
-    """The ``tune`` subcommand."""
-    sp = sub.add_parser(
-        "tune", formatter_class=fmt, help="rank configurations of a kernel factory by modelled time",
-        description="Compile a kernel factory of FILE with each configuration (keyword arguments), emulate it and "
-                    "rank the configurations by the timing model's cycles (MODELLED, not measured; "
-                    "docs/timing-model.md). Configurations run in parallel worker processes; results are cached "
-                    "under TL_ASCEND_CACHE_DIR/tune, keyed by the generated code and the emulator.",
-        epilog="the configurations: --space K=V1,V2,... (repeatable: every combination), or those of a factory "
-               "decorated with @ascend_backend.autotune.autotune(configs=...). --param K=V fixes the other "
-               "arguments (the problem).\n\nexamples:\n"
-               "  tl-ascend tune examples/gemm.py --kernel matmul --param M=4096 --param N=4096 --param K=4096 "
-               "--space block_M=128,256 --space block_N=128,256\n"
-               "  tl-ascend tune examples/attention.py --kernel flashattn --param seq_q=4096 --param seq_kv=4096 "
-               "--param dim=128 --param num_stages=2 --space block_M=128,256 --space block_N=64,128\n\n"
-               "exit codes: 0 a best configuration; 1 none compiled and ran; 2 user error; 3 internal compiler "
-               "error.\n")
-    sp.add_argument("file", metavar="FILE.py", help="a Python file defining the kernel factory")
-    sp.add_argument("--arch", choices=ARCH_CHOICES, default="dav-3510",
-                    help="Ascend AI-core architecture to model (default: dav-3510)")
-    sp.add_argument("--kernel", metavar="NAME", help="the factory to tune (default: the only one)")
-    sp.add_argument("--param", metavar="K=V", action="append", default=[],
-                    help="a keyword argument shared by every configuration (repeatable)")
-    sp.add_argument("--space", metavar="K=V1,V2", action="append", default=[],
-                    help="values to try for one keyword argument (repeatable: every combination)")
-    sp.add_argument("--blocks", choices=("first_wave", "all"), default="first_wave",
-                    help="emulate the first wave of blocks and scale by the waves (default), or every block "
-                         "(when blocks differ, e.g. causal attention)")
-    sp.add_argument("--workers", type=int, default=None, help="worker processes (default: min(configs, CPUs, 2))")
-    sp.add_argument("--top", type=int, default=0, help="show only the best N configurations")
-    sp.add_argument("--no-cache", action="store_true", help="measure every configuration again")
-    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sp.set_defaults(handler=cmd_tune)
-
-
-# ---------------------------------------------------------------------------------------------
-# Argument parser
-# ---------------------------------------------------------------------------------------------
-_SELECTION_HELP = """\
-kernel selection:
-  --kernel NAME picks the top-level object NAME of FILE: a PrimFunc, a function returning one,
-  a @tilelang.jit function (its PrimFunc via JITImpl.get_tir, not compiled for CUDA), an
-  @ascend_backend.jit factory, or a function returning an ascend_backend.testing.Case.
-  Without --kernel: example()'s Case if FILE has example(); else the single top-level
-  function that returns a PrimFunc with its defaults (+ --param); else the candidates are
-  listed and the exit code is 2.
-  --param K=V (repeatable) passes keyword arguments to the factory; values are parsed as
-  bool (true/false), none, int, float, else a string.
-"""
-
-_EXIT_HELP = """\
-exit codes: 0 ok; 1 mismatch, emulator error or bisheng failure; 2 user error (usage, file,
-kernel selection, a kernel the compiler rejects, with file:line; a Case or reference that does
-not fit; an unwritable output path; an environment fault: no C++ compiler, an unusable cache
-directory, a full disk); 3 internal compiler error; 130 interrupted.
-"""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from ascend_backend.pipeline import STAGES
-
-    fmt = argparse.RawDescriptionHelpFormatter
-    p = argparse.ArgumentParser(
-        prog="tl-ascend", formatter_class=fmt,
-        description="Inspect, run (on the CPU emulator) and build TileLang kernels for the ascendc target.",
-        epilog="examples:\n"
-               "  tl-ascend inspect examples/gemm.py\n"
-               "  tl-ascend inspect examples/gemm.py --kernel matmul --param M=512 --param trans_A=true "
-               "--stage frontend insert_sync\n"
-               "  tl-ascend run examples/elementwise.py --timeline add.svg\n"
-               "  tl-ascend build examples/gemm.py --arch dav-c220 --out build/gemm\n\n"
-               "`tl-ascend COMMAND --help` describes each command.\n\n" + _EXIT_HELP)
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
-    def common(sp: argparse.ArgumentParser, select: bool = True) -> None:
-        sp.add_argument("file", metavar="FILE.py", help="a Python file defining TileLang kernels")
-        sp.add_argument("--arch", choices=ARCH_CHOICES, default="dav-3510",
-                        help="Ascend AI-core architecture (default: dav-3510)")
-        if select:
-            sp.add_argument("--kernel", metavar="NAME",
-                            help="top-level kernel, factory or Case function to use")
-        sp.add_argument("--param", metavar="K=V", action="append", default=[],
-                        help="keyword argument for the factory (repeatable)")
-
-    stage_list = ", ".join(STAGES)
-    sp = sub.add_parser(
-        "inspect", formatter_class=fmt, help="show IR after any stage, the Ascend C, memory map, sync table",
-        description="Compile one kernel of FILE and print what the compiler made of it. With no view "
-                    "option: the Ascend C, then the memory map, then the sync table.",
-        epilog=f"stages (in pipeline order): {stage_list}; 'all' = every stage plus the memory map and the "
-               "sync table.\n\n" + _SELECTION_HELP + "\nexamples:\n"
-               "  tl-ascend inspect examples/rmsnorm.py\n"
-               "  tl-ascend inspect examples/gemm.py --stage all\n"
-               "  tl-ascend inspect examples/gemm.py --stage lower_tile_ops insert_sync --sync-table\n"
-               "  tl-ascend inspect examples/gemm.py --kernel matmul --param trans_B=true --arch dav-c220\n"
-               "  tl-ascend inspect examples/elementwise.py --kernel axpby_1d --param N=8192 --source\n\n"
-               + _EXIT_HELP)
-    common(sp)
-    sp.add_argument("--stage", nargs="+", action="extend", metavar="STAGE",
-                    choices=[*STAGES, *EXTRA_VIEWS, "all"],
-                    help=f"print the IR after STAGE ({stage_list}; 'codegen' is the Ascend C; "
-                         "also 'memory', 'sync', or 'all'); repeatable")
-    sp.add_argument("--source", action="store_true",
-                    help="print the generated Ascend C (same as --stage codegen)")
-    sp.add_argument("--memory-map", action="store_true",
-                    help="print the memory map (buffer, scope, offset, size, %% of capacity)")
-    sp.add_argument("--sync-table", action="store_true",
-                    help="print the sync table (flag, event, id, producer, consumer, buffer)")
-    sp.add_argument("--timings", action="store_true", help="print the compile time of each stage")
-    sp.set_defaults(handler=cmd_inspect)
-
-    sp = sub.add_parser(
-        "run", formatter_class=fmt, help="run example() on the emulator and compare with its reference",
-        description="Run FILE's example() Case (ascend_backend.testing.Case: kernel, inputs, outputs, "
-                    "reference, tolerances) on the CPU emulator, print the emulator report, the max "
-                    "error per output and PASS/FAIL.",
-        epilog="--param K=V passes keyword arguments to the Case function.\n\nexamples:\n"
-               "  tl-ascend run examples/elementwise.py\n"
-               "  tl-ascend run examples/gemm.py --arch dav-c220 --timeline gemm.svg\n"
-               "  tl-ascend run examples/softmax.py --timeline -      # text timeline on stdout\n"
-               "  tl-ascend run mykernels.py --case example_large --no-strict\n\n"
-               "exit codes: 0 PASS; 1 mismatch or emulator error (races, deadlock, out-of-bounds: the "
-               "report is printed); 2 user error; 3 internal compiler error.\n")
-    common(sp, select=False)
-    sp.add_argument("--case", metavar="NAME", help="function returning the Case (default: example)")
-    sp.add_argument("--timeline", metavar="PATH",
-                    help="write the modelled pipe timeline as SVG to PATH ('-': as text on stdout)")
-    sp.add_argument("--no-strict", action="store_true",
-                    help="report races and flag errors without failing the run on them")
-    sp.set_defaults(handler=cmd_run)
-
-    sp = sub.add_parser(
-        "build", formatter_class=fmt,
-        help="write the .cpp and print (and run, if present) the bisheng command",
-        description="Write the kernel's Ascend C (with a host wrapper launch_<kernel>) to DIR/<kernel>.cpp "
-                    "and print the exact bisheng command that builds DIR/lib<kernel>.so. The command is run "
-                    "only when bisheng is on PATH; otherwise the CLI says so and exits 0.",
-        epilog=_SELECTION_HELP + "\nexamples:\n"
-               "  tl-ascend build examples/gemm.py --out build/gemm\n"
-               "  tl-ascend build examples/gemm.py --kernel matmul --param M=1024 --arch dav-c220\n\n"
-               "exit codes: 0 written (and built, when bisheng is present); 1 bisheng failed; 2 user error; "
-               "3 internal compiler error.\n")
-    common(sp)
-    sp.add_argument("--out", metavar="DIR", help="output directory (default: build/<kernel>)")
-    sp.set_defaults(handler=cmd_build)
-
-    sp = sub.add_parser(
-        "check", formatter_class=fmt, help="static sync lint of an Ascend C source (no inputs needed)",
-        description="Check the synchronization of an Ascend C source without running it: SetFlag/WaitFlag "
-                    "pairs on every path (loops included), event ids, double sets, cross-core flags per "
-                    "mode, PipeBarrier<PIPE_ALL> in loops, overlapping MTE2/MTE3 copies, reads of buffers "
-                    "never written, and every cross-pipe dependency on a buffer with no flag between the two "
-                    "ops (unless --auto-sync on covers that pipe pair). See docs/check.md.",
-        epilog="output: file:line: error|warning: message (gcc style), or --json.\n\nexamples:\n"
-               "  tl-ascend check add_custom.asc\n"
-               "  tl-ascend check kernel.cpp --arch dav-c220 --auto-sync off   # generated code\n"
-               "  tl-ascend check mmad.asc -D SCENARIO_NUM=2 --json\n\n"
-               "exit codes: 0 no errors (warnings allowed); 1 errors; 2 the file cannot be read or parsed "
-               "(one line naming the line) or a usage error.\n")
-    sp.add_argument("file", metavar="FILE.cpp", help="an Ascend C source (.cpp, .asc, .h)")
-    sp.add_argument("--arch", choices=ARCH_CHOICES, default="dav-3510",
-                    help="architecture to check for (__NPU_ARCH__, per-arch rules; default: dav-3510)")
-    sp.add_argument("--auto-sync", choices=("on", "off"), default="on",
-                    help="bisheng's --cce-auto-sync (default on, as bisheng; generated code is built with off)")
-    sp.add_argument("--json", action="store_true", help="print the result as JSON")
-    sp.add_argument("-D", dest="define", metavar="NAME[=VALUE]", action="append", default=[],
-                    help="define a preprocessor macro (repeatable), as -D on the bisheng command line")
-    sp.add_argument("--kernel", metavar="NAME", help="check only this __global__ kernel")
-    sp.add_argument("--no-includes", action="store_true",
-                    help='do not read local #include "x.h" headers beside the file')
-    sp.add_argument("-v", "--verbose", action="store_true",
-                    help="also print the kernels found, paths explored and analysis notes (stderr)")
-    sp.set_defaults(handler=cmd_check)
-    add_cache_parser(sub, fmt)
-    add_tune_parser(sub, fmt)
-    return p
-
-
-def _version() -> str:
-    try:
-        from ascend_backend import __version__
-
-        return __version__
-    except Exception:  # noqa: BLE001
-        return "?"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``tl-ascend``; returns the exit code (0, 1, 2 or 3)."""
+    """Entry point of ``tl-ascend``; returns the exit code (0, 1, 2 or 3). (The installed command
+    is ``tl_ascend:main``, which answers ``--help`` and ``--version`` before importing this.)"""
+    args = parse(argv)
+    if isinstance(args, int):
+        return args
+    return dispatch(args)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; every failure becomes its exit code and a message (no traceback)."""
     out, err = sys.stdout, sys.stderr
-    parser = build_parser()
-    try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
-    except SystemExit as exc:
-        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
-    if not getattr(args, "handler", None):
-        parser.print_help(out)
-        return EXIT_USAGE
     from ascend_backend.buildcache import BuildEnvironmentError
     from ascend_backend.errors import AscendCompileError, InternalCompilerError
 
+    handler = COMMANDS[args.handler]
     try:
-        return args.handler(args, out, err)
+        return handler(args, out, err)
     except CliError as exc:
         err.write(f"{exc}\n")
         return exc.code
@@ -1115,6 +1117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("TL_ASCEND_TRACEBACK"):
             traceback.print_exc(file=err)
         return EXIT_INTERNAL
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Any, Any], int]] = {
+    "inspect": cmd_inspect, "run": cmd_run, "build": cmd_build, "check": cmd_check, "cache": cmd_cache,
+    "tune": cmd_tune,
+}
 
 
 if __name__ == "__main__":

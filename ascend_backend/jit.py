@@ -32,6 +32,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .cnames import sanitize
 from .diagnostics import building_kernel, quiet_builder, translate
 from .errors import UnsupportedError
 from .kernel import AscendKernel, compile
@@ -111,7 +112,8 @@ class _Options:
             logger.info("ascend_backend.jit: compiled %s for %s (out_idx=%s, runtime=%s)",
                         kernel.name, kernel.arch.name, kernel.out_idx, kernel.runtime)
         if self.debug_root_path:
-            name = str(name or kernel.name)
+            # A file name, made like the C names (a '/' or '..' of a global_symbol must not leave the folder).
+            name = sanitize(str(name or kernel.name))
             os.makedirs(self.debug_root_path, exist_ok=True)
             with open(os.path.join(self.debug_root_path, f"tilelang_jit_kernel_{name}.cpp"), "w") as fh:
                 fh.write(kernel.kernel_source)

@@ -74,6 +74,14 @@ class AscendKernel:
 
         return sync_table(self.program)
 
+    def get_profiler(self, tensor_supply_type: Any = None):
+        """TileLang's ``kernel.get_profiler()``: ``assert_allclose(ref_program, rtol=, atol=)`` and
+        ``do_bench()`` (the modelled time on the emulator, measured on an NPU); ascend_backend/profiler.py.
+        ``tensor_supply_type`` is a ``tilelang.TensorSupplyType`` (default ``Auto``, as tilelang)."""
+        from .profiler import Profiler
+
+        return Profiler(self, "auto" if tensor_supply_type is None else tensor_supply_type)
+
     # -- running
     def __call__(self, *args: Any) -> Any:
         import torch

@@ -82,6 +82,7 @@ def _verify_default() -> bool:
 def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | None = None,
                    verify: bool | None = None) -> CompileResult:
     """Run every stage on ``func``; ``dump`` names stages whose IR to keep ("all" for every one)."""
+    from . import dump as dump_env
     from .frontend import import_primfunc
     from .ir.printer import print_program
     from .ir.verify import verify_program
@@ -91,17 +92,24 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
     check = _verify_default() if verify is None else verify
     dumps: dict[str, str] = {}
     timings: dict[str, float] = {}
+    # TL_ASCEND_DUMP: the IR after every stage that ran, in the order it ran (retries included).
+    trail: list[tuple[str, str]] | None = [] if dump_env.dump_root() else None
 
     def run(stage: str, fn: Callable, *args):
         t0 = time.perf_counter()
         out = _guard(stage, lambda: fn(*args))
         timings[stage] = time.perf_counter() - t0
+        keep = keep_all or stage in want
         if isinstance(out, Program):
             if check:
                 _guard(stage, lambda: verify_program(out, stage))
-            if keep_all or stage in want:
-                dumps[stage] = _guard(stage, lambda: print_program(out))
-        elif keep_all or stage in want:
+            if keep or trail is not None:
+                text = _guard(stage, lambda: print_program(out))
+                if keep:
+                    dumps[stage] = text
+                if trail is not None:
+                    trail.append((stage, text))
+        elif keep:
             dumps[stage] = out
         return out
 
@@ -133,8 +141,25 @@ def compile_kernel(func, arch: Arch, *, name: str | None = None, dump: set | Non
         if ice.dump_path is not None:
             raise
         path = write_ice_dump(func, arch, ice, done)
-        raise InternalCompilerError(ice.what, stage=ice.stage, dump_path=path) from (ice.__cause__ or ice)
+        err = InternalCompilerError(ice.what, stage=ice.stage, dump_path=path)
+        if trail is not None:
+            dump_env.write(func, arch, _name(func, done), trail, error=err)
+        raise err from (ice.__cause__ or ice)
+    except AscendCompileError as exc:
+        if trail is not None:
+            dump_env.write(func, arch, _name(func, done), trail, error=exc)
+        raise
+    if trail is not None:
+        dump_env.write(func, arch, program.name, trail, program=program, source=source, timings=timings)
     return CompileResult(program=program, source=source, dumps=dumps, timings=timings)
+
+
+def _name(func, done: list) -> str:
+    """The kernel's name for a dump: its IR's when the frontend ran, else the PrimFunc's symbol."""
+    if done:
+        return done[0][1].name
+    attrs = getattr(func, "attrs", None)
+    return str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "kernel"
 
 
 def _lower(program: Program, run: Callable, done: list) -> tuple[Program, str]:

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from .. import buildcache
 from ..buildcache import BuildEnvironmentError
+from ..status import build_status
 from .report import EmulatorCompileError, EmulatorError
 
 PKG_DIR = Path(__file__).resolve().parent
@@ -197,31 +198,32 @@ def runtime_lib(arch: str) -> Path:
         srcs = sorted(SRC_DIR.glob("*.cpp"))
         tmpdir = _mkdtemp("build")
         try:
-            flags = [*COMMON_FLAGS, *RUNTIME_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}"]
-            idsrc = tmpdir / "cache_id.cpp"  # the entry's key, compiled into the library
-            with buildcache.guard(tmpdir, "writing the build directory"):
-                idsrc.write_text(buildcache.id_definition("__tl_ascend_cache_id_runtime", final.stem))
-            procs = []
-            objs = []
-            for s in [*srcs, idsrc]:  # compile the sources in parallel
-                o = tmpdir / (s.stem + ".o")
-                objs.append(o)
-                procs.append((s, subprocess.Popen([compiler, *flags, "-c", str(s), "-o", str(o)],
-                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-            errors = []
-            for s, p in procs:
-                _, err = p.communicate()
-                if p.returncode != 0:
-                    _check_disk(err)
-                    errors.append(f"{s.name}:\n{err}")
-            if errors:
-                raise EmulatorError("building the emulator runtime failed:\n" + "\n".join(errors)[:20000])
-            out = tmpdir / "lib.so"
-            r = _run([compiler, *COMMON_FLAGS, "-shared", *map(str, objs), "-o", str(out)])
-            if r.returncode != 0:
-                raise EmulatorError("linking the emulator runtime failed:\n" + r.stderr[:20000])
-            _publish(out, final, ident)
-            stats["runtime_compiles"] += 1
+            with build_status(f"the emulator runtime for {arch}", "once per emulator version, about 30 s"):
+                flags = [*COMMON_FLAGS, *RUNTIME_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}"]
+                idsrc = tmpdir / "cache_id.cpp"  # the entry's key, compiled into the library
+                with buildcache.guard(tmpdir, "writing the build directory"):
+                    idsrc.write_text(buildcache.id_definition("__tl_ascend_cache_id_runtime", final.stem))
+                procs = []
+                objs = []
+                for s in [*srcs, idsrc]:  # compile the sources in parallel
+                    o = tmpdir / (s.stem + ".o")
+                    objs.append(o)
+                    procs.append((s, subprocess.Popen([compiler, *flags, "-c", str(s), "-o", str(o)],
+                                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+                errors = []
+                for s, p in procs:
+                    _, err = p.communicate()
+                    if p.returncode != 0:
+                        _check_disk(err)
+                        errors.append(f"{s.name}:\n{err}")
+                if errors:
+                    raise EmulatorError("building the emulator runtime failed:\n" + "\n".join(errors)[:20000])
+                out = tmpdir / "lib.so"
+                r = _run([compiler, *COMMON_FLAGS, "-shared", *map(str, objs), "-o", str(out)])
+                if r.returncode != 0:
+                    raise EmulatorError("linking the emulator runtime failed:\n" + r.stderr[:20000])
+                _publish(out, final, ident)
+                stats["runtime_compiles"] += 1
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
     _housekeeping()
@@ -256,11 +258,13 @@ def pch_dir(arch: str) -> Path | None:
             d.mkdir(exist_ok=True)
         tmp = d / f"{buildcache.temp_prefix('tmp')}kernel_operator.h.gch"
         try:
-            r = _run([compiler, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}", "-x", "c++-header",
-                      str(INCLUDE_DIR / "kernel_operator.h"), "-o", str(tmp)])
-            if r.returncode != 0:
-                return None
-            _publish(tmp, gch, ident)
+            with build_status(f"the emulator's precompiled headers for {arch}",
+                              "once per emulator version, about 15 s"):
+                r = _run([compiler, *COMMON_FLAGS, *KERNEL_FLAGS, ARCHES[arch], f"-I{INCLUDE_DIR}", "-x", "c++-header",
+                          str(INCLUDE_DIR / "kernel_operator.h"), "-o", str(tmp)])
+                if r.returncode != 0:
+                    return None
+                _publish(tmp, gch, ident)
         finally:
             tmp.unlink(missing_ok=True)
         _gc_pch(keep=d)

@@ -104,6 +104,8 @@ class Report:
     gm_reads: dict[str, int] | None = None  # {"bytes", "unique_bytes"} read from GM (L2 term of the model)
     gm_writes: dict[str, int] | None = None  # {"bytes", "unique_bytes"} written to GM (the model's HBM floor)
     _timeline_data: list[tuple] | None = field(default=None, repr=False)
+    # The Ascend C that ran (its `// k.py:12` comments give the timeline's tooltips their DSL lines).
+    source: str | None = field(default=None, repr=False)
 
     # ---- construction -------------------------------------------------------------
     @classmethod
@@ -255,7 +257,7 @@ class Report:
         return timeline.text(self, width=width, blocks=blocks)
 
     def write_timeline_svg(self, path: str, blocks: int = 2) -> None:
-        """Write the modelled timeline as an SVG picture."""
+        """Write the modelled timeline as an SVG picture (cycle axis, legend, DSL lines in the tooltips)."""
         from . import timeline
 
         timeline.write_svg(self, path, blocks=blocks)

@@ -638,6 +638,7 @@ def run_source(
     report = Report.from_json(d, timing_enabled=timing)
     report.wall_seconds = wall
     report.compiled = binary.compiled
+    report.source = source
     if report.fatal:
         first = report.errors[0]["message"] if report.errors else report.deadlock.get("message", "deadlock")
         raise EmulatorError(f"kernel {sig.display} failed: {first}\n{report.summary()}", report)

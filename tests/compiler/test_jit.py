@@ -271,6 +271,15 @@ def test_debug_root_path(tmp_path):
     assert "T.prim_func" in (tmp_path / "tilelang_jit_program_add_2d.py").read_text()
 
 
+def test_debug_root_path_names_stay_in_the_folder(tmp_path):
+    """A global_symbol with '/' or '..' names files inside debug_root_path, made like the C names."""
+    folder = tmp_path / "dbg"
+    prim = add_2d(32, 256).with_attr("global_symbol", "../../evil/x")
+    ascend_backend.jit(prim, out_idx=-1, runtime="emulator", debug_root_path=str(folder))
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["dbg/tilelang_jit_kernel_______evil_x.cpp", "dbg/tilelang_jit_program_______evil_x.py"], written
+
+
 # -- the drop-in contract
 
 

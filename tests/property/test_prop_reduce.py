@@ -1,5 +1,6 @@
 """Random row reductions (sum, max, min; one tile or streamed in column chunks through T.Pipelined;
-with or without an initial value) on odd shapes, float16 and float32, special values, both arches."""
+with or without an initial value) on odd shapes, float16 and float32 (and bfloat16 in one tile), special
+values, both arches."""
 
 import pytest
 from hypothesis import given
@@ -16,9 +17,11 @@ def configs(draw):
     N = draw(st.integers(1, 300))
     streamed = draw(st.booleans())
     bN = draw(st.sampled_from([16, 32, 64, 128])) if streamed else None
+    # bfloat16 is reduced in float32 and rounded once at the store (docs/supported.md), which the
+    # oracle models for one tile; streamed, each chunk's partial result is rounded to bfloat16 in
+    # between, which it does not (a bound per chunk is left to a later oracle).
     return dict(kind=draw(st.sampled_from(["sum", "max", "min"])),
-                # bfloat16 reductions are refused (UnsupportedError: "reductions take float32 or float16")
-                dtype=draw(st.sampled_from(["float16", "float32"])),
+                dtype=draw(st.sampled_from(["float16", "float32"] + ([] if streamed else ["bfloat16"]))),
                 M=M, N=N, bM=bM, bN=bN, clear=draw(st.booleans()))
 
 
