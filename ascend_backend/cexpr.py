@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from tvm import tirx
 
+from .cnames import c_text
 from .errors import UnsupportedError
 
 _BIN = {
@@ -112,23 +113,11 @@ def _call(e) -> str:
     raise UnsupportedError(f"the function '{name}' cannot be used in a scalar expression here")
 
 
-_C_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "?": "\\?"}
-
-
 def c_string(text: str) -> str:
-    """``text`` as a C++ string literal that holds exactly its bytes (UTF-8): quotes, backslashes and
-    question marks escaped, newlines and tabs as \\n and \\t, other control and non-ASCII bytes as
-    three-digit octal escapes (which cannot absorb a following digit)."""
-    out = []
-    for byte in text.encode("utf-8"):
-        c = chr(byte)
-        if c in _C_ESCAPES:
-            out.append(_C_ESCAPES[c])
-        elif 0x20 <= byte < 0x7F:
-            out.append(c)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
+    """``text`` as a C++ string literal that holds exactly its characters: cnames.c_text, the one
+    escape of user text in the generated code (quotes, backslashes, line breaks and other control
+    characters escaped; three-digit octal escapes, which cannot absorb a following digit)."""
+    return '"' + c_text(text) + '"'
 
 
 def float_literal(v: float) -> str:

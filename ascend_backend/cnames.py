@@ -1,4 +1,5 @@
-"""C++ names for the DSL's names (used by codegen only).
+"""C++ names for the DSL's names, and user text made safe for C++ comments and strings (used by
+codegen only).
 
 Every identifier the generated code declares for a user's name -- a buffer, a loop variable, a
 block index, a scalar argument, a symbolic dimension -- goes through one table per kernel entry:
@@ -8,6 +9,10 @@ templates and the emulator's kernel_operator.h, plus a list of what codegen writ
 that look like the ones codegen derives from a buffer's name (``A_gm`` for tensor ``A``,
 ``x_slots``, ``x_peer``), and names C++ reserves (a leading underscore, a double underscore).
 Two different variables with one DSL name get two names.
+
+User text that codegen writes into a comment or a string literal (the DSL file's name, buffer and
+variable names inside the sync reasons, T.dynamic names in printed expressions) goes through
+:func:`c_text`, which leaves nothing there that C++ reads as anything but that comment or string.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import unicodedata
 
 CPP_KEYWORDS = frozenset("""
 alignas alignof and and_eq asm atomic_cancel atomic_commit atomic_noexcept auto bitand bitor bool break case
@@ -73,7 +79,52 @@ def reserved() -> frozenset:
             if f.endswith(".h"):
                 with open(os.path.join(root, f)) as fh:
                     names |= set(re.findall(r"#\s*define\s+([A-Za-z_]\w*)", fh.read()))
-    return frozenset(names)
+    # ... and every macro of the headers those include (the C and C++ libraries': NULL, errno, stdin,
+    # EOF, assert), which the preprocessor would substitute for a user's name
+    from .cxx_macros import MACROS
+
+    return frozenset(names | MACROS)
+
+
+def preprocessor_macros(cxx: str = "g++") -> frozenset:
+    """The macros a kernel's translation unit defines on the emulator, on either arch, as the
+    preprocessor lists them (``cxx -dM -E`` of kernel_operator.h), without those C++ reserves
+    (a leading underscore): what ascend_backend/cxx_macros.py holds (``python -m ascend_backend.cnames``
+    rewrites it; a test compares the two)."""
+    import subprocess
+
+    from .emulator.cache import ARCHES, COMMON_FLAGS, INCLUDE_DIR
+
+    found: set = set()
+    for flag in ARCHES.values():
+        out = subprocess.run([cxx, *COMMON_FLAGS, flag, f"-I{INCLUDE_DIR}", "-x", "c++", "-dM", "-E", "-"],
+                             input='#include "kernel_operator.h"\n', capture_output=True, text=True, check=True)
+        found |= {m.group(1) for m in re.finditer(r"^#define ([A-Za-z]\w*)", out.stdout, re.M)}
+    return frozenset(found)
+
+
+def _write_macros(path: str) -> None:
+    names = sorted(preprocessor_macros())
+    lines, line = [], ""
+    for n in names:
+        if len(line) + len(n) + 1 > 110:
+            lines.append(line)
+            line = ""
+        line = f"{line} {n}" if line else n
+    lines.append(line)
+    body = "\n".join(lines)
+    with open(path, "w") as fh:
+        fh.write(f'''"""The macros a kernel's translation unit defines on the emulator (kernel_operator.h and the C and
+C++ library headers it includes, both arches): a user's name equal to one would be replaced by the
+preprocessor, so cnames.reserved() holds them. Written by `python -m ascend_backend.cnames` from
+the preprocessor (cnames.preprocessor_macros); tests/compiler/test_names.py checks that it still
+lists every macro g++ defines there.
+"""
+
+MACROS = frozenset("""
+{body}
+""".split())
+''')
 
 
 def sanitize(name: str) -> str:
@@ -107,6 +158,38 @@ def entry_name(name: str) -> str:
     return out
 
 
+_C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\134", '"': '\\"'}
+
+
+def c_text(text: object) -> str:
+    """``text`` as it may stand in a ``//`` comment or between the quotes of a C++ string literal:
+    a line break would end the comment and make the rest C++ statements, a backslash at a line's
+    end would splice the next line into the comment, a quote would end the string, and Unicode
+    format characters (bidirectional overrides, zero-width marks) would make the source read
+    differently from what compiles. Those become escapes (``\\n``, ``\\134``, ``\\"``,
+    ``\\u202e``: octal, never hex, so no digit after one extends it); other text is kept."""
+    out = []
+    for c in str(text):
+        if c in _C_ESCAPES:
+            out.append(_C_ESCAPES[c])
+        elif unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"):
+            o = ord(c)
+            if o < 0x80 or 0xDC80 <= o <= 0xDCFF:  # the latter: a byte of a name that is not UTF-8 (surrogateescape)
+                out.append(f"\\{o & 0xFF:03o}")
+            else:
+                out.append(f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+class CxxCode(str):
+    """C++ text codegen built itself (a kernel body): rendered as it is, where any other value a
+    template prints goes through :func:`c_text`."""
+
+    __slots__ = ()
+
+
 class Names:
     """The C++ names of one kernel entry: buffers by IR name, variables by identity (a TVM Var)."""
 
@@ -120,7 +203,7 @@ class Names:
         name = sanitize(base)
         if name.startswith("_"):
             name = "v" + name.lstrip("_")
-        name = name.replace("__", "_")
+        name = re.sub(r"_{2,}", "_", name)  # a___b: one replace of "__" would leave "__", never safe
         # The suffix goes after the name without its trailing underscores: "c_" + "_1" would hold a
         # double underscore, which is never safe (an endless search).
         stem, n = name.rstrip("_") or "v", 1
@@ -141,5 +224,9 @@ class Names:
         return self.vars[v]
 
 
-__all__ = ["Names", "reserved", "safe", "sanitize", "entry_name", "ENTRY_NAMESPACE", "CPP_KEYWORDS",
-           "DERIVED_SUFFIXES"]
+__all__ = ["Names", "reserved", "safe", "sanitize", "c_text", "entry_name", "ENTRY_NAMESPACE", "CxxCode",
+           "preprocessor_macros", "CPP_KEYWORDS", "DERIVED_SUFFIXES"]
+
+
+if __name__ == "__main__":
+    _write_macros(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cxx_macros.py"))

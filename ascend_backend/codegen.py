@@ -19,7 +19,7 @@ import jinja2
 from tvm import tirx
 
 from .cexpr import LOAD, VAR_NAMES, c_string, cexpr, cname, float_literal
-from .cnames import ENTRY_NAMESPACE, Names
+from .cnames import ENTRY_NAMESPACE, CxxCode, Names, c_text
 from .dtypes import DType
 from .errors import InternalCompilerError, UnsupportedError
 from .ir import (
@@ -134,13 +134,25 @@ VEC_SCALAR = {VecScalarOp.ADDS: "Adds", VecScalarOp.MULS: "Muls", VecScalarOp.MA
 def _env() -> jinja2.Environment:
     from ascend_backend import templates
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.dirname(templates.__file__)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        finalize=_template_value,
     )
+    env.filters["code"] = CxxCode  # a macro's output printed by another macro: C++ already
+    return env
+
+
+def _template_value(value):
+    """Every value a template prints: text goes through c_text (user text reaches the comments: the
+    file name, buffer names, the sync reasons), except C++ codegen built itself (CxxCode: a kernel
+    body, a macro's output marked ``| code``)."""
+    if isinstance(value, CxxCode) or not isinstance(value, str):
+        return value
+    return c_text(value)
 
 
 @functools.lru_cache(maxsize=1)
@@ -457,7 +469,8 @@ def _fixpipe_to_peer_ub_dual(op: FixpipeToPeerUbDual) -> dict:
 
 def _copy_ub_to_peer_l1(op: CopyUbToPeerL1) -> dict:
     slot = _peer_slot(op)
-    return {"dst": f"{op.target}_l1_peer", "src": op.src,
+    src = op.src if static_int(op.src_row0) == 0 else f"{op.src}[({cexpr(op.src_row0)}) * {op.src_pitch}]"
+    return {"dst": f"{op.target}_l1_peer", "src": src,
             "offset": f"{cexpr(op.sub_var)} * {op.src_rows * op.c0}" + (f" + {slot}" if slot else ""),
             "n_value": op.src_rows, "d_value": op.src_cols, "src_d_value": op.src_pitch,
             "dst_c0_stride": op.dst_c0_stride, "rows": op.rows}
@@ -826,7 +839,7 @@ class _SimtPrinter:
         if short == "isnan":
             return f"isnan({self.expr(a[0])})"
         if short == "infinity":
-            return "INFINITY"
+            return "INFINITY" if str(e.dtype) == "float32" else f"(({_ct(str(e.dtype))})INFINITY)"
         if short == "sigmoid":
             return f"(1.0f / (1.0f + expf(-({self.expr(a[0])}))))"
         if short in _SIMT_MATH:
@@ -882,7 +895,7 @@ def simt_function(op: SimtCall, kernel: Kernel) -> tuple[str, set]:
         pr.stmts(s, 1, body)
     where = f" from {_short_loc(op.loc)}" if op.loc else ""
     text = _render("simt_function", {"name": op.func, "bound": op.nthreads,
-                                     "params": [_simt_arg_decl(a) for a in op.args], "body": "\n".join(body),
+                                     "params": [_simt_arg_decl(a) for a in op.args], "body": CxxCode("\n".join(body)),
                                      "what": f"{op.text}{where}"})
     return text, pr.helpers
 
@@ -891,7 +904,8 @@ def simt_function(op: SimtCall, kernel: Kernel) -> tuple[str, set]:
 
 
 def _short_loc(loc) -> str:
-    return f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
+    """A DSL line as the comments give it: the file's base name (user text: escaped) and the line."""
+    return f"{c_text(loc.file.rsplit('/', 1)[-1])}:{loc.line}"
 
 
 def _body(items: list, indent: int, kernel: Kernel, out: list) -> None:
@@ -1010,7 +1024,7 @@ def _section(kernel: Kernel, launch: Launch, arch, indent: int, block_expr: str)
     finally:
         LOAD.reset(token)
     return {"memories": memories, "locals": locals_, "scalars": scalars, "block_index": block_index,
-            "body": "\n".join(body)}
+            "body": CxxCode("\n".join(body))}
 
 
 def _globals(program: Program, launch: Launch) -> list:
@@ -1134,7 +1148,7 @@ def _simt_functions(launch: Launch) -> dict:
         for s in walk(k.body):
             if isinstance(s, SimtCall):
                 text, used = simt_function(s, k)
-                funcs.append(text)
+                funcs.append(CxxCode(text))  # a whole definition: C++ already
                 helpers |= used
     return {"simt": funcs, "simt_helpers": sorted(helpers)}
 

@@ -325,6 +325,8 @@ class _Importer:
         if self.bad_grid is not None:  # raised after the tiles: a bad tile size is the better message
             raise self.bad_grid
         launch_vars = {v for v in self.thread_axes if v is not None}
+        if launch_vars:
+            body = self._thread_loops(body)
         self.tu = ThreadUse(body, launch_vars) if launch_vars else None
         stmts = self._stmts(body)
         buffers = dict(self.buffers)
@@ -335,11 +337,42 @@ class _Importer:
         self.buffers, self.tvm_buffers = shared
         return launch
 
+    def _thread_loops(self, body):
+        """``for v in T.thread_binding(n, "threadIdx.x")`` inside a T.Kernel with threads: the
+        block's threads along that axis (v is the thread index; with fewer trips than threads the
+        others skip the body, as on the GPU)."""
+        threads = self.launch_threads or DEFAULT_THREADS
+
+        def rewrite(n):
+            if not (isinstance(n, tirx.For) and n.thread_binding is not None):
+                return None
+            tag = str(n.thread_binding.thread_tag)
+            if not tag.startswith("threadIdx."):
+                return None
+            axis = "xyz".index(tag[-1])
+            tv = self.thread_axes[axis]
+            loc = self._user_loc(n)
+            ext = n.extent
+            if tv is None or not isinstance(ext, tirx.IntImm) or int(ext) > threads[axis] or \
+                    not (isinstance(n.min, tirx.IntImm) and int(n.min) == 0):
+                raise UnsupportedError(
+                    f"a loop bound to '{tag}' over {ext} threads in a T.Kernel with {threads[axis]} along that axis",
+                    loc=loc, hint="bind at most the kernel's threads (T.Kernel(..., threads=...)), from 0, or use "
+                    "T.get_thread_binding()")
+            inner = tirx.stmt_functor.substitute(n.body, {n.loop_var: tv})
+            if int(ext) < threads[axis]:
+                inner = tirx.IfThenElse(tv < ext, inner, None, span=_span_of(n))
+            return inner
+
+        return tirx.stmt_functor.ir_transform(body, None, rewrite, ["tirx.For"])
+
     def _strip_launch(self, stmt):
         """Peel the block bindings, launch-thread binds and root blocks; collect allocations."""
         while True:
             if isinstance(stmt, tirx.For) and stmt.thread_binding is not None:
                 tag = str(stmt.thread_binding.thread_tag)
+                if tag.startswith("threadIdx.") and any(v is not None for v in self.thread_axes):
+                    return stmt  # the block's threads (_thread_loops)
                 if not tag.startswith("blockIdx"):
                     raise _gpu_only(f"a loop bound to the thread index '{tag}'", stmt_loc(stmt) or self.last_loc)
                 self.grid.append(GridAxis(stmt.loop_var, self._grid_extent(stmt), tag))
@@ -626,7 +659,7 @@ class _Importer:
                 strides[v] = st
                 st *= t
             barrier = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", tirx.StringImm("shared")))
-            stmts = [tirx.BufferStore(scratch, value, [tid]), barrier]
+            stmts = [tirx.BufferStore(scratch, value, [tid], span=_span_of(n)), barrier]
             base = tid
             for v in axes:
                 base = _simplify(base - v * strides[v])
@@ -638,8 +671,8 @@ class _Importer:
             for o in others[1:]:
                 acc = tirx.stmt_functor.substitute(red.result[0], {red.lhs[0]: acc,
                                                                     red.rhs[0]: tirx.BufferLoad(scratch, [o])})
-            stmts += [tirx.BufferStore(result.buffer, acc, result.indices), barrier]
-            return tirx.SeqStmt(stmts)
+            stmts += [tirx.BufferStore(result.buffer, acc, result.indices, span=_span_of(n)), barrier]
+            return tirx.SeqStmt(stmts, span=_span_of(n))
 
         return tirx.stmt_functor.ir_transform(stmt, None, rewrite, ["tirx.AttrStmt"])
 
@@ -954,7 +987,7 @@ def _share_fills(stmt, per_thread: set, tid, nthreads: int):
     by each thread; a tile (UB) or tensor is shared out, thread t storing elements t, t + nthreads,
     ... (TileLang shares a fill out among the block's threads the same way)."""
 
-    def fill_loop(call):
+    def fill_loop(call, sp):
         dst, value = call.args[0], call.args[1]
         if isinstance(dst, tirx.Call) and _op_name(dst) == "tl.region":
             load, extents = dst.args[0], [int(e) for e in dst.args[2:]]
@@ -977,15 +1010,15 @@ def _share_fills(stmt, per_thread: set, tid, nthreads: int):
                 part = tirx.FloorMod(part, e)
             idx.append(base[d] + part)
             inner *= e
-        store = tirx.BufferStore(buf, value, list(reversed(idx)))
+        store = tirx.BufferStore(buf, value, list(reversed(idx)), span=sp)
         trips = total if own else (total + nthreads - 1) // nthreads
         if not own and total % nthreads:
-            store = tirx.IfThenElse(flat < total, store, None)
-        return tirx.For(k, 0, trips, tirx.ForKind.SERIAL, store)
+            store = tirx.IfThenElse(flat < total, store, None, span=sp)
+        return tirx.For(k, 0, trips, tirx.ForKind.SERIAL, store, span=sp)
 
     def rewrite(n):
         if isinstance(n, tirx.Evaluate) and isinstance(n.value, tirx.Call) and _op_name(n.value) in ABSORBED_TILE_OPS:
-            return fill_loop(n.value)
+            return fill_loop(n.value, _span_of(n))
         return None
 
     return tirx.stmt_functor.ir_transform(stmt, None, rewrite, ["tirx.Evaluate"])

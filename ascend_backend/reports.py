@@ -6,6 +6,7 @@ In a kernel that runs on both core kinds, buffers and intra-core flags are named
 
 from __future__ import annotations
 
+from .cnames import c_text
 from .ir import Direction, FlagRecord, Program, Route, Scope
 
 
@@ -90,10 +91,18 @@ def render_memory_map(program: Program):
               "defined at"):
         t.add_column(c, justify="right" if c in ("offset", "size", "% of capacity") else "left")
     for r in memory_map(program):
-        t.add_row(r["buffer"], r["scope"], str(r["offset"]), str(r["size"]), f"{r['percent']:.1f}",
+        t.add_row(_cell(r["buffer"]), r["scope"], str(r["offset"]), str(r["size"]), f"{r['percent']:.1f}",
                   f"{r['shape']} {r['dtype']}", r["layout"] + (f" x{r['slots']}" if r["slots"] > 1 else ""),
-                  ", ".join(r["shares"]) or "-", _short(r["defined_at"]))
+                  _cell(", ".join(r["shares"]) or "-"), _cell(_short(r["defined_at"])))
     return t
+
+
+def _cell(text: str):
+    """User text in a table cell: as the generated code's comments show it (a control character in a
+    file name would drive the terminal), and never read as rich markup (`acc[i, j]`)."""
+    from rich.text import Text
+
+    return Text(c_text(text))
 
 
 def _short(loc: str) -> str:
@@ -109,6 +118,6 @@ def render_sync_table(program: Program):
         # Names and ids never wrap, so they stay searchable in captured output.
         t.add_column(c, no_wrap=c in ("flag", "event", "id", "buffer"))
     for r in sync_table(program):
-        t.add_row(str(r["flag"]), r["event"], str(r["id"]), f"{r['producer']} ({_short(r['producer_at'])})",
-                  f"{r['consumer']} ({_short(r['consumer_at'])})", r["buffer"], r["kind"])
+        t.add_row(str(r["flag"]), r["event"], str(r["id"]), _cell(f"{r['producer']} ({_short(r['producer_at'])})"),
+                  _cell(f"{r['consumer']} ({_short(r['consumer_at'])})"), _cell(r["buffer"]), r["kind"])
     return t

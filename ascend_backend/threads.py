@@ -85,11 +85,18 @@ class ThreadUse:
                 self._scan(s, under)
         elif isinstance(stmt, tirx.For):
             inner = under or self.expr_level(stmt.min) or self.expr_level(stmt.extent)
+            if inner:  # the locals its bounds read are each thread's too
+                self._mark(stmt.min, stmt.extent)
             self._scan(stmt.body, inner)
         elif isinstance(stmt, tirx.While):
-            self._scan(stmt.body, under or self.expr_level(stmt.condition))
+            inner = under or self.expr_level(stmt.condition)
+            if inner:
+                self._mark(stmt.condition)
+            self._scan(stmt.body, inner)
         elif isinstance(stmt, tirx.IfThenElse):
             inner = under or self.expr_level(stmt.condition)
+            if inner:
+                self._mark(stmt.condition)
             self._scan(stmt.then_case, inner)
             if stmt.else_case is not None:
                 self._scan(stmt.else_case, inner)
@@ -104,8 +111,14 @@ class ThreadUse:
         elif isinstance(stmt, tirx.Bind):
             if under or self.expr_level(stmt.value):
                 self.bound.add(stmt.var)
+                self._mark(stmt.value)
         elif under or self.leaf_level(stmt):
             self.locals |= {b.name for b in _buffers(stmt) if local_scope(b)}
+
+    def _mark(self, *exprs) -> None:
+        """The locals ``exprs`` read are per-thread (a thread-level condition, bound or let reads them)."""
+        for e in exprs:
+            self.locals |= {b.name for b in _buffers(e) if local_scope(b)}
 
     # -- queries
     def expr_level(self, e) -> bool:

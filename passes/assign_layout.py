@@ -16,7 +16,21 @@ from __future__ import annotations
 
 from ascend_backend.dtypes import DType
 from ascend_backend.errors import AlignmentError, InternalCompilerError, UnsupportedError
-from ascend_backend.ir import Kernel, Layout, Program, Scope, TileGemm, walk
+from ascend_backend.ir import (
+    CopyToPeerL1,
+    CopyToPeerUb,
+    CopyToPeerUbDual,
+    Kernel,
+    Layout,
+    Program,
+    Receive,
+    Scope,
+    Send,
+    SimtRegion,
+    TileCopy,
+    TileGemm,
+    walk,
+)
 
 UB_PITCH_ELEMS = 16
 
@@ -37,9 +51,24 @@ def _mx_scale_layout(b, gemm) -> None:
     b.layout = Layout.MX
 
 
+def _only_copied_or_addressed(kernel: Kernel) -> set:
+    """Tiles no vector instruction touches: only copies and SIMT functions (thread-level code)."""
+    from .partition import tile_buffers
+
+    simt: set = set()
+    other: set = set()
+    for s in walk(kernel.body):
+        if isinstance(s, SimtRegion):
+            simt |= tile_buffers(s)
+        elif not isinstance(s, TileCopy | Send | Receive | CopyToPeerL1 | CopyToPeerUb | CopyToPeerUbDual):
+            other |= tile_buffers(s)
+    return simt - other
+
+
 def assign_kernel_layouts(kernel: Kernel, arch) -> Kernel:
     buffers = kernel.copy_buffers()
     scale_of = {n: s for s in walk(kernel.body) if isinstance(s, TileGemm) for n in s.scale_tiles}
+    addressed = _only_copied_or_addressed(kernel)
     for b in buffers.values():
         if b.scope in (Scope.GM, Scope.LOCAL):
             b.layout = Layout.ND
@@ -48,6 +77,10 @@ def assign_kernel_layouts(kernel: Kernel, arch) -> Kernel:
         elif b.scope in (Scope.L1, Scope.L0C):
             if len(b.shape) != 2:
                 raise UnsupportedError(f"gemm tile '{b.name}' must be 2-D, it has shape {list(b.shape)}", loc=b.loc)
+            if b.scope is Scope.L0C and b.dtype in (DType.FLOAT16, DType.BFLOAT16):
+                # Mmad accumulates in float32 only (its page lists no float16 L0C): the accumulator is
+                # float32 and rounds to its DSL dtype where it is stored (a GPU mma would add in float16)
+                b.dtype = DType.FLOAT32
             if b.scope is Scope.L0C and b.dtype not in (DType.FLOAT32, DType.INT32):
                 raise UnsupportedError(
                     f"gemm accumulator '{b.name}' has dtype {b.dtype}; the Cube core accumulates in float32 "
@@ -89,8 +122,9 @@ def assign_kernel_layouts(kernel: Kernel, arch) -> Kernel:
             b.pitch = (b.cols + UB_PITCH_ELEMS - 1) // UB_PITCH_ELEMS * UB_PITCH_ELEMS
             if b.elem_bytes == 1 and b.pitch % 32:
                 # 8-bit rows are padded to 32 elements (32 B); a 2-D such tile would no longer share
-                # the element pitch of the other tiles, so it needs whole 32-column rows.
-                if b.rows > 1:
+                # the element pitch of the other tiles, so it needs whole 32-column rows, unless only
+                # copies and SIMT functions (which address it by its own pitch) touch it.
+                if b.rows > 1 and b.name not in addressed:
                     raise AlignmentError(
                         f"tile '{b.name}' ({b.dtype}) has {b.cols} columns; 2-D 8-bit vector tiles take a multiple "
                         "of 32 columns", loc=b.loc, hint="use a 1-D tile, or 32, 64, ... columns")

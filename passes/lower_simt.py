@@ -13,7 +13,10 @@ insert_sync orders it with the other pipes; every construct of its body is one t
 
 from __future__ import annotations
 
-from tvm import tirx
+import dataclasses
+
+import tvm
+from tvm import arith, tirx
 
 from ascend_backend.arch import SIMT_MAX_THREADS, SIMT_WARP
 from ascend_backend.dtypes import dtype as to_dtype
@@ -43,7 +46,7 @@ SIMT_CALLS = frozenset({
     "tirx.bitwise_or", "tirx.bitwise_xor", "tirx.bitwise_not", "tirx.shift_left", "tirx.shift_right",
     "tirx.exp", "tirx.exp2", "tirx.log", "tirx.log2", "tirx.sqrt", "tirx.rsqrt", "tirx.fabs", "tirx.tanh",
     "tirx.floor", "tirx.ceil", "tirx.round", "tirx.pow", "tirx.trunc", "tirx.nearbyint",
-    "tirx.isnan", "tirx.sigmoid", "tirx.infinity", "tirx.abs", "tirx.log10", "tirx.exp10",
+    "tirx.isnan", "tirx.sigmoid", "tirx.infinity", "tl.infinity", "tirx.abs", "tirx.log10", "tirx.exp10",
 })
 EXTERN_CALLS = frozenset({"__match_any_sync", "__float2half_rz", "__float2half_rn", "__float2bfloat16_rn",
                           "__half2float", "__bfloat162float"})
@@ -58,7 +61,16 @@ _NO_SIMT = {
 }
 
 
-def _line(stmt, default: SrcLoc | None) -> SrcLoc | None:
+def span_of(stmt):
+    """The span of a TIR statement, for the statements the SIMT passes rebuild (so that later
+    errors still name the user's line)."""
+    from ascend_backend.frontend import _span_of
+
+    return _span_of(stmt)
+
+
+def dsl_line(stmt, default: SrcLoc | None) -> SrcLoc | None:
+    """The user's line of a TIR statement of thread-level code (else ``default``)."""
     from ascend_backend.frontend import stmt_loc
 
     loc = stmt_loc(stmt)
@@ -77,7 +89,7 @@ class _Check:
             for x in s.seq:
                 self.stmt(x)
             return
-        loc = _line(s, self.loc)
+        loc = dsl_line(s, self.loc)
         if isinstance(s, tirx.For):
             if s.kind == tirx.ForKind.PARALLEL:
                 self.fail("a T.Parallel loop inside thread-level code", loc,
@@ -151,10 +163,8 @@ class _Check:
             elif name in ("tl.any_sync", "tl.all_sync"):
                 _full_mask(n.args[1], problems, name.split(".")[-1])
             elif name == "tirx.tvm_storage_sync":
-                if len(n.args) > 1:
-                    problems.append(("a barrier of part of the block (T.sync_threads(barrier_id, count))",
-                                     "asc_syncthreads, the SIMT barrier, waits for every thread of the block"))
-                elif n.args and str(n.args[0]).strip('"') not in ("shared", "shared.dyn", "warp"):
+                # a barrier of part of the block (T.sync_threads(id, count)) is placed by simt_sync
+                if n.args and str(n.args[0]).strip('"') not in ("shared", "shared.dyn", "warp"):
                     problems.append((f"a '{n.args[0]}' barrier", "asc_syncthreads orders UB (shared) accesses"))
             elif name == "tirx.reinterpret":
                 pair = (str(n.args[0].dtype), str(n.dtype))
@@ -206,8 +216,109 @@ def _free_vars(body: tuple, bound: set) -> list:
     return [v for v in used if v not in defined]
 
 
-def lower_region(region: SimtRegion, kernel: Kernel, name: str) -> SimtCall:
+class _GuardGm:
+    """TileLang's safe-memory rule for global tensors (its LegalizeSafeMemoryAccess): a GM load whose
+    indices are not provably inside the tensor reads 0 there, a store (or an atomic) there is
+    skipped. Proofs use the thread ranges, the loops' ranges, the lets and the enclosing ``if``
+    conditions (tvm's arith.Analyzer), as TileLang's do."""
+
+    def __init__(self, region: SimtRegion, gm: set, grid: list) -> None:
+        self.gm = gm
+        self.ana = arith.Analyzer()
+        for ax in grid:  # the block indices
+            self.ana.bind(ax.var, tvm.ir.Range(0, ax.extent))
+        for v, n in zip(region.thread_vars, region.threads, strict=True):
+            if v is not None:
+                self.ana.bind(v, tvm.ir.Range(0, n))
+
+    def inside(self, buf, indices) -> list:
+        """The conditions of ``indices`` lying inside ``buf`` that cannot be proven."""
+        conds = []
+        for i, n in zip(indices, buf.shape, strict=True):
+            if not self.ana.can_prove(i >= 0):
+                conds.append(i >= 0)
+            if not self.ana.can_prove(i < n):
+                conds.append(i < n)
+        return conds
+
+    def expr(self, e, stmt_conds: list):
+        """``e`` with its GM loads guarded; atomics' address conditions go to ``stmt_conds``."""
+
+        def pre(n):
+            if isinstance(n, tirx.Call) and op_name(n) == "tl.access_ptr":
+                load = n.args[0]
+                if isinstance(load, tirx.BufferLoad) and load.buffer.name in self.gm:
+                    stmt_conds.extend(self.inside(load.buffer, load.indices))
+                return n  # an address, not a load
+            return None
+
+        def post(n):
+            if isinstance(n, tirx.BufferLoad) and n.buffer.name in self.gm:
+                conds = self.inside(n.buffer, n.indices)
+                if conds:
+                    return tirx.if_then_else(_all(conds), n, tirx.const(0, str(n.dtype)))
+            return None
+
+        wrapped = tirx.stmt_functor.ir_transform(tirx.Evaluate(e), pre, post, ["tirx.BufferLoad", "tirx.Call"])
+        return wrapped.value
+
+    def stmt(self, s):
+        if isinstance(s, tirx.SeqStmt):
+            return tirx.SeqStmt([self.stmt(x) for x in s.seq], span=span_of(s))
+        if isinstance(s, tirx.For):
+            self.ana.bind(s.loop_var, tvm.ir.Range.from_min_extent(s.min, s.extent))
+            return tirx.For(s.loop_var, self.expr(s.min, []), self.expr(s.extent, []), s.kind, self.stmt(s.body),
+                            s.thread_binding, s.annotations, span=span_of(s))
+        if isinstance(s, tirx.While):
+            return tirx.While(self.expr(s.condition, []), self.stmt(s.body), span=span_of(s))
+        if isinstance(s, tirx.IfThenElse):
+            cond = self.expr(s.condition, [])
+            with self.ana.constraint_scope(s.condition):
+                then_case = self.stmt(s.then_case)
+            else_case = None
+            if s.else_case is not None:
+                with self.ana.constraint_scope(tirx.Not(s.condition)):
+                    else_case = self.stmt(s.else_case)
+            return tirx.IfThenElse(cond, then_case, else_case, span=span_of(s))
+        if isinstance(s, tirx.SBlockRealize | tirx.SBlock):
+            return s
+        if isinstance(s, tirx.AttrStmt):
+            return tirx.AttrStmt(s.node, s.attr_key, s.value, self.stmt(s.body), span=span_of(s))
+        conds: list = []
+        if isinstance(s, tirx.Bind):
+            out = tirx.Bind(s.var, self.expr(s.value, conds), span=span_of(s))
+            if "int" in str(s.var.dtype):
+                self.ana.bind(s.var, s.value)
+            if conds:  # an atomic's value: 0 where it is skipped, as TileLang returns its safe value
+                out = tirx.Bind(s.var, tirx.if_then_else(_all(conds), out.value, tirx.const(0, str(s.var.dtype))),
+                                span=span_of(s))
+            return out
+        if isinstance(s, tirx.BufferStore):
+            value = self.expr(s.value, conds)
+            indices = [self.expr(i, []) for i in s.indices]
+            if s.buffer.name in self.gm:
+                conds += self.inside(s.buffer, s.indices)
+            out = tirx.BufferStore(s.buffer, value, indices, span=span_of(s))
+        elif isinstance(s, tirx.Evaluate):
+            out = tirx.Evaluate(self.expr(s.value, conds), span=span_of(s))
+        else:
+            return s
+        return tirx.IfThenElse(_all(conds), out, None, span=span_of(s)) if conds else out
+
+
+def _all(conds: list):
+    out = conds[0]
+    for c in conds[1:]:
+        out = tirx.And(out, c)
+    return out
+
+
+def lower_region(region: SimtRegion, kernel: Kernel, name: str, grid: list = ()) -> SimtCall:
     _Check(region).stmt(tirx.SeqStmt(list(region.body)) if len(region.body) > 1 else region.body[0])
+    gm = {n for n in (*region.reads, *region.writes) if kernel.buffers[n].scope is Scope.GM}
+    if gm:
+        guard = _GuardGm(region, gm, list(grid))
+        region = dataclasses.replace(region, body=tuple(guard.stmt(s) for s in region.body))
     args = []
     for buf_name in dict.fromkeys([*region.reads, *region.writes]):
         b = kernel.buffers[buf_name]
@@ -243,7 +354,7 @@ def lower_simt(program: Program) -> Program:
             if isinstance(s, SimtRegion):
                 if k.core is not Core.AIV or not p.arch.simt:
                     raise InternalCompilerError(f"thread-level code on {k.core} of {p.arch.name}", stage="lower_simt")
-                call = lower_region(s, k, f"{p.name}_simt{count[0]}")
+                call = lower_region(s, k, f"{p.name}_simt{count[0]}", lc.grid)
                 count[0] += 1
                 return [call]
             return [s]

@@ -877,15 +877,25 @@ class TileLowerer:
     def lower_copy_to_peer_l1(self, s: CopyToPeerL1) -> list:
         """dav-3510: this AIV's half of the rows of a UB tile into the AIC's L1 tile (MTE3, ND -> NZ)."""
         src = self.buffers[s.src.buffer]
-        self._check_full(s.src, src, s)
         if len(src.shape) != 2:
             raise InternalCompilerError(f"UB -> L1 transfer of a {len(src.shape)}-D tile", stage="lower_tile_ops")
         if self.kernel.row_split is None:
             raise InternalCompilerError("UB -> L1 transfer without a row split between the AIVs",
                                         stage="lower_tile_ops")
-        return [CopyUbToPeerL1(src=src.name, target=s.target, sub_var=self.kernel.row_split.var, src_rows=src.rows,
+        # this AIV's rows: its whole (half) tile, or of a tile each AIV holds whole (thread-level
+        # code's, split_rows) the rows from sub * half
+        rows = static_int(s.src.extents[0])
+        if rows != src.rows:
+            if rows is None or static_int(s.src.extents[1]) != src.cols or not _is_zero(s.src.base[1]):
+                raise InternalCompilerError(f"UB -> L1 transfer of part of {src.name}", stage="lower_tile_ops")
+            row0 = s.src.base[0]
+        else:
+            self._check_full(s.src, src, s)
+            row0 = 0
+        return [CopyUbToPeerL1(src=src.name, target=s.target, sub_var=self.kernel.row_split.var, src_rows=rows,
                                src_cols=src.cols, src_pitch=src.pitch or src.cols, c0=32 // src.elem_bytes,
-                               dst_c0_stride=(s.rows + 15) // 16 * 16, rows=s.rows, step=s.step, loc=s.loc)]
+                               dst_c0_stride=(s.rows + 15) // 16 * 16, rows=s.rows, step=s.step, src_row0=row0,
+                               loc=s.loc)]
 
     def lower_accumulate(self, s: TileAccumulate) -> list:
         return self.vec.binary(VecBinary.ADD, s.dst, s.dst, s.src, s.loc)

@@ -20,12 +20,14 @@ from ascend_backend.ir import (
     BufferKind,
     CopyToPeerL1,
     Core,
+    Direction,
     If,
     Kernel,
     Launch,
     Program,
     Region,
     RowSplit,
+    SimtRegion,
     TileCopy,
     TileCumsum,
     TileFill,
@@ -75,6 +77,23 @@ def split_rows_launch(launch: Launch) -> Launch:
             "column of all of them", loc=whole[n],
             hint="transpose on the Cube instead: compute the gemm's transposed product (T.gemm with transpose_A / "
             "transpose_B swaps), or copy the tile through a global tensor")
+    # thread-level code indexes its tiles anywhere: each AIV holds them whole and runs the SIMT
+    # function over all of them (a tile it sends to the Cube then goes as this AIV's half of rows)
+    simt = _simt_tiles(aiv)
+    from_cube = {t.target for t in launch.transfers if t.direction is Direction.C2V}
+    for n in sorted(simt.keys() & from_cube):
+        raise UnsupportedError(
+            f"thread-level code reads '{n}', which comes from the Cube: this kernel (it has a T.gemm) splits the rows "
+            f"of '{n}' between the two AIVs, and a SIMT function indexes the whole tile", loc=simt[n],
+            hint="copy the gemm's result to a global tensor and read it there, or write that part as tile ops "
+            "(T.Parallel)")
+    to_cube_ws = {t.tile for t in launch.transfers if t.direction is Direction.V2C and not t.on_chip}
+    for n in sorted(simt.keys() & to_cube_ws):
+        raise UnsupportedError(
+            f"'{n}', written by thread-level code, goes to the Cube through the GM workspace, which the SIMT tiles of "
+            "a kernel with a T.gemm do not take (each AIV holds the whole tile)", loc=simt[n],
+            hint="use fewer tiles crossing between the cores in this kernel (the on-chip route has 11 flag ids)")
+    whole = {**whole, **simt}
     for n, b in aiv.buffers.items():
         b = dataclasses.replace(b)
         if (b.kind in (BufferKind.SHARED, BufferKind.FRAGMENT) and b.shape and b.shape[0] in halves
@@ -169,7 +188,20 @@ def split_rows_launch(launch: Launch) -> Launch:
         if isinstance(op, TileReduce):
             return dataclasses.replace(op, src=region(op.src, None), dst=region(op.dst, None))
         if isinstance(op, CopyToPeerL1):
+            if op.src.buffer in simt and op.src.buffer not in split and buffers[op.src.buffer].shape[0] in halves:
+                # a whole tile: this AIV's half of its rows
+                half = halves[buffers[op.src.buffer].shape[0]]
+                r = op.src
+                return dataclasses.replace(op, src=Region(r.buffer, (r.base[0] + sub * half, *r.base[1:]),
+                                                          (half, *r.extents[1:])))
             return dataclasses.replace(op, src=region(op.src, None))
+        if isinstance(op, SimtRegion) and any(buffers[n].kind.in_gm for n in op.writes):
+            # it writes global tensors: one AIV of the pair runs it (the other's tiles it writes
+            # would differ from nothing, but its GM stores and atomics would happen twice)
+            for n in op.writes:
+                if not buffers[n].kind.in_gm:
+                    owned[n] = 0
+            return If(cond=tirx.EQ(sub, 0), then_body=[op], loc=op.loc)
         if isinstance(op, TileParallel):
             return _split_parallel(op, split, halves, sub)
         return op
@@ -203,6 +235,17 @@ def _refuse_cross_row_ops(body: list, split: dict, halves: dict) -> None:
             raise UnsupportedError(
                 f"{what} combines the rows of a tile, but this kernel (it has a T.gemm) splits the rows of its "
                 "vector tiles between the two AIVs: each would combine only its half", loc=s.loc, hint=hint)
+
+
+def _simt_tiles(k: Kernel) -> dict:
+    """The on-chip tiles thread-level code touches, with the line of its first use."""
+    out: dict = {}
+    for s in walk(k.body):
+        if isinstance(s, SimtRegion):
+            for n in (*s.reads, *s.writes):
+                if not k.buffers[n].kind.in_gm:
+                    out.setdefault(n, s.loc)
+    return out
 
 
 def _transposed_reads(k: Kernel) -> dict:

@@ -35,6 +35,7 @@ from .nodes import (
     Region,
     ScalarStore,
     ShapeVar,
+    SimtRegion,
     TileCopy,
     TileCumsum,
     TileFill,
@@ -132,6 +133,11 @@ class ProgramBuilder:
         """A scalar local (T.alloc_local / T.alloc_var)."""
         return self._buffer(name, shape, dt, BufferKind.LOCAL)
 
+    def thread_local(self, name: str, shape: tuple = (1,), dt: str = "float32") -> Handle:
+        """A per-thread local of thread-level code (registers of each thread: no kernel buffer)."""
+        buf = Buffer(name=name, shape=tuple(shape), dtype=dtype(dt), kind=BufferKind.LOCAL)
+        return Handle(buf, tirx.decl_buffer(shape, dt, name, scope="local"))
+
     # -- structure
     @contextlib.contextmanager
     def launch(self, grid: list) -> Iterator[tuple]:
@@ -218,6 +224,33 @@ class ProgramBuilder:
             value = value if isinstance(value, tirx.PrimExpr) else tirx.const(value, str(h.buffer.dtype))
             stores.append(ParallelStore(tirx.BufferStore(h.tvm_buffer, value, [_imm(i) for i in idx])))
         self._emit(TileParallel(vars=vs, extents=tuple(extents), stores=tuple(stores)))
+
+    def simt(self, threads: tuple, body: Callable, locals_: tuple = (), loc=None) -> None:
+        """Thread-level code (what the frontend makes of statements that use the thread):
+        ``body(tx, ty, tz)`` returns TIR statements (the thread variables of axes with one thread are
+        None); ``locals_`` are ``thread_local`` handles. Reads and writes are the buffers its loads
+        and stores name, an atomic's address counting as both."""
+        threads = tuple(threads) + (1,) * (3 - len(threads))
+        tvars = tuple(tirx.Var(f"t{'xyz'[n]}", "int32") if n == 0 or threads[n] > 1 else None for n in range(3))
+        stmts = tuple(body(*tvars))
+        own = {h.name for h in locals_}
+        reads: list = []
+        writes: list = []
+
+        def visit(n):
+            if isinstance(n, tirx.BufferStore):
+                writes.append(n.buffer.name)
+            elif isinstance(n, tirx.BufferLoad):
+                reads.append(n.buffer.name)
+            elif isinstance(n, tirx.Call) and getattr(n.op, "name", "") == "tl.access_ptr":
+                writes.append(n.args[0].buffer.name)
+
+        for st in stmts:
+            tirx.stmt_functor.post_order_visit(st, visit)
+        self._emit(SimtRegion(body=stmts, threads=threads, thread_vars=tvars,
+                              locals=tuple(h.buffer for h in locals_),
+                              reads=tuple(dict.fromkeys(n for n in reads if n not in own)),
+                              writes=tuple(dict.fromkeys(n for n in writes if n not in own)), loc=loc))
 
     def scalar_store(self, dst: Handle, idx: tuple, value) -> None:
         self._emit(ScalarStore(buffer=dst.name, indices=tuple(_imm(i) for i in idx), value=value))

@@ -1138,6 +1138,7 @@ class CopyUbToPeerL1(AscOp):
     step: Any = None
     slots: int = 1
     slot_elems: int = 0
+    src_row0: Any = 0  # the first row of src it copies (a tile each AIV holds whole: sub * half)
 
     macro: ClassVar[str] = "copy_ub_to_peer_l1"
     pipe: ClassVar[Pipe] = Pipe.MTE3

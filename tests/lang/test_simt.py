@@ -184,7 +184,8 @@ def test_shared_tiles_get_the_barriers_tilelang_inserts():
 
 @pytest.mark.parametrize("what, body, text", [
     ("mask", "v[0] = T.shfl_xor(v[0], 1, mask=T.uint32(0xFFFF))", "lane mask"),
-    ("barrier", "T.sync_threads(3, 64)", "part of the block"),
+    ("loop", "for j in T.serial(tx):\n            A[(tx + 1) % 64] = v[0]\n            T.sync_threads()",
+     "trip count depends on the thread"),
     ("extern", 'v[0] = T.call_extern("float32", "__nanosleep", v[0])', "__nanosleep"),
 ])
 def test_what_the_simt_api_lacks_is_refused_at_its_line(what, body, text, tmp_path):
@@ -295,3 +296,207 @@ def test_ub_budget_leaves_the_simt_data_cache():
     source(kernel(216))
     with pytest.raises(ascend_backend.MemoryBudgetError, match="Data Cache"):
         source(kernel(224))
+
+
+def suffix_sums(n=256, threads=1024):
+    """The top-k selector's histogram scan: threads tx < n add the element `offset` above theirs,
+    with TileLang's partial barriers (T.sync_threads(3, n), bar.sync of the first n threads)."""
+
+    @T.prim_func
+    def k(A: T.Tensor((n,), "int32"), B: T.Tensor((n,), "int32")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding()
+            h = T.alloc_shared((n,), "int32")
+            v = T.alloc_var("int32")
+            if tx < n:
+                h[tx] = A[tx]
+            T.sync_threads()
+            if tx < n:  # marker:partial_if
+                for i in T.serial(8):
+                    offset = 1 << i
+                    T.sync_threads(3, n)
+                    if tx < n - offset:
+                        v = h[tx] + h[tx + offset]
+                    T.sync_threads(3, n)
+                    if tx < n - offset:
+                        h[tx] = v
+            T.sync_threads()
+            if tx < n:
+                B[tx] = h[tx]
+
+    return k
+
+
+def test_partial_barriers_split_their_if_into_whole_block_barriers():
+    filecheck(source(suffix_sums()), """
+        CHECK: for (int32_t i = 0; i < 8; ++i) {
+        CHECK-NEXT: int32_t offset = (1 << i);
+        CHECK-NEXT: asc_syncthreads();
+        CHECK-NEXT: if ((tx < 256)) {
+        CHECK-NEXT: if ((tx < (256 - offset))) {
+        CHECK-NEXT: v_r[0] = (int32_t)((h[tx] + h[(tx + offset)]));
+        CHECK: asc_syncthreads();
+        CHECK-NEXT: if ((tx < 256)) {
+        CHECK-NEXT: if ((tx < (256 - offset))) {
+        CHECK-NEXT: h[tx] = (int32_t)(v_r[0]);
+    """)
+
+
+@needs_simt_engine
+def test_partial_barriers_on_the_emulator():
+    a = torch.randint(0, 100, (256,), dtype=torch.int32)
+    b = torch.zeros(256, dtype=torch.int32)
+    run(suffix_sums(), [a, b], "dav-3510")
+    torch.testing.assert_close(b, a.flip(0).cumsum(0).flip(0).to(torch.int32))
+
+
+def clean(threads=128, block=512):
+    """The lightning indexer's logit cleaning: a loop bound to threadIdx.x, stores past the end of
+    a row (seq_kv not a multiple of the block) that TileLang's safe-memory rule skips."""
+    seq, seq_kv = T.dynamic("seq"), T.dynamic("seq_kv")
+
+    @T.prim_func
+    def k(L: T.Tensor((seq, seq_kv), "float32"), S: T.Tensor((seq,), "int32"), E: T.Tensor((seq,), "int32")):
+        with T.Kernel(seq, threads=threads) as bx:
+            tx = T.thread_binding(0, threads, thread="threadIdx.x")
+            lo = S[bx]
+            hi = E[bx]
+            for n in T.serial(T.ceildiv(seq_kv, block)):
+                for j in T.serial(block // threads):
+                    idx = n * block + j * threads + tx
+                    if idx < lo or idx >= hi:
+                        L[bx, idx] = -T.infinity("float32")
+
+    return k
+
+
+def test_thread_bound_loop_and_out_of_range_stores_are_skipped():
+    filecheck(source(clean()), """
+        CHECK: for (int32_t n = 0; n < ((seq_kv + 511) / 512); ++n) {
+        CHECK: int32_t idx = (((n * 512) + (j * 128)) + tx);
+        CHECK-NEXT: if (((idx < S[bx]) || (idx >= E[bx]))) {
+        CHECK-NEXT: if ((idx < seq_kv)) {
+        CHECK-NEXT: L[(bx) * seq_kv + idx] = (float)((INFINITY * -1.0f));
+    """)
+
+
+@needs_simt_engine
+def test_thread_bound_loop_and_out_of_range_stores_on_the_emulator():
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(4, 700, generator=g)
+    lo = torch.tensor([0, 100, 650, 3], dtype=torch.int32)
+    hi = torch.tensor([700, 200, 700, 3], dtype=torch.int32)
+    ref = logits.clone()
+    j = torch.arange(700)[None, :]
+    ref[(j < lo[:, None]) | (j >= hi[:, None])] = float("-inf")
+    run(clean(), [logits, lo, hi], "dav-3510")
+    torch.testing.assert_close(logits, ref)
+
+
+def bounded_histogram(n=64, threads=64):
+    """A per-thread local read only in a condition (the top-k's l_start_idx) is the thread's: the
+    fill and the loop around it stay in one SIMT function."""
+
+    @T.prim_func
+    def k(A: T.Tensor((n,), "int32"), S: T.Tensor((1,), "int32"), H: T.Tensor((16,), "int32")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding()
+            lo = T.alloc_var("int32")
+            h = T.alloc_shared((16,), "int32")
+            lo = S[0]
+            T.fill(h, 0)
+            T.sync_threads()
+            if tx >= lo:
+                T.atomic_add(h[A[tx] % 16], 1)
+            T.sync_threads()
+            if tx < 16:
+                H[tx] = h[tx]
+
+    return k
+
+
+def test_a_local_read_in_a_condition_keeps_one_simt_function():
+    src = source(bounded_histogram())
+    assert src.count("asc_vf_call<") == 1
+    filecheck(src, """
+        CHECK: lo_r[0] = (int32_t)(S[0]);
+        CHECK: h[((h_fill * 64) + tx)] = (int32_t)(0);
+        CHECK: if ((tx >= lo_r[0])) {
+        CHECK-NEXT: asc_atomic_add(&h[(A[tx] % 16)], (int32_t)(1));
+    """)
+
+
+@needs_simt_engine
+def test_a_local_read_in_a_condition_on_the_emulator():
+    a = torch.randint(0, 1000, (64,), dtype=torch.int32)
+    h = torch.zeros(16, dtype=torch.int32)
+    run(bounded_histogram(), [a, torch.tensor([10], dtype=torch.int32), h], "dav-3510")
+    torch.testing.assert_close(h, torch.bincount(a[10:] % 16, minlength=16).to(torch.int32))
+
+
+def dequant_gemm(M=64, N=64, K=64, threads=128):
+    """TileLang's fine-grained dequantize GEMM (uint4 in int8, dequantized by the threads into a
+    shared tile the gemm reads): each AIV holds the SIMT tiles whole, runs the function and sends its
+    half of the rows to the Cube; the 16-column int8 tile only copies and threads touch."""
+    bK = 32
+
+    @T.prim_func
+    def k(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K // 2), "int8"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, 1, threads=threads):
+            a = T.alloc_shared((M, bK), "float16")
+            b = T.alloc_shared((N, bK // 2), "int8")
+            w = T.alloc_shared((N, bK), "float16")
+            c = T.alloc_fragment((M, N), "float16")  # a float16 accumulator: float32 on the Cube
+            tx = T.get_thread_binding()
+            T.clear(c)
+            for ko in T.Pipelined(K // bK, num_stages=2):
+                T.copy(A[0, ko * bK], a)
+                T.copy(B[0, ko * bK // 2], b)
+                for i in T.serial(N * bK // 2 // threads):
+                    idx = i * threads + tx
+                    q = b[idx // (bK // 2), idx % (bK // 2)]
+                    w[idx // (bK // 2), idx % (bK // 2) * 2] = T.cast(q & 15, "float16")
+                    w[idx // (bK // 2), idx % (bK // 2) * 2 + 1] = T.cast((q >> 4) & 15, "float16")
+                T.gemm(a, w, c, transpose_B=True)
+            T.copy(c, C[0, 0])
+
+    return k
+
+
+def test_thread_level_code_beside_a_gemm_runs_whole_on_each_aiv():
+    filecheck(source(dequant_gemm()), """
+        CHECK: __simt_vf__ __launch_bounds__(128) inline void k_simt0(__ubuf__ int8_t* b, __ubuf__ half* w)
+        CHECK: Fixpipe<half, float, CFG_ROW_MAJOR>
+        CHECK: LocalTensor<int8_t> b_slots = {{.*}}// b: UB 64x16xint8 ND pitch=32 slots=2
+        CHECK: LocalTensor<half> w_slots = {{.*}}// w: UB 64x32xfloat16 ND slots=2
+        CHECK: asc_vf_call<k_simt0>(dim3{128, 1, 1}
+        CHECK: DataCopy(w_l1_peer[sub_idx * 512{{.*}}], w[((sub_idx * 32)) * 32], Nd2NzParams{1, (uint16_t)(32), (uint16_t)(32)
+    """)
+
+
+@needs_simt_engine
+def test_thread_level_code_beside_a_gemm_on_the_emulator():
+    g = torch.Generator().manual_seed(5)
+    a = (torch.randn(64, 64, generator=g) * 0.1).half()
+    q = torch.randint(0, 16, (64, 64), generator=g, dtype=torch.int32)
+    packed = (q[:, 0::2] | (q[:, 1::2] << 4)).to(torch.uint8).view(torch.int8)
+    c = torch.zeros(64, 64, dtype=torch.float16)
+    run(dequant_gemm(), [a, packed, c], "dav-3510")
+    torch.testing.assert_close(c.float(), a.float() @ q.float().T, atol=1e-2, rtol=1e-3)
+
+
+def test_thread_level_code_reading_a_gemm_result_is_refused():
+    @T.prim_func
+    def k(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=32):
+            a = T.alloc_shared((32, 32), "float16")
+            c = T.alloc_fragment((32, 32), "float32")
+            tx = T.get_thread_binding()
+            T.copy(A[0, 0], a)
+            T.gemm(a, a, c, clear_accum=True)
+            for j in T.serial(32):  # marker:reads_cube
+                C[tx, j] = c[tx, j] * 2.0
+
+    with pytest.raises(ascend_backend.UnsupportedError, match="comes from the Cube") as info:
+        source(k)
+    assert info.value.loc.line == marker_line(HERE, "reads_cube")
